@@ -1,0 +1,33 @@
+"""Taskloom's engine: a threaded scheduler library, pure Python, no Qt."""
+
+from .actions import Call
+from .clock import ManualClock, SystemClock
+from .context import RunContext, current_run
+from .errors import CycleError, TaskCancelled, TaskTimeout
+from .executors import SyncExecutor
+from .models import Attempt, Entry, Event, RetryPolicy, TaskInfo
+from .scheduler import EVENT_KINDS, TRIGGER_RULES, Scheduler
+from .states import TaskState
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Attempt",
+    "Call",
+    "CycleError",
+    "EVENT_KINDS",
+    "Entry",
+    "Event",
+    "ManualClock",
+    "RetryPolicy",
+    "RunContext",
+    "Scheduler",
+    "SyncExecutor",
+    "SystemClock",
+    "TRIGGER_RULES",
+    "TaskCancelled",
+    "TaskInfo",
+    "TaskState",
+    "TaskTimeout",
+    "current_run",
+]

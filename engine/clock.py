@@ -1,0 +1,70 @@
+"""Clocks: the real one, and a manual one that tests advance by hand.
+
+A clock gives monotonic seconds (``now``) for timers and an aware UTC datetime
+(``wall``) for cron and absolute times.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from datetime import UTC, datetime, timedelta
+
+
+class SystemClock:
+    manual = False
+
+    def now(self) -> float:
+        return time.monotonic()
+
+    def wall(self) -> datetime:
+        return datetime.now(UTC)
+
+
+class ManualClock:
+    """A clock that only moves when ``advance`` is called.
+
+    Schedulers using it attach themselves; ``advance`` returns once the work that
+    became due has been dispatched (and, with ``SyncExecutor``, has run).
+    """
+
+    manual = True
+
+    def __init__(self, start: float = 0.0, wall: datetime | None = None):
+        self._now = float(start)
+        self._wall0 = wall or datetime(2026, 1, 1, tzinfo=UTC)
+        self._wall_offset = 0.0
+        self._lock = threading.Lock()
+        self._listeners: list = []
+
+    def now(self) -> float:
+        return self._now
+
+    def wall(self) -> datetime:
+        return self._wall0 + timedelta(seconds=self._now + self._wall_offset)
+
+    def advance(self, seconds: float) -> None:
+        if seconds < 0:
+            raise ValueError(f"ManualClock.advance: seconds must be >= 0, got {seconds!r}")
+        with self._lock:
+            self._now += seconds
+            listeners = list(self._listeners)
+        for callback in listeners:
+            callback()
+
+    def jump_wall(self, seconds: float) -> None:
+        """Move wall time only (an NTP step or a suspend), monotonic time stays."""
+        with self._lock:
+            self._wall_offset += seconds
+            listeners = list(self._listeners)
+        for callback in listeners:
+            callback()
+
+    def attach(self, callback) -> None:
+        with self._lock:
+            self._listeners.append(callback)
+
+    def detach(self, callback) -> None:
+        with self._lock:
+            if callback in self._listeners:
+                self._listeners.remove(callback)

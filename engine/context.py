@@ -1,0 +1,113 @@
+"""What running task code can see of its own run: cooperative cancel and output.
+
+Inside a task, ``engine.current_run()`` returns the ``RunContext`` of the attempt
+being run in this thread (``None`` outside a task)::
+
+    def long_job():
+        run = current_run()
+        for chunk in work:
+            if run.cancelled:          # cancel() or a timeout asked us to stop
+                raise TaskCancelled()
+            ...
+
+Code that starts something it must stop (a subprocess) registers a callback with
+``on_cancel``; the engine calls it, outside its lock, when the attempt is
+cancelled or passes its timeout.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import logging
+import threading
+
+log = logging.getLogger("taskloom.engine")
+
+_current: contextvars.ContextVar[RunContext | None] = contextvars.ContextVar(
+    "taskloom_run", default=None
+)
+
+
+class RunContext:
+    __slots__ = (
+        "task_id",
+        "attempt",
+        "log_dir",
+        "log_path",
+        "output",
+        "exit_code",
+        "worker",
+        "_cancelled",
+        "_callbacks",
+        "_event",
+    )
+
+    def __init__(self, task_id: str, attempt: int, log_dir: str | None = None):
+        self.task_id = task_id
+        self.attempt = attempt
+        self.log_dir = log_dir  # where a task may write its captured output
+        self.log_path: str | None = None  # set by the task if it wrote a log
+        self.output: str | None = None  # tail of output, set by the task
+        self.exit_code: int | None = None  # set by commands
+        self.worker: str | None = None  # where the attempt ran, when known
+        # Built lazily: most runs are never cancelled, and an Event costs a lock.
+        self._cancelled = False
+        self._callbacks: list | None = None
+        self._event: threading.Event | None = None
+
+    @property
+    def cancelled(self) -> bool:
+        return self._cancelled
+
+    def wait_cancelled(self, timeout: float | None = None) -> bool:
+        with _lock:
+            if self._cancelled:
+                return True
+            if self._event is None:
+                self._event = threading.Event()
+            event = self._event
+        return event.wait(timeout)
+
+    def on_cancel(self, callback) -> None:
+        """Call ``callback()`` when the run is cancelled (at once if it already is)."""
+        with _lock:
+            if not self._cancelled:
+                if self._callbacks is None:
+                    self._callbacks = []
+                self._callbacks.append(callback)
+                return
+        _safe_call(callback)
+
+    def request_cancel(self) -> None:
+        with _lock:
+            if self._cancelled:
+                return
+            self._cancelled = True
+            callbacks, self._callbacks = self._callbacks or [], None
+            if self._event is not None:
+                self._event.set()
+        for callback in callbacks:
+            _safe_call(callback)
+
+
+_lock = threading.Lock()  # guards the rare cancel bookkeeping of every RunContext
+
+
+def _safe_call(callback) -> None:
+    try:
+        callback()
+    except Exception:
+        log.exception("cancel callback %r failed", callback)
+
+
+def current_run() -> RunContext | None:
+    """The context of the task attempt running in this thread, if any."""
+    return _current.get()
+
+
+def run_in_context(ctx: RunContext, fn):
+    token = _current.set(ctx)
+    try:
+        return fn()
+    finally:
+        _current.reset(token)

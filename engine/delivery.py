@@ -1,0 +1,107 @@
+"""Delivering events to listeners, outside the engine lock, in ``seq`` order.
+
+The engine appends events to ``outbox`` while it holds its lock (so the deque is
+in ``seq`` order) and calls ``kick()`` after releasing it. Two modes:
+
+- threaded: one delivery thread drains the outbox, so a slow listener never
+  blocks the thread that scheduled or ran a task;
+- inline (with ``SyncExecutor``): the calling thread drains it before returning,
+  which keeps tests deterministic. Re-entrant calls (a listener that schedules)
+  leave their events to the outer drain loop.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections import deque
+
+log = logging.getLogger("taskloom.engine")
+
+
+class EventDelivery:
+    def __init__(self, threaded: bool):
+        self.outbox: deque = deque()
+        self._listeners: tuple = ()  # (kind or None, callback); replaced, never mutated
+        self._listeners_lock = threading.Lock()
+        self._threaded = threaded
+        self._drain_lock = threading.Lock()
+        self._wakeup = threading.Event()
+        self._delivered = 0  # seq of the last event handed to the listeners
+        self.last_queued = 0  # seq of the last event put in the outbox
+        self._progress = threading.Condition()
+        self._closed = False
+        self._thread: threading.Thread | None = None
+        if threaded:
+            self._thread = threading.Thread(target=self._run, name="taskloom-events", daemon=True)
+            self._thread.start()
+
+    # listeners -----------------------------------------------------------
+    def add(self, kind: str | None, callback) -> None:
+        with self._listeners_lock:
+            self._listeners = self._listeners + ((kind, callback),)
+
+    def remove(self, kind: str | None, callback) -> None:
+        with self._listeners_lock:
+            items = list(self._listeners)
+            if (kind, callback) in items:
+                items.remove((kind, callback))
+            self._listeners = tuple(items)
+
+    @property
+    def has_listeners(self) -> bool:
+        return bool(self._listeners)
+
+    # delivery ------------------------------------------------------------
+    def kick(self) -> None:
+        if self._threaded:
+            self._wakeup.set()
+        else:
+            self._drain()
+
+    def _run(self) -> None:
+        while True:
+            self._wakeup.wait()
+            self._wakeup.clear()
+            self._drain()
+            if self._closed and not self.outbox:
+                return
+
+    def _drain(self) -> None:
+        while self.outbox:
+            if not self._drain_lock.acquire(blocking=False):
+                return  # another drain loop (an outer frame in this thread) will finish
+            try:
+                outbox = self.outbox
+                while outbox:
+                    event = outbox.popleft()
+                    for kind, callback in self._listeners:
+                        if kind is None or kind == event.kind:
+                            try:
+                                callback(event)
+                            except Exception:
+                                log.exception("listener %r failed on %s", callback, event)
+                    self._delivered = event.seq
+                if self._threaded:
+                    with self._progress:
+                        self._progress.notify_all()
+            finally:
+                self._drain_lock.release()
+
+    def wait_delivered(self, seq: int, timeout: float | None = None) -> bool:
+        """Block until every event up to ``seq`` has been handed to the listeners."""
+        if not self._threaded:
+            self._drain()
+            return True
+        target = min(seq, self.last_queued)  # events made while nobody listened never queue
+        with self._progress:
+            return self._progress.wait_for(lambda: self._delivered >= target, timeout)
+
+    def close(self, wait: bool = True) -> None:
+        self._closed = True
+        if self._thread is not None:
+            self._wakeup.set()
+            if wait and self._thread is not threading.current_thread():
+                self._thread.join()
+        else:
+            self._drain()

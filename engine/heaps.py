@@ -1,0 +1,100 @@
+"""The two queues the dispatcher works from.
+
+Not-yet-due timers and due work live apart: a timer heap keyed by due time, and
+a ready heap keyed by (-priority, due time, scheduling order). One heap keyed by
+(due time, -priority) would let a low-priority task that came due a microsecond
+earlier jump a high-priority one.
+
+Removal is lazy (an entry is marked dead) but bounded: once dead entries are
+half the heap, it is rebuilt, so cancelled work frees its memory long before its
+due time.
+"""
+
+from __future__ import annotations
+
+import heapq
+from itertools import count
+
+_order = count()  # global tie-breaker: scheduling order, never compares past it
+
+# Entry layout (a list, so it can be marked dead in place):
+#   timer: [run_at, order, task, kind, alive]
+#   ready: [-priority, due, task order, order, task, kind, alive]
+ALIVE_T = 4
+ALIVE_R = 6
+
+
+class _LazyHeap:
+    __slots__ = ("_heap", "_dead", "_alive_index")
+
+    def __init__(self, alive_index: int):
+        self._heap: list[list] = []
+        self._dead = 0
+        self._alive_index = alive_index
+
+    def __len__(self) -> int:
+        return len(self._heap) - self._dead
+
+    def push(self, entry: list) -> list:
+        heapq.heappush(self._heap, entry)
+        return entry
+
+    def discard(self, entry: list | None) -> None:
+        """Mark ``entry`` dead; rebuild once dead entries are half the heap."""
+        if entry is None or not entry[self._alive_index]:
+            return
+        entry[self._alive_index] = False
+        self._dead += 1
+        if self._dead > 32 and self._dead * 2 > len(self._heap):
+            alive = self._alive_index
+            self._heap = [e for e in self._heap if e[alive]]
+            heapq.heapify(self._heap)
+            self._dead = 0
+
+    def peek(self) -> list | None:
+        heap, alive = self._heap, self._alive_index
+        while heap and not heap[0][alive]:
+            heapq.heappop(heap)
+            self._dead -= 1
+        return heap[0] if heap else None
+
+    def pop(self) -> list | None:
+        entry = self.peek()
+        if entry is not None:
+            heapq.heappop(self._heap)
+            entry[self._alive_index] = False
+        return entry
+
+    def alive(self):
+        alive = self._alive_index
+        return (e for e in self._heap if e[alive])
+
+
+class TimerHeap(_LazyHeap):
+    __slots__ = ()
+
+    def __init__(self):
+        super().__init__(ALIVE_T)
+
+    def add(self, run_at: float, task, kind: str) -> list:
+        return self.push([run_at, next(_order), task, kind, True])
+
+    def next_due(self) -> float | None:
+        entry = self.peek()
+        return None if entry is None else entry[0]
+
+    def pop_due(self, now: float) -> list | None:
+        entry = self.peek()
+        if entry is None or entry[0] > now:
+            return None
+        return self.pop()
+
+
+class ReadyHeap(_LazyHeap):
+    __slots__ = ()
+
+    def __init__(self):
+        super().__init__(ALIVE_R)
+
+    def add(self, priority: int, due: float, task_order: int, task, kind: str) -> list:
+        return self.push([-priority, due, task_order, next(_order), task, kind, True])

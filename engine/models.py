@@ -1,0 +1,87 @@
+"""Frozen values that cross threads: events, task snapshots, heap entries.
+
+NamedTuples rather than frozen dataclasses: the engine makes several per task
+run, and a tuple is built without per-field ``object.__setattr__`` calls.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import NamedTuple
+
+from .states import TaskState
+
+
+class Event(NamedTuple):
+    seq: int  # grows by one per event across the whole engine
+    kind: str  # new state's lowercase name, or dependency_added, paused, ...
+    task_id: str
+    state: TaskState  # the task's state after the event
+    at: float  # scheduler clock (monotonic seconds)
+    attempt: int
+    run_at: float | None
+    error: str | None
+
+
+class TaskInfo(NamedTuple):
+    id: str
+    name: str
+    state: TaskState
+    deps: tuple[str, ...]
+    dependents: tuple[str, ...]
+    priority: int
+    attempt: int
+    run_at: float | None
+    recurring: bool
+    paused: bool
+    error: str | None
+
+
+class Entry(NamedTuple):
+    run_at: float
+    priority: int
+    task_id: str
+    kind: str  # "scheduled", "retry" or "recurring"
+
+
+class Attempt(NamedTuple):
+    """One finished or running attempt of a task (kept in memory, newest last)."""
+
+    number: int
+    started: float
+    ended: float | None
+    outcome: str  # "running", "succeeded", "failed", "cancelled"
+    error: str | None
+    traceback: str | None
+    output: str | None  # tail of captured output, when the task captured any
+    log_path: str | None
+    exit_code: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class RetryPolicy:
+    """Retries with exponential backoff: delay = min(max_delay, base*factor**(n-1)) +-jitter."""
+
+    max_attempts: int = 1
+    base: float = 1.0
+    factor: float = 2.0
+    max_delay: float = 300.0
+    jitter: float = 0.1
+
+    def __post_init__(self):
+        if not isinstance(self.max_attempts, int) or self.max_attempts < 1:
+            raise ValueError(
+                f"RetryPolicy.max_attempts must be an int >= 1, got {self.max_attempts!r}"
+            )
+        for name in ("base", "factor", "max_delay", "jitter"):
+            value = getattr(self, name)
+            if not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+                raise ValueError(f"RetryPolicy.{name} must be a finite number >= 0, got {value!r}")
+        if self.jitter > 1:
+            raise ValueError(f"RetryPolicy.jitter is a fraction in [0, 1], got {self.jitter!r}")
+
+    def delay(self, failed_attempts: int, rand: float = 0.5) -> float:
+        """Backoff after the ``failed_attempts``-th failure; ``rand`` in [0, 1)."""
+        raw = min(self.max_delay, self.base * self.factor ** (failed_attempts - 1))
+        return max(0.0, raw * (1.0 + self.jitter * (2.0 * rand - 1.0)))

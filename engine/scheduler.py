@@ -1,0 +1,1255 @@
+"""The scheduler: timers, a dependency graph, priorities, retries, events.
+
+Concurrency design (after CPython's ``concurrent.futures``): one lock guards all
+engine state. Task code, listeners and cancel callbacks never run under it:
+methods that hold the lock collect such work in ``_deferred`` and run it after
+releasing (``_after``). Events are queued under the lock, so they are in ``seq``
+order, and delivered by ``EventDelivery`` outside it.
+
+Work flows through two heaps (see ``heaps.py``): timers not yet due, and ready
+work ordered by priority. By default ``workers`` engine-owned threads take work
+straight off the ready heap; with an ``Executor`` the engine submits at most
+``workers`` callables at a time and learns outcomes from done-callbacks.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import random
+import threading
+import traceback
+from collections.abc import Callable, Iterable
+from concurrent.futures import Executor, ThreadPoolExecutor
+from datetime import datetime
+from itertools import count
+
+from .actions import Call
+from .clock import SystemClock
+from .context import RunContext, _current
+from .delivery import EventDelivery
+from .errors import CycleError, TaskCancelled, TaskTimeout
+from .executors import SyncExecutor
+from .graph import find_path_downstream
+from .heaps import ReadyHeap, TimerHeap
+from .models import Attempt, Entry, Event, RetryPolicy, TaskInfo
+from .recurrence import MISFIRES, MODES, OVERLAPS, CronRecurrence, IntervalRecurrence
+from .states import NOT_STARTED, SETTLED, TaskState, check_transition
+from .task import MAX_ATTEMPTS_KEPT, Run, Task
+
+log = logging.getLogger("taskloom.engine")
+
+S = TaskState
+TRIGGER_RULES = ("all_success", "all_done", "one_failed")
+EVENT_KINDS = frozenset(s.value for s in TaskState) | {
+    "dependency_added",
+    "dependency_removed",
+    "paused",
+    "resumed",
+    "removed",
+}
+_WAIT, _RELEASE, _SKIP = 0, 1, 2
+_TIMER_KINDS = ("scheduled", "retry", "recurring")
+
+
+def _error_text(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {exc}"
+
+
+def _check_seconds(what: str, value, *, allow_zero: bool = True) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"{what} must be a number of seconds, got {value!r}")
+    if not math.isfinite(value) or value < 0 or (value == 0 and not allow_zero):
+        bound = ">= 0" if allow_zero else "> 0"
+        raise ValueError(f"{what} must be a finite number {bound}, got {value!r}")
+    return float(value)
+
+
+class Scheduler:
+    def __init__(
+        self,
+        workers: int = 4,
+        clock=None,
+        executor: Executor | None = None,
+        store=None,
+        log_dir: str | None = None,
+    ):
+        if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+            raise ValueError(f"workers must be an int >= 1, got {workers!r}")
+        if store is not None:
+            raise NotImplementedError("the SQLite store is not available yet")
+        self._workers = workers
+        self._clock = clock or SystemClock()
+        self._executor = executor
+        self._log_dir = log_dir
+        # Code submitted to these runs in this process, so it can see its RunContext.
+        self._local_executor = executor is None or isinstance(
+            executor, (SyncExecutor, ThreadPoolExecutor)
+        )
+        self._lock = threading.Lock()
+        self._work_cond = threading.Condition(self._lock)  # own workers wait for ready work
+        self._timer_cond = threading.Condition(self._lock)  # the timer thread sleeps here
+        self._settled_cond = threading.Condition(self._lock)  # wait() and shutdown() sleep here
+        self._tasks: dict[str, Task] = {}
+        self._orphans: dict[str, dict[str, None]] = {}  # missing id -> tasks that depend on it
+        self._timers = TimerHeap()
+        self._ready = ReadyHeap()
+        self._order = count()
+        self._names = count(1)
+        self._seq = 0
+        self._unsettled = 0  # tasks wait() waits for that have not settled
+        self._running = 0  # runs whose code has not returned yet
+        self._deferred: list[Callable[[], None]] = []
+        self._started = False
+        self._closed = False  # shutdown() was called: no more scheduling calls
+        self._stopping = False  # no new runs start
+        self._paused_all = False
+        self._timer_wait: float | None = None  # deadline the timer thread sleeps to
+        self._wall_offset: float | None = None  # wall - monotonic, to notice wall jumps
+        self._cron_tasks = 0
+        self._pumping = False
+        self._pump_again = False
+        self._rng = random.Random()
+        self._threads: list[threading.Thread] = []
+        self._delivery = EventDelivery(threaded=not isinstance(executor, SyncExecutor))
+        if self._clock.manual:
+            self._clock.attach(self._on_clock_moved)
+
+    # ------------------------------------------------------------------ lifecycle
+    def __enter__(self):
+        self.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.shutdown(wait=True)
+
+    def start(self) -> None:
+        with self._lock:
+            self._check_open()
+            if self._started:
+                return
+            for missing, waiting in self._orphans.items():
+                task_id = next(iter(waiting))
+                raise KeyError(f"task {task_id!r} depends on unknown task {missing!r}")
+            self._started = True
+            self._wall_offset = self._current_wall_offset()
+            if self._executor is None:
+                for i in range(self._workers):
+                    self._spawn(self._worker_loop, f"taskloom-worker-{i}")
+            if not self._clock.manual:
+                self._spawn(self._timer_loop, "taskloom-timers")
+            self._promote_due()
+            deferred = self._take_deferred()
+        self._after(deferred)
+
+    def _spawn(self, target, name: str) -> None:
+        thread = threading.Thread(target=target, name=name, daemon=True)
+        thread.start()
+        self._threads.append(thread)
+
+    def shutdown(self, wait: bool = True) -> None:
+        """Stop starting work; with ``wait``, let running tasks finish and deliver events."""
+        with self._lock:
+            self._closed = True
+            self._stopping = True
+            self._work_cond.notify_all()
+            self._timer_cond.notify_all()
+            self._settled_cond.notify_all()
+            if wait:
+                self._settled_cond.wait_for(lambda: self._running == 0)
+            deferred = self._take_deferred()
+        self._after(deferred)
+        if self._clock.manual:
+            self._clock.detach(self._on_clock_moved)
+        if wait:
+            current = threading.current_thread()
+            for thread in self._threads:
+                if thread is not current:
+                    thread.join()
+        self._delivery.close(wait=wait)
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """True once every task that is not recurring (nor downstream of one) settled."""
+        if not self._started:
+            self.start()
+        with self._lock:
+            self._settled_cond.wait_for(lambda: self._unsettled == 0 or self._stopping, timeout)
+            settled = self._unsettled == 0
+            seq = self._seq
+        if settled:
+            self._delivery.wait_delivered(seq, timeout)
+        return settled
+
+    # ------------------------------------------------------------------ scheduling
+    def schedule(
+        self,
+        fn,
+        run_at=None,
+        *,
+        name: str | None = None,
+        deps: Iterable[str] = (),
+        priority: int = 0,
+        retry: RetryPolicy | None = None,
+        timeout: float | None = None,
+        trigger_rule: str = "all_success",
+    ) -> str:
+        return self._create(
+            fn, run_at, name, deps, priority, retry, timeout, trigger_rule, None, {}
+        )
+
+    def schedule_after(self, fn, delay, **kw) -> str:
+        delay = _check_seconds("delay", delay)
+        return self.schedule(fn, self._clock.now() + delay, **kw)
+
+    def add(self, fn, deps: Iterable[str] = (), **kw) -> str:
+        return self.schedule(fn, None, deps=deps, **kw)
+
+    def schedule_every(
+        self,
+        fn,
+        interval,
+        *,
+        mode: str = "fixed_rate",
+        overlap: str = "skip",
+        misfire: str = "run_once",
+        misfire_grace: float = 30.0,
+        run_at=None,
+        name: str | None = None,
+        deps: Iterable[str] = (),
+        priority: int = 0,
+        retry: RetryPolicy | None = None,
+        timeout: float | None = None,
+        trigger_rule: str = "all_success",
+    ) -> str:
+        interval = _check_seconds("interval", interval, allow_zero=False)
+        if mode not in MODES:
+            raise ValueError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
+        recurrence = IntervalRecurrence(interval, mode)
+        options = self._recurring_options(overlap, misfire, misfire_grace)
+        return self._create(
+            fn, run_at, name, deps, priority, retry, timeout, trigger_rule, recurrence, options
+        )
+
+    def schedule_cron(
+        self,
+        fn,
+        expr: str,
+        tz: str = "UTC",
+        *,
+        overlap: str = "skip",
+        misfire: str = "run_once",
+        misfire_grace: float = 30.0,
+        name: str | None = None,
+        deps: Iterable[str] = (),
+        priority: int = 0,
+        retry: RetryPolicy | None = None,
+        timeout: float | None = None,
+        trigger_rule: str = "all_success",
+    ) -> str:
+        from .cron import CronTrigger  # the cron library loads only when used
+
+        recurrence = CronRecurrence(CronTrigger(expr, tz), expr, tz)
+        options = self._recurring_options(overlap, misfire, misfire_grace)
+        return self._create(
+            fn, None, name, deps, priority, retry, timeout, trigger_rule, recurrence, options
+        )
+
+    @staticmethod
+    def _recurring_options(overlap, misfire, misfire_grace) -> dict:
+        if overlap not in OVERLAPS:
+            raise ValueError(f"overlap must be one of {', '.join(OVERLAPS)}, got {overlap!r}")
+        if misfire not in MISFIRES:
+            raise ValueError(f"misfire must be one of {', '.join(MISFIRES)}, got {misfire!r}")
+        grace = _check_seconds("misfire_grace", misfire_grace)
+        return {"overlap": overlap, "misfire": misfire, "misfire_grace": grace}
+
+    def _normalise_fn(self, fn):
+        if isinstance(fn, str):
+            return Call(fn)
+        if not callable(fn):
+            raise TypeError(
+                f"a task must be a callable or a 'module:function' string, got {type(fn).__name__}"
+            )
+        return fn
+
+    def _normalise_run_at(self, run_at) -> float | None:
+        if run_at is None:
+            return None
+        if isinstance(run_at, datetime):
+            if run_at.tzinfo is None or run_at.utcoffset() is None:
+                raise ValueError(f"run_at {run_at.isoformat()} has no time zone; give an aware one")
+            return self._clock.now() + (run_at - self._clock.wall()).total_seconds()
+        return _check_seconds("run_at", run_at)
+
+    def _create(
+        self, fn, run_at, name, deps, priority, retry, timeout, trigger_rule, recurrence, options
+    ) -> str:
+        fn = self._normalise_fn(fn)
+        run_at = self._normalise_run_at(run_at)
+        if isinstance(priority, bool) or not isinstance(priority, int):
+            raise TypeError(f"priority must be an int, got {priority!r}")
+        if retry is not None and not isinstance(retry, RetryPolicy):
+            raise TypeError(f"retry must be a RetryPolicy or None, got {retry!r}")
+        if timeout is not None:
+            timeout = _check_seconds("timeout", timeout, allow_zero=False)
+        if trigger_rule not in TRIGGER_RULES:
+            raise ValueError(
+                f"trigger_rule must be one of {', '.join(TRIGGER_RULES)}, got {trigger_rule!r}"
+            )
+        if name is not None and (not isinstance(name, str) or not name):
+            raise ValueError(f"name must be a non-empty string, got {name!r}")
+        if isinstance(deps, str):
+            deps = (deps,)
+        deps = list(dict.fromkeys(deps))
+        for dep in deps:
+            if not isinstance(dep, str):
+                raise TypeError(f"a dependency is a task id (str), got {dep!r}")
+
+        with self._lock:
+            self._check_open()
+            if name is None:
+                name = self._generate_id(fn)
+            elif name in self._tasks:
+                raise ValueError(f"a task named {name!r} already exists")
+            if name in deps:
+                raise CycleError([name, name])
+            if self._started:
+                for dep in deps:
+                    if dep not in self._tasks:
+                        raise KeyError(f"task {name!r} depends on unknown task {dep!r}")
+            waiting = self._orphans.get(name)
+            if waiting:  # only a task others already wait for can close a cycle
+                for dep in deps:
+                    for first in waiting:
+                        path = find_path_downstream(self._tasks, first, dep)
+                        if path is not None:
+                            raise CycleError([name, *path, name])
+
+            task = Task(
+                name,
+                fn,
+                order=next(self._order),
+                priority=priority,
+                retry=retry,
+                timeout=timeout,
+                trigger_rule=trigger_rule,
+                run_at=run_at,
+            )
+            if recurrence is not None:
+                task.recurrence = recurrence
+                task.overlap = options["overlap"]
+                task.misfire = options["misfire"]
+                task.misfire_grace = options["misfire_grace"]
+                task.repeats = True
+                if isinstance(recurrence, CronRecurrence):
+                    self._cron_tasks += 1
+            self._tasks[name] = task
+            if waiting:
+                task.dependents.update(self._orphans.pop(name))
+            for dep in deps:
+                task.deps.append(dep)
+                upstream = self._tasks.get(dep)
+                if upstream is None:
+                    self._orphans.setdefault(dep, {})[name] = None
+                else:
+                    upstream.dependents[name] = None
+            if not task.repeats:
+                task.repeats = any(self._tasks[d].repeats for d in deps if d in self._tasks)
+            if not task.repeats:
+                self._unsettled += 1
+            if waiting:
+                for dependent in list(task.dependents):
+                    self._refresh_repeats(self._tasks[dependent])
+            self._arm_new(task)
+            if waiting:
+                self._evaluate_many(task.dependents)
+            deferred = self._take_deferred()
+        self._after(deferred)
+        return name
+
+    def _generate_id(self, fn) -> str:
+        base = getattr(fn, "__name__", None) or type(fn).__name__
+        if not base.isidentifier():
+            base = "task"
+        while True:
+            candidate = f"{base}-{next(self._names)}"
+            if candidate not in self._tasks and candidate not in self._orphans:
+                return candidate
+
+    def _arm_new(self, task: Task) -> None:
+        """Give a new task its first state (one event)."""
+        decision = self._decide(task)
+        if decision == _RELEASE:
+            self._release(task, first=True)
+        elif decision == _SKIP:
+            self._set_state(task, S.SKIPPED)
+            self._evaluate_many(task.dependents)
+        else:
+            self._emit(task, "pending")
+
+    # ------------------------------------------------------------------ graph edits
+    def add_dependency(self, task_id: str, dep_id: str) -> None:
+        with self._lock:
+            self._check_open()
+            task = self._get(task_id)
+            if dep_id not in self._tasks and self._started:
+                raise KeyError(f"task {task_id!r} cannot depend on unknown task {dep_id!r}")
+            if task.state not in NOT_STARTED and task.recurrence is None:
+                raise ValueError(
+                    f"task {task_id!r} is {task.state.name}: only a task that has not started "
+                    "(or a recurring one) can gain a dependency"
+                )
+            if dep_id == task_id:
+                raise CycleError([task_id, task_id])
+            if dep_id in task.deps:
+                return
+            if task.dependents and dep_id in self._tasks:
+                path = find_path_downstream(self._tasks, task_id, dep_id)
+                if path is not None:
+                    raise CycleError([*path, task_id])
+            task.deps.append(dep_id)
+            upstream = self._tasks.get(dep_id)
+            if upstream is None:
+                self._orphans.setdefault(dep_id, {})[task_id] = None
+            else:
+                upstream.dependents[task_id] = None
+            self._refresh_repeats(task)
+            self._emit(task, "dependency_added")
+            if task.state in NOT_STARTED and task.recurrence is None:
+                self._reconsider_not_started(task)
+            deferred = self._take_deferred()
+        self._after(deferred)
+
+    def remove_dependency(self, task_id: str, dep_id: str) -> None:
+        with self._lock:
+            self._check_open()
+            task = self._get(task_id)
+            if dep_id not in task.deps:
+                raise KeyError(f"task {task_id!r} does not depend on {dep_id!r}")
+            self._unlink(task, dep_id)
+            self._emit(task, "dependency_removed")
+            if task.state is S.PENDING:
+                self._evaluate_many((task_id,))
+            deferred = self._take_deferred()
+        self._after(deferred)
+
+    def _unlink(self, task: Task, dep_id: str) -> None:
+        task.deps.remove(dep_id)
+        if task.consumed:
+            task.consumed.pop(dep_id, None)
+        upstream = self._tasks.get(dep_id)
+        if upstream is not None:
+            upstream.dependents.pop(task.id, None)
+        else:
+            waiting = self._orphans.get(dep_id)
+            if waiting is not None:
+                waiting.pop(task.id, None)
+                if not waiting:
+                    del self._orphans[dep_id]
+        self._refresh_repeats(task)
+
+    def _reconsider_not_started(self, task: Task) -> None:
+        """A not-started task gained an edge: it may have to wait, or be skipped."""
+        decision = self._decide(task)
+        if decision == _RELEASE:
+            return
+        self._timers.discard(task.timer)
+        self._ready.discard(task.ready)
+        task.timer = task.ready = None
+        task.waiting_runs = 0
+        if decision == _SKIP:
+            self._set_state(task, S.SKIPPED)
+            self._evaluate_many(task.dependents)
+        elif task.state is not S.PENDING:
+            self._set_state(task, S.PENDING)
+
+    def remove(self, task_id: str) -> bool:
+        """Take a task that is not running out of the engine; dependents lose the edge."""
+        with self._lock:
+            self._check_open()
+            task = self._get(task_id)
+            if task.runs:
+                return False
+            self._drop_queued(task)
+            for dep_id in list(task.deps):
+                self._unlink(task, dep_id)
+            dependents = list(task.dependents)
+            for dependent_id in dependents:
+                self._unlink(self._tasks[dependent_id], task_id)
+            if not task.repeats and not task.state.settled:
+                self._unsettled -= 1
+                self._notify_if_settled()
+            if isinstance(task.recurrence, CronRecurrence):
+                self._cron_tasks -= 1
+            del self._tasks[task_id]
+            self._emit(task, "removed")
+            self._evaluate_many(dependents)
+            deferred = self._take_deferred()
+        self._after(deferred)
+        return True
+
+    # ------------------------------------------------------------------ control
+    def cancel(self, task_id: str) -> bool:
+        with self._lock:
+            self._check_open()
+            task = self._get(task_id)
+            if task.state.settled or task.cancel_requested:
+                return False
+            self._drop_queued(task)
+            if task.runs:
+                task.cancel_requested = True
+                for run in task.runs:
+                    self._deferred.append(run.ctx.request_cancel)
+                    if run.future is not None:
+                        self._deferred.append(run.future.cancel)
+            else:
+                self._set_state(task, S.CANCELLED)
+                self._after_settled(task)
+            deferred = self._take_deferred()
+        self._after(deferred)
+        return True
+
+    def retry(self, task_id: str) -> bool:
+        """Run a FAILED, SKIPPED or CANCELLED task again, with a fresh retry budget."""
+        with self._lock:
+            self._check_open()
+            task = self._get(task_id)
+            if task.state not in (S.FAILED, S.SKIPPED, S.CANCELLED) or task.runs:
+                return False
+            task.cancel_requested = False
+            task.budget_base = task.attempt
+            task.retry_pending = False
+            task.run_at = None  # the old time is ignored: run as soon as deps allow
+            rearmed = self._rearm_skipped_downstream(task)
+            if task.recurrence is not None:
+                self._start_cadence(task)
+                task.waiting_runs = 1
+                self._make_ready(task)
+            else:
+                decision = self._decide(task)
+                if decision == _RELEASE:
+                    self._release(task)
+                else:
+                    self._set_state(task, S.PENDING)
+                    if decision == _SKIP:
+                        self._set_state(task, S.SKIPPED)
+            self._evaluate_many(rearmed)
+            deferred = self._take_deferred()
+        self._after(deferred)
+        return True
+
+    def _rearm_skipped_downstream(self, task: Task) -> list[str]:
+        rearmed, stack = [], list(task.dependents)
+        while stack:
+            dependent = self._tasks[stack.pop()]
+            if dependent.state is S.SKIPPED:
+                self._set_state(dependent, S.PENDING)
+                rearmed.append(dependent.id)
+                stack.extend(dependent.dependents)
+        return rearmed
+
+    def run_now(self, task_id: str) -> bool:
+        """Run a task that waits for its time now; a recurring task gets an extra run."""
+        with self._lock:
+            self._check_open()
+            task = self._get(task_id)
+            if task.cancel_requested or task.state.settled and task.recurrence is None:
+                return False
+            if task.recurrence is not None and task.state is not S.PENDING:
+                if task.runs and task.overlap == "skip":
+                    return False
+                task.waiting_runs = max(task.waiting_runs, 0) + 1
+                if task.overlap == "queue" and task.runs:
+                    task.waiting_runs = 1
+                else:
+                    self._make_ready(task)
+            elif task.state is S.SCHEDULED:
+                self._timers.discard(task.timer)
+                task.timer = None
+                task.waiting_runs = 1
+                self._make_ready(task)
+            elif task.state is S.RETRY_WAIT:
+                self._timers.discard(task.retry_timer)
+                task.retry_timer = None
+                self._make_ready(task)
+            else:
+                return False
+            deferred = self._take_deferred()
+        self._after(deferred)
+        return True
+
+    def pause(self, task_id: str | None = None) -> None:
+        with self._lock:
+            self._check_open()
+            if task_id is None:
+                self._paused_all = True
+            else:
+                task = self._get(task_id)
+                if not task.paused:
+                    task.paused = True
+                    if task.ready is not None:  # held until resumed
+                        self._ready.discard(task.ready)
+                        task.ready = None
+                    self._emit(task, "paused")
+            deferred = self._take_deferred()
+        self._after(deferred)
+
+    def resume(self, task_id: str | None = None) -> None:
+        with self._lock:
+            self._check_open()
+            if task_id is None:
+                self._paused_all = False
+                self._work_cond.notify_all()
+            else:
+                task = self._get(task_id)
+                if task.paused:
+                    task.paused = False
+                    self._emit(task, "resumed")
+                    if task.waiting_runs > 0 or task.retry_pending:
+                        self._push_ready(task)
+            deferred = self._take_deferred()
+        self._after(deferred)
+
+    # ------------------------------------------------------------------ listeners
+    def on(self, kind: str, callback) -> Callable[[], None]:
+        if kind not in EVENT_KINDS:
+            kinds = ", ".join(sorted(EVENT_KINDS))
+            raise ValueError(f"unknown event kind {kind!r}; one of: {kinds}")
+        self._delivery.add(kind, callback)
+        return lambda: self._delivery.remove(kind, callback)
+
+    def subscribe(self, callback) -> Callable[[], None]:
+        self._delivery.add(None, callback)
+        return lambda: self._delivery.remove(None, callback)
+
+    # ------------------------------------------------------------------ queries
+    def task(self, task_id: str) -> TaskInfo:
+        with self._lock:
+            return self._info(self._get(task_id))
+
+    def tasks(self) -> list[TaskInfo]:
+        with self._lock:
+            return [self._info(t) for t in self._tasks.values()]
+
+    def upcoming(self, limit: int = 100) -> list[Entry]:
+        with self._lock:
+            return self._upcoming(limit)
+
+    def snapshot(self):
+        """(seq, tasks, upcoming) as one consistent view; later events have seq > seq."""
+        with self._lock:
+            return (
+                self._seq,
+                [self._info(t) for t in self._tasks.values()],
+                self._upcoming(100),
+            )
+
+    def attempts(self, task_id: str) -> list[Attempt]:
+        with self._lock:
+            return list(self._get(task_id).history or ())
+
+    @property
+    def clock(self):
+        return self._clock
+
+    @property
+    def workers(self) -> int:
+        return self._workers
+
+    def _upcoming(self, limit: int) -> list[Entry]:
+        import heapq
+
+        entries = heapq.nsmallest(
+            limit, (e for e in self._timers.alive() if e[3] in _TIMER_KINDS), key=lambda e: e[:2]
+        )
+        return [Entry(e[0], e[2].priority, e[2].id, e[3]) for e in entries]
+
+    @staticmethod
+    def _info(t: Task) -> TaskInfo:
+        return TaskInfo(
+            t.id,
+            t.id,
+            t.state,
+            tuple(t.deps),
+            tuple(t.dependents),
+            t.priority,
+            t.attempt,
+            t.run_at,
+            t.recurrence is not None,
+            t.paused,
+            t.error,
+        )
+
+    def _get(self, task_id: str) -> Task:
+        try:
+            return self._tasks[task_id]
+        except KeyError:
+            raise KeyError(f"no task {task_id!r}") from None
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise RuntimeError("the scheduler has been shut down")
+
+    # ------------------------------------------------------------------ state machine
+    def _set_state(self, task: Task, new: TaskState, error: str | None = None) -> None:
+        old = task.state
+        check_transition(task.id, old, new)
+        task.state = new
+        if not task.repeats:
+            if old in SETTLED and new not in SETTLED:
+                self._unsettled += 1
+            elif new in SETTLED and old not in SETTLED:
+                self._unsettled -= 1
+                self._notify_if_settled()
+        self._emit(task, new.value, error)
+
+    def _notify_if_settled(self) -> None:
+        if self._unsettled == 0:
+            self._settled_cond.notify_all()
+
+    def _emit(self, task: Task, kind: str, error: str | None = None) -> None:
+        self._seq += 1
+        delivery = self._delivery
+        if delivery.has_listeners:
+            delivery.last_queued = self._seq
+            delivery.outbox.append(
+                Event(
+                    self._seq,
+                    kind,
+                    task.id,
+                    task.state,
+                    self._clock.now(),
+                    task.attempt,
+                    task.run_at,
+                    error,
+                )
+            )
+
+    def _refresh_repeats(self, start: Task) -> None:
+        """Keep ``repeats`` (recurring or downstream of recurring) right after an edit."""
+        stack = [start]
+        while stack:
+            task = stack.pop()
+            repeats = task.recurrence is not None or any(
+                self._tasks[d].repeats for d in task.deps if d in self._tasks
+            )
+            if repeats == task.repeats:
+                continue
+            task.repeats = repeats
+            if not task.state.settled:
+                self._unsettled += -1 if repeats else 1
+                self._notify_if_settled()
+            stack.extend(self._tasks[d] for d in task.dependents)
+
+    # ------------------------------------------------------------------ dependencies
+    def _decide(self, task: Task) -> int:
+        """Can the task's trigger rule be met now, later, or never?"""
+        n = len(task.deps)
+        if n == 0:
+            return _RELEASE
+        succeeded = failed = done = 0
+        tasks = self._tasks
+        for dep_id in task.deps:
+            dep = tasks.get(dep_id)
+            if dep is None:
+                continue
+            if dep.repeats:  # met by each new success, never "failed for good"
+                if dep.successes > (task.consumed or {}).get(dep_id, 0):
+                    succeeded += 1
+                    done += 1
+                continue
+            state = dep.state
+            if state is S.SUCCEEDED:
+                succeeded += 1
+                done += 1
+            elif state is S.FAILED:
+                failed += 1
+                done += 1
+            elif state is S.SKIPPED or state is S.CANCELLED:
+                done += 1
+        rule = task.trigger_rule
+        if rule == "all_success":
+            if done > succeeded:
+                return _SKIP
+            return _RELEASE if succeeded == n else _WAIT
+        if rule == "all_done":
+            return _RELEASE if done == n else _WAIT
+        if failed:  # one_failed
+            return _RELEASE
+        return _SKIP if done == n else _WAIT
+
+    def _evaluate_many(self, task_ids: Iterable[str]) -> None:
+        """Re-check waiting dependents; SKIPPED spreads downstream without recursion."""
+        stack = list(task_ids)
+        tasks = self._tasks
+        while stack:
+            task = tasks.get(stack.pop())
+            if task is None or task.runs or task.ready is not None:
+                continue
+            state = task.state
+            if state is S.PENDING:
+                decision = self._decide(task)
+                if decision == _RELEASE:
+                    self._release(task, first=task.attempt == 0)
+                elif decision == _SKIP:
+                    self._set_state(task, S.SKIPPED)
+                    stack.extend(task.dependents)
+            elif (  # downstream of a recurring task: runs again after each upstream success
+                task.repeats
+                and task.recurrence is None
+                and state in SETTLED
+                and state is not S.CANCELLED
+                and self._decide(task) == _RELEASE
+            ):
+                task.waiting_runs = 1
+                self._make_ready(task)
+
+    def _after_settled(self, task: Task) -> None:
+        """A task reached a final outcome (for now): wake what depends on it."""
+        if task.dependents:
+            self._evaluate_many(task.dependents)
+
+    def _release(self, task: Task, first: bool = False) -> None:
+        """Dependencies allow the task: put it on the timer heap or make it ready."""
+        if task.recurrence is not None:
+            if first and task.run_at is not None:
+                due = task.run_at
+            else:
+                due = task.recurrence.first_due(self._clock)
+            self._set_timer(task, due)
+            self._set_state(task, S.SCHEDULED)
+            return
+        if task.run_at is not None and task.run_at > self._clock.now():
+            self._set_timer(task, task.run_at)
+            self._set_state(task, S.SCHEDULED)
+            return
+        task.waiting_runs = 1
+        self._make_ready(task)
+
+    def _start_cadence(self, task: Task) -> None:
+        self._set_timer(task, task.recurrence.first_due(self._clock))
+
+    def _set_timer(self, task: Task, due: float) -> None:
+        self._timers.discard(task.timer)
+        task.run_at = due
+        task.timer = self._timers.add(due, task, "recurring" if task.recurrence else "scheduled")
+        self._timers_changed()
+
+    def _drop_queued(self, task: Task) -> None:
+        """Forget every timer and ready entry of a task (cancel, remove)."""
+        self._timers.discard(task.timer)
+        self._timers.discard(task.retry_timer)
+        self._ready.discard(task.ready)
+        task.timer = task.retry_timer = task.ready = None
+        task.waiting_runs = 0
+        task.retry_pending = False
+
+    # ------------------------------------------------------------------ ready work
+    def _make_ready(self, task: Task) -> None:
+        if task.state is not S.READY and not task.runs:
+            self._set_state(task, S.READY)
+        self._push_ready(task)
+
+    def _push_ready(self, task: Task) -> None:
+        if task.ready is not None or task.paused:
+            return  # one entry per task; a paused task is held until resumed
+        due = self._clock.now() if task.run_at is None else min(task.run_at, self._clock.now())
+        task.ready = self._ready.add(task.priority, due, task.order, task, "run")
+        if self._executor is None:
+            self._work_cond.notify()
+
+    def _take_ready(self) -> Run | None:
+        """Pop the most urgent ready task and start an attempt of it."""
+        entry = self._ready.pop()
+        if entry is None:
+            return None
+        task = entry[4]
+        task.ready = None
+        return self._start_run(task)
+
+    def _start_run(self, task: Task) -> Run:
+        if task.retry_pending:
+            task.retry_pending = False
+        else:
+            task.waiting_runs = max(0, task.waiting_runs - 1)
+            if task.repeats:  # each occurrence gets a fresh retry budget
+                task.budget_base = task.attempt
+        for dep_id in task.deps:  # record which upstream successes this run used
+            dep = self._tasks.get(dep_id)
+            if dep is not None and dep.repeats:
+                if task.consumed is None:
+                    task.consumed = {}
+                task.consumed[dep_id] = dep.successes
+        task.attempt += 1
+        now = self._clock.now()
+        run = Run(task, task.attempt, RunContext(task.id, task.attempt, self._log_dir), now)
+        task.runs.append(run)
+        self._running += 1
+        if task.timeout is not None:
+            run.timeout_entry = self._timers.add(now + task.timeout, run, "timeout")
+            self._timers_changed()
+        if task.history is None:
+            task.history = []
+        task.history.append(
+            Attempt(run.attempt, now, None, "running", None, None, None, None, None)
+        )
+        if task.state is S.RUNNING:
+            self._emit(task, "running")  # another parallel run of a recurring task
+        else:
+            self._set_state(task, S.RUNNING)
+        if task.overlap == "parallel" and task.waiting_runs > 0:
+            self._push_ready(task)
+        return run
+
+    # ------------------------------------------------------------------ outcomes
+    def _finish(self, run: Run, error: BaseException | None, tb: str | None) -> None:
+        """The run's code returned: free its slot, record its outcome (under the lock)."""
+        self._running -= 1
+        if self._running == 0:
+            self._settled_cond.notify_all()
+        if not run.done:  # a timed-out run's outcome is already recorded
+            self._record_outcome(run, error, tb)
+
+    def _record_outcome(self, run: Run, error: BaseException | None, tb: str | None) -> None:
+        run.done = True
+        task = run.task
+        task.runs.remove(run)
+        self._timers.discard(run.timeout_entry)
+        if task.cancel_requested:
+            outcome = "cancelled"
+        elif error is None:
+            outcome = "succeeded"
+        else:
+            outcome = "failed"
+        error_text = None if error is None else _error_text(error)
+        self._record_attempt(task, run, outcome, error_text, tb)
+
+        if task.cancel_requested:
+            if not task.runs:
+                task.cancel_requested = False
+                self._drop_queued(task)
+                self._set_state(task, S.CANCELLED, error_text)
+                self._after_settled(task)
+            return
+        if error is None:
+            task.successes += 1
+            task.error = None
+            self._set_state(task, S.SUCCEEDED)
+            if task.recurrence is not None:
+                self._after_recurring_run(task)
+            elif task.repeats:
+                self._after_settled(task)
+                self._evaluate_many((task.id,))
+            else:
+                self._after_settled(task)
+            return
+
+        task.error = error_text
+        policy = task.retry
+        used = task.attempt - task.budget_base
+        if policy is not None and used < policy.max_attempts and not self._stopping:
+            delay = policy.delay(used, self._rng.random())
+            due = self._clock.now() + delay
+            self._timers.discard(task.retry_timer)
+            task.retry_timer = self._timers.add(due, task, "retry")
+            self._timers_changed()
+            task.run_at = due
+            self._set_state(task, S.RETRY_WAIT, error_text)
+            return
+        self._set_state(task, S.FAILED, error_text)
+        if task.recurrence is not None:
+            self._after_recurring_run(task)
+        elif task.repeats:
+            self._evaluate_many((task.id,))
+        else:
+            self._after_settled(task)
+
+    def _after_recurring_run(self, task: Task) -> None:
+        """A recurring run ended: back on the timer heap (or straight on to the next run)."""
+        task.budget_base = task.attempt
+        if task.recurrence.mode == "fixed_delay" and task.timer is None:
+            self._set_timer(task, self._clock.now() + task.recurrence.interval)
+        if task.successes and task.dependents:
+            self._evaluate_many(task.dependents)
+        if task.runs:
+            self._set_state(task, S.RUNNING)
+        elif task.waiting_runs > 0:
+            self._make_ready(task)
+        else:
+            task.run_at = task.timer[0] if task.timer is not None else None
+            self._set_state(task, S.SCHEDULED)
+
+    def _record_attempt(self, task, run, outcome, error_text, tb) -> None:
+        ctx = run.ctx
+        record = Attempt(
+            run.attempt,
+            run.started,
+            self._clock.now(),
+            outcome,
+            error_text,
+            tb,
+            ctx.output,
+            ctx.log_path,
+            ctx.exit_code,
+        )
+        history = task.history
+        for i in range(len(history) - 1, -1, -1):
+            if history[i].number == run.attempt:
+                history[i] = record
+                break
+        else:
+            history.append(record)
+        if len(history) > MAX_ATTEMPTS_KEPT:
+            del history[: len(history) - MAX_ATTEMPTS_KEPT]
+
+    def _on_timeout(self, run: Run) -> None:
+        if run.done:
+            return
+        task = run.task
+        self._deferred.append(run.ctx.request_cancel)  # a command is terminated
+        if run.future is not None:
+            self._deferred.append(run.future.cancel)
+        # The code may still run; it keeps its worker until it returns (_finish).
+        error = TaskTimeout(f"task {task.id!r} ran past its {task.timeout:g}s timeout")
+        self._record_outcome(run, error, None)
+
+    # ------------------------------------------------------------------ timers
+    def _timers_changed(self) -> None:
+        """Wake the timer thread only when its deadline is no longer the earliest."""
+        if self._timer_wait is not None and self._timers.next_due() != self._timer_wait:
+            self._timer_cond.notify()
+
+    def _promote_due(self) -> bool:
+        """Move every timer that came due into action. Returns whether any did."""
+        self._check_wall_jump()
+        now = self._clock.now()
+        timers = self._timers
+        moved = False
+        while True:
+            entry = timers.pop_due(now)
+            if entry is None:
+                return moved
+            moved = True
+            due, _, target, kind, _ = entry
+            if kind == "timeout":
+                self._on_timeout(target)
+            elif kind == "retry":
+                target.retry_timer = None
+                target.retry_pending = True
+                if target.state is S.RETRY_WAIT:
+                    self._set_state(target, S.READY)
+                self._push_ready(target)
+            elif kind == "recurring":
+                target.timer = None
+                self._occurrence(target, due, now)
+            else:
+                target.timer = None
+                target.waiting_runs = 1
+                self._make_ready(target)
+
+    def _occurrence(self, task: Task, due: float, now: float) -> None:
+        """A recurring task came due: apply misfire and overlap, queue the next one."""
+        recurrence = task.recurrence
+        if recurrence.mode == "fixed_delay":
+            dues, following = [due], None
+        else:
+            dues, following = recurrence.due_until(due, now, self._clock)
+            self._set_timer(task, following)
+        # Occurrences at most misfire_grace late run; older ones were missed (a stall,
+        # a suspend) and follow the misfire policy.
+        grace = task.misfire_grace
+        on_time = sum(1 for d in dues if now - d <= grace)
+        missed = len(dues) - on_time
+        if task.misfire == "run_all":
+            runs = len(dues)
+        elif task.misfire == "skip":
+            runs = on_time
+        else:
+            runs = on_time + (1 if missed else 0)
+        if runs == 0:
+            if recurrence.mode == "fixed_delay":
+                self._set_timer(task, now + recurrence.interval)
+            if task.state is S.SCHEDULED:
+                self._emit(task, "scheduled")  # same state, a new next run time
+            return
+        if task.busy:
+            if task.overlap == "skip":
+                return
+            if task.overlap == "queue":
+                task.waiting_runs = 1
+                return
+        if task.paused:
+            runs = 1  # occurrences due while paused fold into one run
+            task.waiting_runs = 0
+        task.waiting_runs += runs
+        self._make_ready(task)
+
+    def _current_wall_offset(self) -> float:
+        return self._clock.wall().timestamp() - self._clock.now()
+
+    def _check_wall_jump(self) -> None:
+        """Cron timers follow the wall clock: re-queue them when it jumps."""
+        if not self._cron_tasks or self._wall_offset is None:
+            return
+        offset = self._current_wall_offset()
+        if abs(offset - self._wall_offset) < 1.0:
+            return
+        self._wall_offset = offset
+        for task in self._tasks.values():
+            if isinstance(task.recurrence, CronRecurrence) and task.timer is not None:
+                self._set_timer(task, task.recurrence.first_due(self._clock))
+
+    def _on_clock_moved(self) -> None:
+        with self._lock:
+            if self._closed:
+                return
+            self._promote_due()
+            deferred = self._take_deferred()
+        self._after(deferred)
+
+    def _timer_loop(self) -> None:
+        lock = self._lock
+        while True:
+            with lock:
+                while not self._stopping:
+                    if self._promote_due():
+                        break
+                    deadline = self._timers.next_due()
+                    self._timer_wait = math.inf if deadline is None else deadline
+                    timeout = None if deadline is None else max(0.0, deadline - self._clock.now())
+                    if self._cron_tasks:  # notice wall-clock jumps within a minute
+                        timeout = 60.0 if timeout is None else min(timeout, 60.0)
+                    self._timer_cond.wait(timeout)
+                    self._timer_wait = None
+                if self._stopping:
+                    return
+                deferred = self._take_deferred()
+            self._after(deferred)
+
+    # ------------------------------------------------------------------ running code
+    def _take_deferred(self) -> list:
+        deferred = self._deferred
+        if deferred:
+            self._deferred = []
+        return deferred
+
+    def _after(self, deferred: list) -> None:
+        """Run what had to wait for the lock to be released, then deliver and dispatch."""
+        self._run_deferred(deferred)
+        if self._executor is not None and self._started:
+            self._pump()
+        elif self._delivery.outbox:
+            self._delivery.kick()
+
+    def _run_deferred(self, deferred: list) -> None:
+        for callback in deferred:
+            try:
+                callback()
+            except Exception:
+                log.exception("deferred engine callback %r failed", callback)
+        if self._delivery.outbox:
+            self._delivery.kick()
+
+    def _invoke(self, run: Run):
+        token = _current.set(run.ctx)
+        try:
+            return run.task.fn()
+        finally:
+            _current.reset(token)
+
+    def _worker_loop(self) -> None:
+        """An engine-owned worker: takes work straight off the ready heap."""
+        lock = self._lock
+        run: Run | None = None
+        error = tb = None
+        while True:
+            with lock:
+                if run is not None:
+                    self._finish(run, error, tb)
+                    run = None
+                while (
+                    not self._stopping
+                    and (self._paused_all or not self._ready)
+                    and not self._deferred
+                ):
+                    if self._delivery.outbox:  # threaded delivery: only sets an Event
+                        self._delivery.kick()
+                    self._work_cond.wait()
+                stopping = self._stopping
+                if not stopping and not self._paused_all and self._ready:
+                    run = self._take_ready()
+                deferred = self._take_deferred()
+            self._after(deferred)
+            if stopping:
+                return
+            if run is None:
+                continue
+            error = tb = None
+            try:
+                self._invoke(run)
+            except BaseException as exc:  # noqa: BLE001 - any failure is the task's outcome
+                error, tb = exc, traceback.format_exc()
+
+    def _pump(self) -> None:
+        """Executor mode: submit ready work while fewer than ``workers`` are in flight.
+
+        One thread pumps at a time; a call made while another pumps (a done-callback
+        of ``SyncExecutor`` inside the loop) returns at once, and the loop, which
+        re-checks the ready heap under the lock, picks its work up. No recursion.
+        """
+        with self._lock:
+            if self._pumping:
+                return
+            self._pumping = True
+        try:
+            while True:
+                with self._lock:
+                    batch = []
+                    while (
+                        not self._stopping
+                        and not self._paused_all
+                        and self._running < self._workers
+                        and self._ready
+                    ):
+                        batch.append(self._take_ready())
+                    deferred = self._take_deferred()
+                    if not batch and not deferred:
+                        self._pumping = False
+                        break
+                self._run_deferred(deferred)
+                for run in batch:
+                    self._submit(run)
+        except BaseException:
+            with self._lock:
+                self._pumping = False
+            raise
+        if self._delivery.outbox:
+            self._delivery.kick()
+
+    def _submit(self, run: Run) -> None:
+        fn = (lambda: self._invoke(run)) if self._local_executor else run.task.fn
+        try:
+            future = self._executor.submit(fn)
+        except BaseException as exc:  # noqa: BLE001 - a broken pool fails the attempt
+            self._on_done(run, exc, traceback.format_exc())
+            return
+        run.future = future
+        future.add_done_callback(lambda f: self._future_done(run, f))
+
+    def _future_done(self, run: Run, future) -> None:
+        if future.cancelled():
+            self._on_done(run, TaskCancelled("cancelled before it started"), None)
+            return
+        exc = future.exception()
+        tb = None
+        if exc is not None:
+            tb = "".join(traceback.format_exception(exc))
+        self._on_done(run, exc, tb)
+
+    def _on_done(self, run: Run, error, tb) -> None:
+        with self._lock:
+            self._finish(run, error, tb)
+            deferred = self._take_deferred()
+        self._after(deferred)
+        if isinstance(error, KeyboardInterrupt):
+            raise error

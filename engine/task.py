@@ -1,0 +1,96 @@
+"""The engine's mutable record of one task, and of one running attempt.
+
+These never leave the engine lock: callers get frozen ``TaskInfo`` snapshots.
+"""
+
+from __future__ import annotations
+
+from .states import TaskState
+
+MAX_ATTEMPTS_KEPT = 50  # per task, in memory; the store keeps them all
+
+
+class Task:
+    __slots__ = (
+        "id",
+        "fn",
+        "state",
+        "deps",
+        "dependents",
+        "priority",
+        "retry",
+        "timeout",
+        "trigger_rule",
+        "run_at",
+        "order",
+        "attempt",
+        "budget_base",
+        "recurrence",
+        "overlap",
+        "misfire",
+        "misfire_grace",
+        "paused",
+        "error",
+        "timer",
+        "retry_timer",
+        "ready",
+        "runs",
+        "cancel_requested",
+        "waiting_runs",
+        "retry_pending",
+        "successes",
+        "consumed",
+        "repeats",
+        "history",
+    )
+
+    def __init__(self, task_id, fn, *, order, priority, retry, timeout, trigger_rule, run_at):
+        self.id = task_id
+        self.fn = fn
+        self.state = TaskState.PENDING
+        self.deps: list[str] = []
+        self.dependents: dict[str, None] = {}  # an ordered set
+        self.priority = priority
+        self.retry = retry
+        self.timeout = timeout
+        self.trigger_rule = trigger_rule
+        self.run_at = run_at  # next due time on the scheduler clock, if any
+        self.order = order  # scheduling order, the last tie-breaker
+        self.attempt = 0  # attempts started, ever
+        self.budget_base = 0  # attempt count when the current retry budget began
+        self.recurrence = None
+        self.overlap = "skip"
+        self.misfire = "run_once"
+        self.misfire_grace = 30.0
+        self.paused = False
+        self.error: str | None = None
+        self.timer = None  # heap entry: scheduled run or next recurring occurrence
+        self.retry_timer = None  # heap entry: end of a retry backoff
+        self.ready = None  # ready-heap entry, at most one per task
+        self.runs: list[Run] = []
+        self.cancel_requested = False
+        self.waiting_runs = 0  # occurrences (or the one-shot run) waiting for a worker
+        self.retry_pending = False  # the next start is a retry of the last attempt
+        self.successes = 0
+        self.consumed: dict[str, int] | None = None  # upstream successes already used
+        self.repeats = False  # recurring, or downstream of a recurring task
+        self.history: list | None = None  # Attempt records, newest last
+
+    @property
+    def busy(self) -> bool:
+        return bool(self.runs) or self.state is TaskState.RETRY_WAIT
+
+
+class Run:
+    """One attempt in flight."""
+
+    __slots__ = ("task", "attempt", "ctx", "started", "done", "future", "timeout_entry")
+
+    def __init__(self, task, attempt, ctx, started):
+        self.task = task
+        self.attempt = attempt
+        self.ctx = ctx
+        self.started = started
+        self.done = False  # outcome recorded (a timeout records it before the code returns)
+        self.future = None
+        self.timeout_entry = None

@@ -2,7 +2,7 @@
 
 from .actions import Call
 from .clock import ManualClock, SystemClock
-from .context import RunContext, current_run
+from .context import RemoteResult, RunContext, current_run
 from .errors import CycleError, TaskCancelled, TaskTimeout
 from .executors import SyncExecutor
 from .models import Attempt, Entry, Event, RetryPolicy, TaskInfo
@@ -19,6 +19,7 @@ __all__ = [
     "Entry",
     "Event",
     "ManualClock",
+    "RemoteResult",
     "RetryPolicy",
     "RunContext",
     "Scheduler",

@@ -100,6 +100,43 @@ def _safe_call(callback) -> None:
         log.exception("cancel callback %r failed", callback)
 
 
+class RemoteResult:
+    """What code run in another process returns to report on its run.
+
+    Code sent to a process pool or a cluster cannot see its ``RunContext``; an
+    executor wrapper returns one of these instead and the engine copies the
+    fields into the attempt record.
+    """
+
+    __slots__ = ("value", "worker", "output", "log_path", "exit_code", "error")
+
+    def __init__(
+        self, value=None, *, worker=None, output=None, log_path=None, exit_code=None, error=None
+    ):
+        self.value = value
+        self.worker = worker
+        self.output = output
+        self.log_path = log_path
+        self.exit_code = exit_code
+        self.error = error  # an exception the remote code raised, re-raised by the engine
+
+    def __reduce__(self):
+        fields = (self.worker, self.output, self.log_path, self.exit_code, self.error)
+        return (_remote_result, (self.value, *fields))
+
+    def apply_to(self, ctx: RunContext) -> None:
+        ctx.worker = self.worker or ctx.worker
+        ctx.output = self.output if self.output is not None else ctx.output
+        ctx.log_path = self.log_path or ctx.log_path
+        ctx.exit_code = self.exit_code if self.exit_code is not None else ctx.exit_code
+
+
+def _remote_result(value, worker, output, log_path, exit_code, error):
+    return RemoteResult(
+        value, worker=worker, output=output, log_path=log_path, exit_code=exit_code, error=error
+    )
+
+
 def current_run() -> RunContext | None:
     """The context of the task attempt running in this thread, if any."""
     return _current.get()

@@ -57,6 +57,7 @@ class Attempt(NamedTuple):
     output: str | None  # tail of captured output, when the task captured any
     log_path: str | None
     exit_code: int | None
+    worker: str | None = None  # thread, process or cluster worker that ran it
 
 
 @dataclass(frozen=True, slots=True)

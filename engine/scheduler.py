@@ -26,7 +26,7 @@ from itertools import count
 
 from .actions import Call
 from .clock import SystemClock
-from .context import RunContext, _current
+from .context import RemoteResult, RunContext, _current
 from .delivery import EventDelivery
 from .errors import CycleError, TaskCancelled, TaskTimeout
 from .executors import SyncExecutor
@@ -882,7 +882,8 @@ class Scheduler:
                 task.consumed[dep_id] = dep.successes
         task.attempt += 1
         now = self._clock.now()
-        run = Run(task, task.attempt, RunContext(task.id, task.attempt, self._log_dir), now)
+        ctx = RunContext(task.id, task.attempt, self._log_dir)
+        run = Run(task, task.attempt, ctx, now)
         task.runs.append(run)
         self._running += 1
         if task.timeout is not None:
@@ -991,6 +992,7 @@ class Scheduler:
             ctx.output,
             ctx.log_path,
             ctx.exit_code,
+            ctx.worker,
         )
         history = task.history
         for i in range(len(history) - 1, -1, -1):
@@ -1151,6 +1153,7 @@ class Scheduler:
             self._delivery.kick()
 
     def _invoke(self, run: Run):
+        run.ctx.worker = threading.current_thread().name
         token = _current.set(run.ctx)
         try:
             return run.task.fn()
@@ -1241,9 +1244,12 @@ class Scheduler:
             self._on_done(run, TaskCancelled("cancelled before it started"), None)
             return
         exc = future.exception()
-        tb = None
-        if exc is not None:
-            tb = "".join(traceback.format_exception(exc))
+        if exc is None:
+            result = future.result()
+            if isinstance(result, RemoteResult):  # sent back by code run elsewhere
+                result.apply_to(run.ctx)
+                exc = result.error
+        tb = None if exc is None else "".join(traceback.format_exception(exc))
         self._on_done(run, exc, tb)
 
     def _on_done(self, run: Run, error, tb) -> None:

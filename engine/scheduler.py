@@ -14,6 +14,7 @@ straight off the ready heap; with an ``Executor`` the engine submits at most
 
 from __future__ import annotations
 
+import json
 import logging
 import math
 import random
@@ -24,6 +25,7 @@ from concurrent.futures import Executor, ThreadPoolExecutor
 from datetime import datetime
 from itertools import count
 
+from . import persist
 from .actions import Call
 from .clock import SystemClock
 from .context import RemoteResult, RunContext, _current
@@ -76,8 +78,6 @@ class Scheduler:
     ):
         if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
             raise ValueError(f"workers must be an int >= 1, got {workers!r}")
-        if store is not None:
-            raise NotImplementedError("the SQLite store is not available yet")
         self._workers = workers
         self._clock = clock or SystemClock()
         self._executor = executor
@@ -112,6 +112,12 @@ class Scheduler:
         self._rng = random.Random()
         self._threads: list[threading.Thread] = []
         self._delivery = EventDelivery(threaded=not isinstance(executor, SyncExecutor))
+        self._store = store
+        if store is not None:
+            from .recovery import restore
+
+            with self._lock:
+                restore(self, store)
         if self._clock.manual:
             self._clock.attach(self._on_clock_moved)
 
@@ -167,6 +173,8 @@ class Scheduler:
                 if thread is not current:
                     thread.join()
         self._delivery.close(wait=wait)
+        if self._store is not None:
+            self._store.flush()
 
     def wait(self, timeout: float | None = None) -> bool:
         """True once every task that is not recurring (nor downstream of one) settled."""
@@ -304,6 +312,19 @@ class Scheduler:
         for dep in deps:
             if not isinstance(dep, str):
                 raise TypeError(f"a dependency is a task id (str), got {dep!r}")
+        spec = None
+        if self._store is not None:  # refuses what cannot run again after a restart
+            spec = persist.task_spec(
+                fn,
+                deps=deps,
+                priority=priority,
+                retry=retry,
+                timeout=timeout,
+                trigger_rule=trigger_rule,
+                recurrence=recurrence,
+                options=options,
+            )
+            spec["run_at_wall"] = None if run_at is None else self._to_wall(run_at)
 
         with self._lock:
             self._check_open()
@@ -357,6 +378,8 @@ class Scheduler:
                 task.repeats = any(self._tasks[d].repeats for d in deps if d in self._tasks)
             if not task.repeats:
                 self._unsettled += 1
+            if spec is not None:
+                self._store.put_task(self._task_row(task, spec))
             if waiting:
                 for dependent in list(task.dependents):
                     self._refresh_repeats(self._tasks[dependent])
@@ -709,6 +732,8 @@ class Scheduler:
 
     def _emit(self, task: Task, kind: str, error: str | None = None) -> None:
         self._seq += 1
+        if self._store is not None:
+            self._persist_state(task, kind, error)
         delivery = self._delivery
         if delivery.has_listeners:
             delivery.last_queued = self._seq
@@ -724,6 +749,74 @@ class Scheduler:
                     error,
                 )
             )
+
+    # ------------------------------------------------------------------ store
+    def _to_wall(self, mono: float | None) -> float | None:
+        if mono is None:
+            return None
+        return mono + self._clock.wall().timestamp() - self._clock.now()
+
+    def _state_row(self, task: Task) -> tuple:
+        consumed = json.dumps(task.consumed) if task.consumed else None
+        return (
+            task.state.value,
+            task.attempt,
+            task.budget_base,
+            self._to_wall(task.run_at),
+            task.successes,
+            consumed,
+            task.error,
+            int(task.paused),
+        )
+
+    def _task_row(self, task: Task, spec: dict) -> tuple:
+        row = self._state_row(task)
+        return (task.id, task.order, json.dumps(spec), *row)
+
+    def _persist_state(self, task: Task, kind: str, error: str | None) -> None:
+        if kind == "removed":
+            self._store.delete_task(task.id)
+            return
+        at = self._clock.wall().timestamp()
+        event = (self._seq, task.id, kind, task.state.value, at, task.attempt, error)
+        self._store.update_task((*self._state_row(task), task.id), event)
+
+    def _attempt_row(self, task: Task, record: Attempt) -> tuple:
+        return (
+            task.id,
+            record.number,
+            self._to_wall(record.started),
+            self._to_wall(record.ended),
+            record.outcome,
+            record.error,
+            record.traceback,
+            record.output,
+            record.log_path,
+            record.exit_code,
+            record.worker,
+        )
+
+    def _make_success_durable(self, run: Run) -> None:
+        """Before a run is reported SUCCEEDED its success is on disk (outside the lock)."""
+        ctx = run.ctx
+        record = Attempt(
+            run.attempt,
+            run.started,
+            self._clock.now(),
+            "succeeded",
+            None,
+            None,
+            ctx.output,
+            ctx.log_path,
+            ctx.exit_code,
+            ctx.worker,
+        )
+        self._store.put_attempt(self._attempt_row(run.task, record))
+        self._store.flush()
+
+    @property
+    def store(self):
+        return self._store
 
     def _refresh_repeats(self, start: Task) -> None:
         """Keep ``repeats`` (recurring or downstream of recurring) right after an edit."""
@@ -891,9 +984,10 @@ class Scheduler:
             self._timers_changed()
         if task.history is None:
             task.history = []
-        task.history.append(
-            Attempt(run.attempt, now, None, "running", None, None, None, None, None)
-        )
+        record = Attempt(run.attempt, now, None, "running", None, None, None, None, None)
+        task.history.append(record)
+        if self._store is not None:
+            self._store.put_attempt(self._attempt_row(task, record))
         if task.state is S.RUNNING:
             self._emit(task, "running")  # another parallel run of a recurring task
         else:
@@ -1001,6 +1095,8 @@ class Scheduler:
                 break
         else:
             history.append(record)
+        if self._store is not None:
+            self._store.put_attempt(self._attempt_row(task, record))
         if len(history) > MAX_ATTEMPTS_KEPT:
             del history[: len(history) - MAX_ATTEMPTS_KEPT]
 
@@ -1192,6 +1288,8 @@ class Scheduler:
                 self._invoke(run)
             except BaseException as exc:  # noqa: BLE001 - any failure is the task's outcome
                 error, tb = exc, traceback.format_exc()
+            if error is None and self._store is not None and not run.done:
+                self._make_success_durable(run)
 
     def _pump(self) -> None:
         """Executor mode: submit ready work while fewer than ``workers`` are in flight.
@@ -1253,6 +1351,8 @@ class Scheduler:
         self._on_done(run, exc, tb)
 
     def _on_done(self, run: Run, error, tb) -> None:
+        if error is None and self._store is not None and not run.done:
+            self._make_success_durable(run)
         with self._lock:
             self._finish(run, error, tb)
             deferred = self._take_deferred()

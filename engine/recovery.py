@@ -1,0 +1,195 @@
+"""Rebuilding a scheduler's tasks from its store after a restart (or a crash).
+
+Rules (at-least-once):
+- finished one-shot tasks stay finished and never run again;
+- an attempt that was running when the process died counts as a failed attempt
+  ("WorkerLost") and is retried per the task's policy, unless its success had
+  already been written, in which case the task is SUCCEEDED;
+- a SCHEDULED task whose time passed runs at once; a recurring task resumes its
+  cadence, and occurrences missed while the process was down follow its misfire
+  policy (the overdue timer is handled like one after a stall);
+- dependencies, SKIPPED states and retry budgets are restored as they were.
+
+Runs under the scheduler's lock, before ``start()``. It emits no events: the
+restored state is what ``snapshot()`` shows first.
+"""
+
+from __future__ import annotations
+
+from . import persist
+from .models import Attempt
+from .recurrence import CronRecurrence
+from .states import SETTLED, TaskState
+from .task import MAX_ATTEMPTS_KEPT, Task
+
+S = TaskState
+LOST = "WorkerLost: Taskloom stopped while this attempt was running"
+
+
+def restore(scheduler, store) -> None:
+    records = store.load_tasks()
+    scheduler._seq = store.max_seq()
+    clock = scheduler._clock
+    offset = clock.wall().timestamp() - clock.now()  # wall = mono + offset
+    tasks = scheduler._tasks
+    max_order = -1
+    for rec in records:
+        spec = rec["spec"]
+        task = Task(
+            rec["id"],
+            persist.action_from_spec(spec["action"]),
+            order=rec["ord"],
+            priority=spec["priority"],
+            retry=persist.retry_from_spec(spec),
+            timeout=spec["timeout"],
+            trigger_rule=spec["trigger_rule"],
+            run_at=None if rec["next_wall"] is None else rec["next_wall"] - offset,
+        )
+        max_order = max(max_order, rec["ord"])
+        task.recurrence = persist.recurrence_from_spec(spec)
+        if task.recurrence is not None:
+            task.overlap = spec["overlap"]
+            task.misfire = spec["misfire"]
+            task.misfire_grace = spec["misfire_grace"]
+            if isinstance(task.recurrence, CronRecurrence):
+                scheduler._cron_tasks += 1
+        task.deps = list(spec["deps"])
+        task.attempt = rec["attempt"]
+        task.budget_base = rec["budget_base"]
+        task.successes = rec["successes"]
+        task.consumed = rec["consumed"]
+        task.error = rec["error"]
+        task.paused = bool(rec["paused"])
+        task.state = S(rec["state"])
+        task.history = []
+        tasks[task.id] = task
+        rec["task"] = task
+    scheduler._order = iter(range(max_order + 1, 1 << 62))
+
+    for task in tasks.values():
+        for dep in task.deps:
+            if dep in tasks:
+                tasks[dep].dependents[task.id] = None
+            else:
+                scheduler._orphans.setdefault(dep, {})[task.id] = None
+    for task in tasks.values():
+        task.repeats = _repeats(task, tasks)
+        if not task.repeats and not task.state.settled:
+            scheduler._unsettled += 1
+
+    for task_id, stored in store.recent_attempts(MAX_ATTEMPTS_KEPT).items():
+        task = tasks.get(task_id)
+        if task is not None:
+            task.history = [_attempt_from_row(row, offset) for row in stored]
+
+    pending = []
+    for rec in records:
+        task = rec["task"]
+        _restore_state(scheduler, task, rec["last_attempt"], pending)
+    scheduler._evaluate_many(pending)
+    store.flush()
+
+
+def _attempt_from_row(row: dict, offset: float) -> Attempt:
+    return Attempt(
+        row["number"],
+        row["started"] - offset,
+        None if row["ended"] is None else row["ended"] - offset,
+        row["outcome"],
+        row["error"],
+        row["traceback"],
+        row["output"],
+        row["log_path"],
+        row["exit_code"],
+        row["worker"],
+    )
+
+
+def _repeats(task, tasks, seen=None) -> bool:
+    if task.recurrence is not None:
+        return True
+    seen = seen if seen is not None else set()
+    seen.add(task.id)
+    return any(_repeats(tasks[d], tasks, seen) for d in task.deps if d in tasks and d not in seen)
+
+
+def _restore_state(scheduler, task: Task, last_attempt, pending: list) -> None:
+    state = task.state
+    interrupted = last_attempt is not None and last_attempt[1] == "running"
+    if interrupted or state is S.RUNNING:
+        if last_attempt is not None and last_attempt[1] == "succeeded":
+            _set(scheduler, task, S.SUCCEEDED)
+            task.successes = max(task.successes, 1)
+            task.error = None
+            if task.recurrence is not None:
+                _resume_cadence(scheduler, task)
+            return
+        _record_lost_attempt(scheduler, task, last_attempt)
+        used = task.attempt - task.budget_base
+        policy = task.retry
+        if policy is not None and used < policy.max_attempts:
+            delay = policy.delay(used, scheduler._rng.random())
+            due = scheduler._clock.now() + delay
+            task.retry_timer = scheduler._timers.add(due, task, "retry")
+            task.run_at = due
+            _set(scheduler, task, S.RETRY_WAIT)
+            return
+        _set(scheduler, task, S.FAILED)
+        if task.recurrence is not None:
+            _resume_cadence(scheduler, task)
+        return
+    if task.recurrence is not None:
+        if state is S.PENDING:
+            pending.append(task.id)
+        elif state is not S.CANCELLED:
+            _resume_cadence(scheduler, task)
+        return
+    if state in SETTLED:
+        return
+    if state is S.PENDING:
+        pending.append(task.id)
+    elif state is S.SCHEDULED and task.run_at is not None:
+        task.timer = scheduler._timers.add(task.run_at, task, "scheduled")
+    elif state is S.RETRY_WAIT and task.run_at is not None:
+        task.retry_timer = scheduler._timers.add(task.run_at, task, "retry")
+    else:  # READY, or a time we cannot trust: run as soon as a worker is free
+        task.waiting_runs = 1
+        task.ready = scheduler._ready.add(
+            task.priority, scheduler._clock.now(), task.order, task, "run"
+        )
+        _set(scheduler, task, S.READY)
+
+
+def _resume_cadence(scheduler, task: Task) -> None:
+    """Back on the timer heap at its stored next occurrence (overdue ones misfire)."""
+    due = task.run_at
+    if due is None:
+        due = task.recurrence.first_due(scheduler._clock)
+    task.timer = scheduler._timers.add(due, task, "recurring")
+    task.run_at = due
+    if task.state is not S.SCHEDULED:
+        _set(scheduler, task, S.SCHEDULED)
+
+
+def _set(scheduler, task: Task, state: TaskState) -> None:
+    """Restore a state without the transition table: the stored one may be any."""
+    was_settled = task.state.settled
+    task.state = state
+    if not task.repeats and was_settled != state.settled:
+        scheduler._unsettled += 1 if was_settled else -1
+    scheduler._store.update_task((*scheduler._state_row(task), task.id), None)
+
+
+def _record_lost_attempt(scheduler, task: Task, last_attempt) -> None:
+    if last_attempt is None:
+        return
+    previous = task.history[-1] if task.history else None
+    now = scheduler._clock.now()
+    if previous is not None and previous.number == last_attempt[0]:
+        record = previous._replace(ended=now, outcome="failed", error=LOST)
+        task.history[-1] = record
+    else:
+        record = Attempt(last_attempt[0], now, now, "failed", LOST, None, None, None, None)
+        task.history.append(record)
+    task.error = LOST
+    scheduler._store.put_attempt(scheduler._attempt_row(task, record))

@@ -1,0 +1,338 @@
+"""A SQLite store: every task definition, state change and attempt, on disk.
+
+Writes are queued by the engine (no I/O under its lock) and committed by one
+writer thread in batches (group commit): whatever queued while the last commit
+ran goes into the next transaction. ``flush()`` waits until everything queued so
+far is committed; the engine calls it before it reports a run SUCCEEDED.
+
+The file is created readable by its owner only, in WAL mode. ``synchronous``
+defaults to NORMAL: a commit survives the process being killed; after a power
+loss the last commits may be lost (pass ``durability="full"`` to fsync each
+batch). A file written by a newer schema, or one that is not a Taskloom store,
+is refused with ``StoreError`` and left untouched.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sqlite3
+import threading
+from collections import deque
+from pathlib import Path
+
+log = logging.getLogger("taskloom.store")
+
+SCHEMA_VERSION = 1
+
+# MIGRATIONS[n] takes a store from schema version n to n + 1.
+MIGRATIONS: dict[int, list[str]] = {
+    0: [
+        """CREATE TABLE tasks (
+            id TEXT PRIMARY KEY,
+            ord INTEGER NOT NULL,
+            spec TEXT NOT NULL,
+            state TEXT NOT NULL,
+            attempt INTEGER NOT NULL,
+            budget_base INTEGER NOT NULL,
+            next_wall REAL,
+            successes INTEGER NOT NULL,
+            consumed TEXT,
+            error TEXT,
+            paused INTEGER NOT NULL
+        )""",
+        """CREATE TABLE attempts (
+            task_id TEXT NOT NULL,
+            number INTEGER NOT NULL,
+            started REAL NOT NULL,
+            ended REAL,
+            outcome TEXT NOT NULL,
+            error TEXT,
+            traceback TEXT,
+            output TEXT,
+            log_path TEXT,
+            exit_code INTEGER,
+            worker TEXT,
+            PRIMARY KEY (task_id, number)
+        )""",
+        "CREATE INDEX attempts_started ON attempts (started)",
+        """CREATE TABLE events (
+            seq INTEGER NOT NULL,
+            task_id TEXT NOT NULL,
+            kind TEXT NOT NULL,
+            state TEXT NOT NULL,
+            at REAL NOT NULL,
+            attempt INTEGER NOT NULL,
+            error TEXT
+        )""",
+        "CREATE INDEX events_task ON events (task_id, seq)",
+        "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT)",
+    ],
+}
+
+TASK_COLUMNS = (
+    "id, ord, spec, state, attempt, budget_base, next_wall, successes, consumed, error, paused"
+)
+
+
+ATTEMPT_COLUMNS = (
+    "task_id",
+    "number",
+    "started",
+    "ended",
+    "outcome",
+    "error",
+    "traceback",
+    "output",
+    "log_path",
+    "exit_code",
+    "worker",
+)
+
+
+class StoreError(RuntimeError):
+    """The store file cannot be used (newer schema, corrupt, not a store)."""
+
+
+def _create_private(path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if not path.exists():
+        fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
+        os.close(fd)
+
+
+def _check_existing(path: Path) -> None:
+    """Refuse a file we must not touch, before opening it for writing."""
+    if not path.exists() or path.stat().st_size == 0:
+        return
+    try:
+        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        try:
+            version = conn.execute("PRAGMA user_version").fetchone()[0]
+            ok = conn.execute("PRAGMA quick_check").fetchone()[0]
+            tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}
+        finally:
+            conn.close()
+    except sqlite3.DatabaseError as exc:
+        raise StoreError(f"{path}: not a readable Taskloom store ({exc}); left untouched") from exc
+    if version > SCHEMA_VERSION:
+        raise StoreError(
+            f"{path}: written by a newer Taskloom (schema {version}, this one reads up to "
+            f"{SCHEMA_VERSION}); left untouched"
+        )
+    if ok != "ok":
+        raise StoreError(f"{path}: the database is corrupt ({ok}); left untouched")
+    if version == 0 and tables:
+        raise StoreError(f"{path}: a SQLite file that is not a Taskloom store; left untouched")
+
+
+class SQLiteStore:
+    def __init__(self, path, *, durability: str = "normal"):
+        if durability not in ("normal", "full"):
+            raise ValueError(f"durability is 'normal' or 'full', got {durability!r}")
+        self.path = Path(path).expanduser()
+        _check_existing(self.path)
+        _create_private(self.path)
+        self._conn = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
+        self._conn.execute("PRAGMA journal_mode=WAL")
+        self._conn.execute(f"PRAGMA synchronous={durability.upper()}")
+        self._migrate()
+        self._read_lock = threading.Lock()  # the writer's connection is shared for reads
+        self._queue: deque = deque()
+        self._cond = threading.Condition()
+        self._queued = 0  # ops queued so far
+        self._committed = 0  # ops committed so far
+        self._closed = False
+        self._failure: BaseException | None = None
+        self._thread = threading.Thread(target=self._writer, name="taskloom-store", daemon=True)
+        self._thread.start()
+
+    def _migrate(self) -> None:
+        version = self._conn.execute("PRAGMA user_version").fetchone()[0]
+        while version < SCHEMA_VERSION:
+            self._conn.execute("BEGIN IMMEDIATE")
+            for statement in MIGRATIONS[version]:
+                self._conn.execute(statement)
+            version += 1
+            self._conn.execute(f"PRAGMA user_version={version}")
+            self._conn.execute("COMMIT")
+
+    # ------------------------------------------------------------------ queueing
+    def _put(self, op) -> None:
+        with self._cond:
+            self._queue.append(op)
+            self._queued += 1
+            if len(self._queue) == 1:
+                self._cond.notify()
+
+    def put_task(self, row: tuple) -> None:
+        """(id, ord, spec_json, state, attempt, budget_base, next_wall, successes,
+        consumed_json, error, paused): the whole row."""
+        self._put(("task", row))
+
+    def update_task(self, row: tuple, event: tuple | None) -> None:
+        """(state, attempt, budget_base, next_wall, successes, consumed_json, error, paused,
+        id) and the event (seq, task_id, kind, state, at, attempt, error) that caused it."""
+        self._put(("update", row, event))
+
+    def put_attempt(self, row: tuple) -> None:
+        """(task_id, number, started, ended, outcome, error, traceback, output, log_path,
+        exit_code, worker)."""
+        self._put(("attempt", row))
+
+    def delete_task(self, task_id: str) -> None:
+        self._put(("delete", task_id))
+
+    def flush(self, timeout: float | None = None) -> bool:
+        """Wait until everything queued so far is committed."""
+        with self._cond:
+            target = self._queued
+            done = self._cond.wait_for(
+                lambda: self._committed >= target or self._failure is not None, timeout
+            )
+            if self._failure is not None:
+                raise StoreError(f"{self.path}: writing failed: {self._failure}")
+            return done
+
+    # ------------------------------------------------------------------ writer
+    def _writer(self) -> None:
+        while True:
+            with self._cond:
+                self._cond.wait_for(lambda: self._queue or self._closed)
+                if not self._queue and self._closed:
+                    return
+                batch = list(self._queue)
+                self._queue.clear()
+            try:
+                self._commit(batch)
+            except BaseException as exc:  # a full disk must not pass silently
+                log.exception("store write failed")
+                with self._cond:
+                    self._failure = exc
+                    self._cond.notify_all()
+                return
+            with self._cond:
+                self._committed += len(batch)
+                self._cond.notify_all()
+
+    def _commit(self, batch: list) -> None:
+        tasks: dict[str, tuple] = {}
+        updates: dict[str, tuple] = {}
+        attempts: dict[tuple, tuple] = {}
+        events: list[tuple] = []
+        deletes: list[str] = []
+        for op in batch:  # coalesce: the latest row per task and per attempt wins
+            kind = op[0]
+            if kind == "update":
+                updates[op[1][-1]] = op[1]
+                if op[2] is not None:
+                    events.append(op[2])
+            elif kind == "attempt":
+                attempts[op[1][0], op[1][1]] = op[1]
+            elif kind == "task":
+                tasks[op[1][0]] = op[1]
+                updates.pop(op[1][0], None)
+            else:
+                deletes.append(op[1])
+                tasks.pop(op[1], None)
+                updates.pop(op[1], None)
+        conn = self._conn
+        with self._read_lock:
+            conn.execute("BEGIN")
+            try:
+                conn.executemany(
+                    f"INSERT OR REPLACE INTO tasks ({TASK_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                    tasks.values(),
+                )
+                conn.executemany(
+                    "UPDATE tasks SET state=?, attempt=?, budget_base=?, next_wall=?, successes=?,"
+                    " consumed=?, error=?, paused=? WHERE id=?",
+                    updates.values(),
+                )
+                conn.executemany(
+                    "INSERT OR REPLACE INTO attempts VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                    attempts.values(),
+                )
+                conn.executemany("INSERT INTO events VALUES (?,?,?,?,?,?,?)", events)
+                for task_id in deletes:
+                    conn.execute("DELETE FROM tasks WHERE id=?", (task_id,))
+                conn.execute("COMMIT")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+
+    def close(self) -> None:
+        with self._cond:
+            self._closed = True
+            self._cond.notify_all()
+        self._thread.join()
+        self._conn.close()
+
+    # ------------------------------------------------------------------ reading
+    def _query(self, sql: str, args=()) -> list[tuple]:
+        with self._read_lock:
+            return self._conn.execute(sql, args).fetchall()
+
+    def load_tasks(self) -> list[dict]:
+        """Every stored task, in creation order, with its last attempt."""
+        rows = self._query(f"SELECT {TASK_COLUMNS} FROM tasks ORDER BY ord")
+        last = {
+            r[0]: r
+            for r in self._query(
+                "SELECT task_id, number, outcome FROM attempts a WHERE number ="
+                " (SELECT MAX(number) FROM attempts b WHERE b.task_id = a.task_id)"
+            )
+        }
+        names = TASK_COLUMNS.split(", ")
+        result = []
+        for row in rows:
+            record = dict(zip(names, row, strict=True))
+            record["spec"] = json.loads(record["spec"])
+            record["consumed"] = json.loads(record["consumed"]) if record["consumed"] else None
+            attempt = last.get(record["id"])
+            record["last_attempt"] = None if attempt is None else (attempt[1], attempt[2])
+            result.append(record)
+        return result
+
+    def attempts(self, task_id: str | None = None, since: float | None = None, limit: int = 200):
+        """Stored attempts, newest first, as dicts (times are wall-clock epoch seconds)."""
+        sql = "SELECT * FROM attempts WHERE 1=1"
+        args: list = []
+        if task_id is not None:
+            sql += " AND task_id = ?"
+            args.append(task_id)
+        if since is not None:
+            sql += " AND started >= ?"
+            args.append(since)
+        sql += " ORDER BY started DESC, number DESC LIMIT ?"
+        args.append(limit)
+        columns = ATTEMPT_COLUMNS
+        return [dict(zip(columns, row, strict=True)) for row in self._query(sql, args)]
+
+    def recent_attempts(self, keep: int) -> dict[str, list[dict]]:
+        """The last ``keep`` attempts of every task, oldest first, keyed by task id."""
+        columns = ATTEMPT_COLUMNS
+        rows = self._query(
+            f"SELECT {', '.join(columns)} FROM (SELECT *, ROW_NUMBER() OVER"
+            " (PARTITION BY task_id ORDER BY number DESC) AS rn FROM attempts)"
+            " WHERE rn <= ? ORDER BY task_id, number",
+            (keep,),
+        )
+        result: dict[str, list[dict]] = {}
+        for row in rows:
+            result.setdefault(row[0], []).append(dict(zip(columns, row, strict=True)))
+        return result
+
+    def events(self, task_id: str | None = None, limit: int = 1000) -> list[tuple]:
+        sql = "SELECT seq, task_id, kind, state, at, attempt, error FROM events"
+        args: list = []
+        if task_id is not None:
+            sql += " WHERE task_id = ?"
+            args.append(task_id)
+        sql += " ORDER BY rowid DESC LIMIT ?"
+        args.append(limit)
+        return self._query(sql, args)[::-1]
+
+    def max_seq(self) -> int:
+        return self._query("SELECT COALESCE(MAX(seq), 0) FROM events")[0][0]

@@ -796,8 +796,9 @@ class Scheduler:
             record.worker,
         )
 
-    def _make_success_durable(self, run: Run) -> None:
-        """Before a run is reported SUCCEEDED its success is on disk (outside the lock)."""
+    def _finish_when_durable(self, run: Run) -> None:
+        """Report a success only once it is on disk: the store's writer thread finishes
+        the run after its commit, so no worker waits on I/O (outside the lock)."""
         ctx = run.ctx
         record = Attempt(
             run.attempt,
@@ -811,8 +812,9 @@ class Scheduler:
             ctx.exit_code,
             ctx.worker,
         )
-        self._store.put_attempt(self._attempt_row(run.task, record))
-        self._store.flush()
+        self._store.put_attempt(
+            self._attempt_row(run.task, record), on_commit=lambda: self._on_done(run, None, None)
+        )
 
     @property
     def store(self):
@@ -1289,7 +1291,8 @@ class Scheduler:
             except BaseException as exc:  # noqa: BLE001 - any failure is the task's outcome
                 error, tb = exc, traceback.format_exc()
             if error is None and self._store is not None and not run.done:
-                self._make_success_durable(run)
+                self._finish_when_durable(run)
+                run = None
 
     def _pump(self) -> None:
         """Executor mode: submit ready work while fewer than ``workers`` are in flight.
@@ -1348,11 +1351,15 @@ class Scheduler:
                 result.apply_to(run.ctx)
                 exc = result.error
         tb = None if exc is None else "".join(traceback.format_exception(exc))
-        self._on_done(run, exc, tb)
+        self._future_outcome(run, exc, tb)
+
+    def _future_outcome(self, run: Run, error, tb) -> None:
+        if error is None and self._store is not None and not run.done:
+            self._finish_when_durable(run)
+        else:
+            self._on_done(run, error, tb)
 
     def _on_done(self, run: Run, error, tb) -> None:
-        if error is None and self._store is not None and not run.done:
-            self._make_success_durable(run)
         with self._lock:
             self._finish(run, error, tb)
             deferred = self._take_deferred()

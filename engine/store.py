@@ -66,7 +66,6 @@ MIGRATIONS: dict[int, list[str]] = {
             attempt INTEGER NOT NULL,
             error TEXT
         )""",
-        "CREATE INDEX events_task ON events (task_id, seq)",
         "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT)",
     ],
 }
@@ -176,10 +175,10 @@ class SQLiteStore:
         id) and the event (seq, task_id, kind, state, at, attempt, error) that caused it."""
         self._put(("update", row, event))
 
-    def put_attempt(self, row: tuple) -> None:
+    def put_attempt(self, row: tuple, on_commit=None) -> None:
         """(task_id, number, started, ended, outcome, error, traceback, output, log_path,
-        exit_code, worker)."""
-        self._put(("attempt", row))
+        exit_code, worker). ``on_commit()`` is called by the writer once it is on disk."""
+        self._put(("attempt", row, on_commit))
 
     def delete_task(self, task_id: str) -> None:
         self._put(("delete", task_id))
@@ -215,6 +214,12 @@ class SQLiteStore:
             with self._cond:
                 self._committed += len(batch)
                 self._cond.notify_all()
+            for op in batch:
+                if op[0] == "attempt" and op[2] is not None:
+                    try:
+                        op[2]()
+                    except Exception:
+                        log.exception("store commit callback failed")
 
     def _commit(self, batch: list) -> None:
         tasks: dict[str, tuple] = {}

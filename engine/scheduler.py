@@ -1286,6 +1286,8 @@ class Scheduler:
             if run is None:
                 continue
             error = tb = None
+            if self._store is not None:  # every attempt is on disk before its code runs
+                self._store.flush()
             try:
                 self._invoke(run)
             except BaseException as exc:  # noqa: BLE001 - any failure is the task's outcome
@@ -1331,6 +1333,8 @@ class Scheduler:
             self._delivery.kick()
 
     def _submit(self, run: Run) -> None:
+        if self._store is not None:  # every attempt is on disk before its code runs
+            self._store.flush()
         fn = (lambda: self._invoke(run)) if self._local_executor else run.task.fn
         try:
             future = self._executor.submit(fn)

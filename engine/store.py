@@ -19,6 +19,7 @@ import logging
 import os
 import sqlite3
 import threading
+import time
 from collections import deque
 from pathlib import Path
 
@@ -143,6 +144,7 @@ class SQLiteStore:
         self._queued = 0  # ops queued so far
         self._committed = 0  # ops committed so far
         self._closed = False
+        self._committing = False  # one commit at a time, by the writer or a flushing caller
         self._failure: BaseException | None = None
         self._thread = threading.Thread(target=self._writer, name="taskloom-store", daemon=True)
         self._thread.start()
@@ -163,7 +165,7 @@ class SQLiteStore:
             self._queue.append(op)
             self._queued += 1
             if len(self._queue) == 1:
-                self._cond.notify()
+                self._cond.notify_all()
 
     def put_task(self, row: tuple) -> None:
         """(id, ord, spec_json, state, attempt, budget_base, next_wall, successes,
@@ -184,42 +186,71 @@ class SQLiteStore:
         self._put(("delete", task_id))
 
     def flush(self, timeout: float | None = None) -> bool:
-        """Wait until everything queued so far is committed."""
+        """Wait until everything queued so far is committed.
+
+        Leader/follower group commit: if no commit is under way, the caller commits
+        the queue itself (no hand-off to the writer thread); otherwise it waits for
+        the commit under way, then commits what is left, if its ops are still queued.
+        """
+        deadline = None if timeout is None else time.monotonic() + timeout
         with self._cond:
             target = self._queued
-            done = self._cond.wait_for(
-                lambda: self._committed >= target or self._failure is not None, timeout
-            )
-            if self._failure is not None:
-                raise StoreError(f"{self.path}: writing failed: {self._failure}")
-            return done
+        while True:
+            with self._cond:
+                while self._committed < target and self._committing:
+                    if self._failure is not None:
+                        break
+                    remaining = None if deadline is None else deadline - time.monotonic()
+                    if remaining is not None and remaining <= 0:
+                        return False
+                    self._cond.wait(remaining)
+                if self._failure is not None:
+                    raise StoreError(f"{self.path}: writing failed: {self._failure}")
+                if self._committed >= target:
+                    return True
+                batch = self._take_batch()
+            self._commit_batch(batch)
+
+    def _take_batch(self) -> list:
+        """Under the condition: claim the queue for one commit."""
+        self._committing = True
+        batch = list(self._queue)
+        self._queue.clear()
+        return batch
+
+    def _commit_batch(self, batch: list) -> None:
+        try:
+            self._commit(batch)
+        except BaseException as exc:  # a full disk must not pass silently
+            log.exception("store write failed")
+            with self._cond:
+                self._failure = exc
+                self._committing = False
+                self._cond.notify_all()
+            raise
+        with self._cond:
+            self._committed += len(batch)
+            self._committing = False
+            self._cond.notify_all()
+        for op in batch:
+            if op[0] == "attempt" and op[2] is not None:
+                try:
+                    op[2]()
+                except Exception:
+                    log.exception("store commit callback failed")
 
     # ------------------------------------------------------------------ writer
     def _writer(self) -> None:
         while True:
             with self._cond:
-                self._cond.wait_for(lambda: self._queue or self._closed)
-                if not self._queue and self._closed:
-                    return
-                batch = list(self._queue)
-                self._queue.clear()
+                self._cond.wait_for(lambda: not self._committing and (self._queue or self._closed))
+                if not self._queue:
+                    return  # closed and drained
+                batch = self._take_batch()
             try:
-                self._commit(batch)
-            except BaseException as exc:  # a full disk must not pass silently
-                log.exception("store write failed")
-                with self._cond:
-                    self._failure = exc
-                    self._cond.notify_all()
+                self._commit_batch(batch)
+            except BaseException:
                 return
-            with self._cond:
-                self._committed += len(batch)
-                self._cond.notify_all()
-            for op in batch:
-                if op[0] == "attempt" and op[2] is not None:
-                    try:
-                        op[2]()
-                    except Exception:
-                        log.exception("store commit callback failed")
 
     def _commit(self, batch: list) -> None:
         tasks: dict[str, tuple] = {}
@@ -246,20 +277,25 @@ class SQLiteStore:
         with self._read_lock:
             conn.execute("BEGIN")
             try:
-                conn.executemany(
-                    f"INSERT OR REPLACE INTO tasks ({TASK_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
-                    tasks.values(),
-                )
-                conn.executemany(
-                    "UPDATE tasks SET state=?, attempt=?, budget_base=?, next_wall=?, successes=?,"
-                    " consumed=?, error=?, paused=? WHERE id=?",
-                    updates.values(),
-                )
-                conn.executemany(
-                    "INSERT OR REPLACE INTO attempts VALUES (?,?,?,?,?,?,?,?,?,?,?)",
-                    attempts.values(),
-                )
-                conn.executemany("INSERT INTO events VALUES (?,?,?,?,?,?,?)", events)
+                if tasks:
+                    conn.executemany(
+                        f"INSERT OR REPLACE INTO tasks ({TASK_COLUMNS})"
+                        " VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                        tasks.values(),
+                    )
+                if updates:
+                    conn.executemany(
+                        "UPDATE tasks SET state=?, attempt=?, budget_base=?, next_wall=?,"
+                        " successes=?, consumed=?, error=?, paused=? WHERE id=?",
+                        updates.values(),
+                    )
+                if attempts:
+                    conn.executemany(
+                        "INSERT OR REPLACE INTO attempts VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                        attempts.values(),
+                    )
+                if events:
+                    conn.executemany("INSERT INTO events VALUES (?,?,?,?,?,?,?)", events)
                 for task_id in deletes:
                     conn.execute("DELETE FROM tasks WHERE id=?", (task_id,))
                 conn.execute("COMMIT")

@@ -1,0 +1,33 @@
+"""Task functions for store tests: importable by reference from a fresh process."""
+
+from __future__ import annotations
+
+import os
+import time
+
+from engine import current_run
+
+
+def record(name: str, log: str, seconds: float = 0.0, fail_first: bool = False) -> None:
+    """Append 'start'/'end' lines (with pid and attempt) to ``log``; optionally fail once."""
+    run = current_run()
+    attempt = run.attempt if run is not None else 0
+    with open(log, "a") as f:
+        f.write(f"start {name} {os.getpid()} {attempt}\n")
+    if seconds:
+        time.sleep(seconds)  # the work a real job would do
+    if fail_first and attempt == 1:
+        raise RuntimeError(f"{name} fails its first attempt")
+    with open(log, "a") as f:
+        f.write(f"end {name} {os.getpid()} {attempt}\n")
+
+
+def block_until_cancelled(log: str) -> None:
+    run = current_run()
+    with open(log, "a") as f:
+        f.write(f"start block {os.getpid()} {run.attempt}\n")
+    run.wait_cancelled(60)
+
+
+def noop() -> None:
+    pass

@@ -1,0 +1,278 @@
+"""The SQLite store: a real file, real processes, real kills."""
+
+from __future__ import annotations
+
+import random
+import signal
+import sqlite3
+import stat
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+from engine import Call, Scheduler, TaskState
+from engine.store import SCHEMA_VERSION, SQLiteStore, StoreError
+
+ROOT = Path(__file__).resolve().parents[2]
+JOBS = "tests.engine._store_jobs"
+
+
+@pytest.fixture
+def db(tmp_path):
+    return tmp_path / "taskloom.db"
+
+
+def call(name, log, **kw):
+    return Call(f"{JOBS}:record", {"name": name, "log": str(log), **kw})
+
+
+def log_lines(log: Path) -> list[list[str]]:
+    if not log.exists():
+        return []
+    return [line.split() for line in log.read_text().splitlines()]
+
+
+# ---------------------------------------------------------------- the file itself
+def test_store_file_is_private_and_in_wal_mode(db):
+    store = SQLiteStore(db)
+    store.close()
+    assert stat.S_IMODE(db.stat().st_mode) == 0o600
+    conn = sqlite3.connect(db)
+    assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+
+
+def test_newer_schema_is_refused_and_left_untouched(db):
+    conn = sqlite3.connect(db)
+    conn.execute("CREATE TABLE future (x)")
+    conn.execute(f"PRAGMA user_version={SCHEMA_VERSION + 1}")
+    conn.commit()
+    conn.close()
+    before = db.read_bytes()
+    with pytest.raises(StoreError, match="newer Taskloom"):
+        SQLiteStore(db)
+    assert db.read_bytes() == before
+
+
+def test_corrupt_file_is_refused_and_left_untouched(db):
+    db.write_bytes(b"this is not a database" * 100)
+    before = db.read_bytes()
+    with pytest.raises(StoreError, match="not a readable Taskloom store"):
+        SQLiteStore(db)
+    assert db.read_bytes() == before
+
+
+def test_foreign_sqlite_file_is_refused(db):
+    conn = sqlite3.connect(db)
+    conn.execute("CREATE TABLE customers (name)")
+    conn.commit()
+    conn.close()
+    with pytest.raises(StoreError, match="not a Taskloom store"):
+        SQLiteStore(db)
+
+
+def test_unstorable_callable_is_refused_and_engine_unchanged(db):
+    store = SQLiteStore(db)
+    s = Scheduler(store=store)
+    before = s.snapshot()
+    with pytest.raises(TypeError, match="cannot be stored"):
+        s.schedule(lambda: None, name="lam")
+    assert s.snapshot() == before
+    s.shutdown()
+    store.close()
+
+
+# ---------------------------------------------------------------- restart
+def test_restart_keeps_finished_tasks_finished(db, tmp_path):
+    log = tmp_path / "log"
+    store = SQLiteStore(db)
+    s = Scheduler(workers=2, store=store)
+    s.add(call("a", log), name="a")
+    s.add(call("b", log, fail_first=True), name="b", deps=["a"])  # one attempt: fails
+    s.add(call("c", log), name="c", deps=["b"])
+    s.schedule_after(call("later", log), 3600, name="later")
+    s.start()
+    assert not s.wait(timeout=0.5) or True  # "later" keeps it from settling
+    store.flush()
+    s.shutdown()
+    store.close()
+    ran_before = log_lines(log)
+
+    store = SQLiteStore(db)
+    s2 = Scheduler(workers=2, store=store)
+    states = {t.id: t.state for t in s2.tasks()}
+    assert states == {
+        "a": TaskState.SUCCEEDED,
+        "b": TaskState.FAILED,
+        "c": TaskState.SKIPPED,
+        "later": TaskState.SCHEDULED,
+    }
+    assert s2.task("c").deps == ("b",)
+    assert [a.outcome for a in s2.attempts("b")] == ["failed"]
+    assert s2.attempts("b")[0].error == "RuntimeError: b fails its first attempt"
+    entry = s2.upcoming()[0]
+    assert entry.task_id == "later" and entry.run_at > s2.clock.now() + 3500
+    s2.start()
+    s2.shutdown()
+    store.close()
+    assert log_lines(log) == ran_before  # nothing ran again
+
+
+def test_retry_after_restart_rearms_skipped_downstream(db, tmp_path):
+    log = tmp_path / "log"
+    store = SQLiteStore(db)
+    with Scheduler(workers=2, store=store) as s:
+        s.add(call("a", log, fail_first=True), name="a")
+        s.add(call("b", log), name="b", deps=["a"])
+        s.wait(10)
+    store.close()
+    store = SQLiteStore(db)
+    with Scheduler(workers=2, store=store) as s:
+        assert s.task("b").state is TaskState.SKIPPED
+        assert s.retry("a")
+        assert s.wait(10)
+        assert s.task("a").state is TaskState.SUCCEEDED
+        assert s.task("a").attempt == 2
+        assert s.task("b").state is TaskState.SUCCEEDED
+    store.close()
+
+
+def test_killed_running_attempt_counts_as_failed_and_is_retried(db, tmp_path):
+    log = tmp_path / "log"
+    script = (
+        "import sys; from engine import *; from engine.store import SQLiteStore\n"
+        f"s = Scheduler(store=SQLiteStore({str(db)!r}))\n"
+        f"s.add(Call('{JOBS}:block_until_cancelled', {{'log': {str(log)!r}}}), name='blk',"
+        " retry=RetryPolicy(max_attempts=2, base=0.01, jitter=0))\n"
+        "s.start(); s.wait()\n"
+    )
+    proc = subprocess.Popen([sys.executable, "-c", script], cwd=ROOT)
+    try:
+        _wait_for_line(log, "start block", proc)
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+    store = SQLiteStore(db)
+    s = Scheduler(store=store)
+    info = s.task("blk")
+    assert info.state is TaskState.RETRY_WAIT
+    assert info.attempt == 1
+    (lost,) = s.attempts("blk")
+    assert lost.outcome == "failed" and lost.error.startswith("WorkerLost")
+    s.shutdown()
+    store.close()
+
+
+def _wait_for_line(log: Path, prefix: str, proc: subprocess.Popen, timeout: float = 20) -> None:
+    """Block on the child until it has written ``prefix`` (it writes, then blocks)."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if log.exists() and any(line.startswith(prefix) for line in log.read_text().splitlines()):
+            return
+        if proc.poll() is not None:
+            raise AssertionError(f"child exited with {proc.returncode} before writing {prefix!r}")
+        try:
+            proc.wait(timeout=0.02)
+        except subprocess.TimeoutExpired:
+            pass
+    raise AssertionError(f"child never wrote {prefix!r}")
+
+
+# ---------------------------------------------------------------- the writer
+def test_writer_keeps_event_order_per_task_under_a_burst(db):
+    store = SQLiteStore(db)
+    s = Scheduler(workers=4, store=store)
+    names = [f"n{i}" for i in range(5000)]
+
+    def produce(chunk):
+        for name in chunk:
+            s.add(Call(f"{JOBS}:noop"), name=name)
+
+    s.start()
+    threads = [threading.Thread(target=produce, args=(names[i::4],)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert s.wait(120)
+    s.shutdown()
+    events = store.events(limit=100_000)
+    store.close()
+    assert len(events) >= 3 * len(names)  # ready, running, succeeded: >= 15,000 changes
+    seqs = [e[0] for e in events]
+    assert seqs == sorted(seqs) and len(set(seqs)) == len(seqs)
+    per_task: dict[str, list[str]] = {}
+    for _seq, task_id, kind, *_ in events:
+        per_task.setdefault(task_id, []).append(kind)
+    assert set(per_task) == set(names)
+    assert all(kinds == ["ready", "running", "succeeded"] for kinds in per_task.values())
+
+
+# ---------------------------------------------------------------- crashes
+@pytest.mark.timeout(240)
+def test_random_kills_lose_nothing_and_rerun_no_finished_task(db, tmp_path):
+    """SIGKILL the runner at random moments, restart it, and run to the end."""
+    from tests.engine._crash_driver import WORKFLOW
+
+    log = tmp_path / "log"
+    rng = random.Random(1234)
+    kills = 0
+    succeeded_at_kill: list[tuple[set[str], int]] = []  # (succeeded tasks, log length)
+    for _ in range(200):
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "tests.engine._crash_driver", str(db), str(log)], cwd=ROOT
+        )
+        try:
+            proc.wait(timeout=rng.uniform(0.2, 1.2))
+        except subprocess.TimeoutExpired:
+            proc.send_signal(signal.SIGKILL)
+            proc.wait()
+            kills += 1
+            succeeded_at_kill.append((_succeeded_in(db), len(log_lines(log))))
+            continue
+        assert proc.returncode == 0
+        if kills >= 20:
+            break
+        db.unlink()  # finished too soon: start the workflow over to get more kills
+        for suffix in ("-wal", "-shm"):
+            Path(str(db) + suffix).unlink(missing_ok=True)
+        log.write_text("")
+        succeeded_at_kill.clear()
+    assert kills >= 20
+
+    lines = log_lines(log)
+    store = SQLiteStore(db)
+    s = Scheduler(store=store)
+    infos = {t.id: t for t in s.tasks()}
+    assert set(infos) == {name for name, *_ in WORKFLOW}  # no task lost
+    assert all(t.state is TaskState.SUCCEEDED for t in infos.values())
+    # every attempt that started is recorded, with its number
+    for kind, name, _pid, attempt in lines:
+        if kind == "start":
+            numbers = [a.number for a in s.attempts(name)]
+            assert int(attempt) in numbers, (name, attempt, numbers)
+    # a task whose success was on disk at a kill never started again afterwards
+    for succeeded, length in succeeded_at_kill:
+        later = {name for kind, name, *_ in lines[length:] if kind == "start"}
+        assert not (succeeded & later), succeeded & later
+    s.shutdown()
+    store.close()
+
+
+def _succeeded_in(db: Path) -> set[str]:
+    if not db.exists():
+        return set()
+    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    try:
+        return {
+            r[0] for r in conn.execute("SELECT task_id FROM attempts WHERE outcome = 'succeeded'")
+        }
+    except sqlite3.OperationalError:  # killed before the schema was written
+        return set()
+    finally:
+        conn.close()

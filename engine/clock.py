@@ -32,7 +32,9 @@ class ManualClock:
 
     def __init__(self, start: float = 0.0, wall: datetime | None = None):
         self._now = float(start)
-        self._wall0 = wall or datetime(2026, 1, 1, tzinfo=UTC)
+        # Kept in UTC: adding a timedelta to a zoned datetime is wall-clock arithmetic,
+        # which would be off by an hour across a DST change.
+        self._wall0 = (wall or datetime(2026, 1, 1, tzinfo=UTC)).astimezone(UTC)
         self._wall_offset = 0.0
         self._lock = threading.Lock()
         self._listeners: list = []

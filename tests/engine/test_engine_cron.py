@@ -1,0 +1,108 @@
+"""Cron tasks in the engine: wall-clock times in a zone, DST, clock jumps, misfires."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from zoneinfo import ZoneInfo
+
+import pytest
+
+from engine import ManualClock, Scheduler, SyncExecutor
+
+BERLIN = ZoneInfo("Europe/Berlin")
+NEW_YORK = ZoneInfo("America/New_York")
+HOUR = 3600.0
+
+
+def cron_runs(expr, tz, start_local: datetime, hours: float, step=HOUR / 4, **kw):
+    """Run a cron task on a ManualClock from ``start_local`` for ``hours``; local run times."""
+    clock = ManualClock(wall=start_local)
+    s = Scheduler(clock=clock, executor=SyncExecutor())
+    runs: list[datetime] = []
+    s.schedule_cron(lambda: runs.append(clock.wall().astimezone(ZoneInfo(tz))), expr, tz=tz, **kw)
+    s.start()
+    elapsed = 0.0
+    while elapsed < hours * HOUR:
+        clock.advance(step)
+        elapsed += step
+    s.shutdown()
+    return runs
+
+
+@pytest.mark.parametrize(
+    ("zone", "day"),
+    [("Europe/Berlin", datetime(2026, 3, 29)), ("America/New_York", datetime(2026, 3, 8))],
+)
+def test_spring_forward_job_at_a_missing_time_runs_once_at_the_next_valid_minute(zone, day):
+    start = (day - timedelta(days=1)).replace(hour=12, tzinfo=ZoneInfo(zone))
+    runs = cron_runs("30 2 * * *", zone, start, hours=72, step=60)
+    assert len(runs) == 3  # one run a day, the DST day included
+    dst_day = [r for r in runs if r.date() == day.date()]
+    assert len(dst_day) == 1
+    assert (dst_day[0].hour, dst_day[0].minute) == (3, 0)
+
+
+@pytest.mark.parametrize(
+    ("zone", "day"),
+    [("Europe/Berlin", datetime(2026, 10, 25)), ("America/New_York", datetime(2026, 11, 1))],
+)
+def test_fall_back_job_at_a_repeated_time_runs_once(zone, day):
+    start = (day - timedelta(days=1)).replace(hour=12, tzinfo=ZoneInfo(zone))
+    runs = cron_runs("30 1 * * *", zone, start, hours=72, step=60)
+    assert len(runs) == 3
+    assert sum(1 for r in runs if r.date() == day.date()) == 1
+
+
+def test_cron_times_are_wall_clock_in_the_zone():
+    start = datetime(2026, 6, 1, 0, 0, tzinfo=BERLIN)
+    runs = cron_runs("0 9 * * 1-5", "Europe/Berlin", start, hours=7 * 24)
+    assert [r.strftime("%a %H:%M") for r in runs] == [
+        "Mon 09:00",
+        "Tue 09:00",
+        "Wed 09:00",
+        "Thu 09:00",
+        "Fri 09:00",
+    ]
+
+
+def test_next_cron_run_is_requeued_when_the_wall_clock_jumps():
+    clock = ManualClock(wall=datetime(2026, 6, 1, 10, 0, tzinfo=BERLIN))
+    s = Scheduler(clock=clock, executor=SyncExecutor())
+    runs = []
+    s.schedule_cron(
+        lambda: runs.append(clock.wall()), "0 12 * * *", tz="Europe/Berlin", name="noon"
+    )
+    s.start()
+    assert s.upcoming()[0].run_at == pytest.approx(2 * HOUR)
+    clock.jump_wall(1.5 * HOUR)  # an NTP step: it is 11:30 now, not 10:00
+    assert s.upcoming()[0].run_at == pytest.approx(0.5 * HOUR)
+    clock.advance(0.5 * HOUR)
+    assert len(runs) == 1
+    assert runs[0].astimezone(BERLIN).hour == 12
+    s.shutdown()
+
+
+@pytest.mark.parametrize(("misfire", "expected"), [("run_once", 1), ("skip", 0), ("run_all", 5)])
+def test_cron_misfire_after_a_stall(misfire, expected):
+    clock = ManualClock(wall=datetime(2026, 6, 1, 0, 30, tzinfo=BERLIN))
+    s = Scheduler(clock=clock, executor=SyncExecutor())
+    runs = []
+    s.schedule_cron(
+        lambda: runs.append(clock.now()), "0 * * * *", tz="Europe/Berlin", misfire=misfire
+    )
+    s.start()
+    clock.advance(5 * HOUR)  # a suspended laptop: five hourly runs were missed
+    assert len(runs) == expected
+    assert s.upcoming()[0].run_at == pytest.approx(5.5 * HOUR)  # the cadence goes on
+    s.shutdown()
+
+
+def test_bad_cron_expression_and_zone_are_refused_and_change_nothing():
+    s = Scheduler(clock=ManualClock(), executor=SyncExecutor())
+    before = s.snapshot()
+    with pytest.raises(ValueError, match="61 "):
+        s.schedule_cron(lambda: None, "61 * * * *")
+    with pytest.raises(ValueError, match="Mars/Olympus"):
+        s.schedule_cron(lambda: None, "0 * * * *", tz="Mars/Olympus")
+    assert s.snapshot() == before
+    s.shutdown()

@@ -55,7 +55,8 @@ class EventDelivery:
     # delivery ------------------------------------------------------------
     def kick(self) -> None:
         if self._threaded:
-            self._wakeup.set()
+            if not self._wakeup.is_set():  # set() takes a lock even when already set
+                self._wakeup.set()
         else:
             self._drain()
 

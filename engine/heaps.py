@@ -6,7 +6,7 @@ a ready heap keyed by (-priority, due time, scheduling order). One heap keyed by
 earlier jump a high-priority one.
 
 Removal is lazy (an entry is marked dead) but bounded: once dead entries are
-half the heap, it is rebuilt, so cancelled work frees its memory long before its
+a quarter of the heap, it is rebuilt, so cancelled work frees its memory long before its
 due time.
 """
 
@@ -45,7 +45,7 @@ class _LazyHeap:
             return
         entry[self._alive_index] = False
         self._dead += 1
-        if self._dead > 32 and self._dead * 2 > len(self._heap):
+        if self._dead > 32 and self._dead * 4 > len(self._heap):  # at most 1/4 is waste
             alive = self._alive_index
             self._heap = [e for e in self._heap if e[alive]]
             heapq.heapify(self._heap)

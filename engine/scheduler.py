@@ -19,6 +19,7 @@ import logging
 import math
 import random
 import threading
+import time
 import traceback
 from collections.abc import Callable, Iterable
 from concurrent.futures import Executor, ThreadPoolExecutor
@@ -36,7 +37,7 @@ from .graph import find_path_downstream
 from .heaps import ReadyHeap, TimerHeap
 from .models import Attempt, Entry, Event, RetryPolicy, TaskInfo
 from .recurrence import MISFIRES, MODES, OVERLAPS, CronRecurrence, IntervalRecurrence
-from .states import NOT_STARTED, SETTLED, TaskState, check_transition
+from .states import NOT_STARTED, TaskState, check_transition
 from .task import MAX_ATTEMPTS_KEPT, Run, Task
 
 log = logging.getLogger("taskloom.engine")
@@ -180,13 +181,15 @@ class Scheduler:
         """True once every task that is not recurring (nor downstream of one) settled."""
         if not self._started:
             self.start()
+        deadline = None if timeout is None else time.monotonic() + timeout
         with self._lock:
             self._settled_cond.wait_for(lambda: self._unsettled == 0 or self._stopping, timeout)
             settled = self._unsettled == 0
             seq = self._seq
-        if settled:
-            self._delivery.wait_delivered(seq, timeout)
-        return settled
+        if not settled:
+            return False
+        remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
+        return self._delivery.wait_delivered(seq, remaining)
 
     # ------------------------------------------------------------------ scheduling
     def schedule(
@@ -719,9 +722,9 @@ class Scheduler:
         check_transition(task.id, old, new)
         task.state = new
         if not task.repeats:
-            if old in SETTLED and new not in SETTLED:
+            if old.settled and not new.settled:
                 self._unsettled += 1
-            elif new in SETTLED and old not in SETTLED:
+            elif new.settled and not old.settled:
                 self._unsettled -= 1
                 self._notify_if_settled()
         self._emit(task, new.value, error)
@@ -892,7 +895,7 @@ class Scheduler:
             elif (  # downstream of a recurring task: runs again after each upstream success
                 task.repeats
                 and task.recurrence is None
-                and state in SETTLED
+                and state.settled
                 and state is not S.CANCELLED
                 and self._decide(task) == _RELEASE
             ):

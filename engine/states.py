@@ -16,10 +16,6 @@ class TaskState(Enum):
     SKIPPED = "skipped"  # an upstream failed, was skipped or cancelled
     CANCELLED = "cancelled"
 
-    @property
-    def settled(self) -> bool:
-        return self in SETTLED
-
     def __repr__(self) -> str:
         return f"TaskState.{self.name}"
 
@@ -44,11 +40,20 @@ TRANSITIONS: dict[TaskState, frozenset[TaskState]] = {
 }
 
 
+# Plain attributes on each member: the engine asks these on every state change,
+# and an Enum member's hash is computed in Python.
+for _i, _state in enumerate(TaskState):
+    _state.bit = 1 << _i
+    _state.settled = _state in SETTLED
+for _state, _targets in TRANSITIONS.items():
+    _state.allowed = sum(t.bit for t in _targets)
+
+
 class IllegalTransition(RuntimeError):
     """An engine bug: a state change the table does not allow."""
 
 
 def check_transition(task_id: str, old: TaskState, new: TaskState) -> None:
     """The one place every state change is checked."""
-    if new not in TRANSITIONS[old]:
+    if not old.allowed & new.bit:
         raise IllegalTransition(f"task {task_id!r}: {old.name} -> {new.name} is not allowed")

@@ -25,12 +25,13 @@ ALIVE_R = 6
 
 
 class _LazyHeap:
-    __slots__ = ("_heap", "_dead", "_alive_index")
+    __slots__ = ("_heap", "_dead", "_alive_index", "_task_index")
 
-    def __init__(self, alive_index: int):
+    def __init__(self, alive_index: int, task_index: int):
         self._heap: list[list] = []
         self._dead = 0
         self._alive_index = alive_index
+        self._task_index = task_index
 
     def __len__(self) -> int:
         return len(self._heap) - self._dead
@@ -44,6 +45,7 @@ class _LazyHeap:
         if entry is None or not entry[self._alive_index]:
             return
         entry[self._alive_index] = False
+        entry[self._task_index] = None  # a removed task is freed before the rebuild
         self._dead += 1
         if self._dead > 32 and self._dead * 4 > len(self._heap):  # at most 1/4 is waste
             alive = self._alive_index
@@ -74,7 +76,7 @@ class TimerHeap(_LazyHeap):
     __slots__ = ()
 
     def __init__(self):
-        super().__init__(ALIVE_T)
+        super().__init__(ALIVE_T, 2)
 
     def add(self, run_at: float, task, kind: str) -> list:
         return self.push([run_at, next(_order), task, kind, True])
@@ -94,7 +96,7 @@ class ReadyHeap(_LazyHeap):
     __slots__ = ()
 
     def __init__(self):
-        super().__init__(ALIVE_R)
+        super().__init__(ALIVE_R, 4)
 
     def add(self, priority: int, due: float, task_order: int, task, kind: str) -> list:
         return self.push([-priority, due, task_order, next(_order), task, kind, True])

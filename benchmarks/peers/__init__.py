@@ -1,0 +1,1 @@
+"""Minimal textbook schedulers, written only to compare the engine against."""

@@ -53,7 +53,8 @@ def restore(scheduler, store) -> None:
             task.misfire_grace = spec["misfire_grace"]
             if isinstance(task.recurrence, CronRecurrence):
                 scheduler._cron_tasks += 1
-        task.deps = list(spec["deps"])
+        for dep in spec["deps"]:
+            task.add_dep(dep)
         task.attempt = rec["attempt"]
         task.budget_base = rec["budget_base"]
         task.successes = rec["successes"]
@@ -69,7 +70,7 @@ def restore(scheduler, store) -> None:
     for task in tasks.values():
         for dep in task.deps:
             if dep in tasks:
-                tasks[dep].dependents[task.id] = None
+                tasks[dep].add_dependent(task.id)
             else:
                 scheduler._orphans.setdefault(dep, {})[task.id] = None
     for task in tasks.values():

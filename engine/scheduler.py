@@ -369,14 +369,15 @@ class Scheduler:
                     self._cron_tasks += 1
             self._tasks[name] = task
             if waiting:
-                task.dependents.update(self._orphans.pop(name))
+                for dependent in self._orphans.pop(name):
+                    task.add_dependent(dependent)
             for dep in deps:
-                task.deps.append(dep)
+                task.add_dep(dep)
                 upstream = self._tasks.get(dep)
                 if upstream is None:
                     self._orphans.setdefault(dep, {})[name] = None
                 else:
-                    upstream.dependents[name] = None
+                    upstream.add_dependent(name)
             if not task.repeats:
                 task.repeats = any(self._tasks[d].repeats for d in deps if d in self._tasks)
             if not task.repeats:
@@ -433,12 +434,12 @@ class Scheduler:
                 path = find_path_downstream(self._tasks, task_id, dep_id)
                 if path is not None:
                     raise CycleError([*path, task_id])
-            task.deps.append(dep_id)
+            task.add_dep(dep_id)
             upstream = self._tasks.get(dep_id)
             if upstream is None:
                 self._orphans.setdefault(dep_id, {})[task_id] = None
             else:
-                upstream.dependents[task_id] = None
+                upstream.add_dependent(task_id)
             self._refresh_repeats(task)
             self._emit(task, "dependency_added")
             if task.state in NOT_STARTED and task.recurrence is None:
@@ -465,7 +466,7 @@ class Scheduler:
             task.consumed.pop(dep_id, None)
         upstream = self._tasks.get(dep_id)
         if upstream is not None:
-            upstream.dependents.pop(task.id, None)
+            upstream.drop_dependent(task.id)
         else:
             waiting = self._orphans.get(dep_id)
             if waiting is not None:
@@ -982,7 +983,7 @@ class Scheduler:
         now = self._clock.now()
         ctx = RunContext(task.id, task.attempt, self._log_dir)
         run = Run(task, task.attempt, ctx, now)
-        task.runs.append(run)
+        task.add_run(run)
         self._running += 1
         if task.timeout is not None:
             run.timeout_entry = self._timers.add(now + task.timeout, run, "timeout")

@@ -5,7 +5,16 @@ These never leave the engine lock: callers get frozen ``TaskInfo`` snapshots.
 
 from __future__ import annotations
 
+from types import MappingProxyType
+
 from .states import TaskState
+
+# Most tasks have no dependents, no dependencies or no run in flight: they share
+# these empty values until their first edge or run (about a quarter of a task's
+# memory with 100,000 pending).
+NO_DEPS: tuple = ()
+NO_DEPENDENTS = MappingProxyType({})
+NO_RUNS: tuple = ()
 
 MAX_ATTEMPTS_KEPT = 50  # per task, in memory; the store keeps them all
 
@@ -48,8 +57,8 @@ class Task:
         self.id = task_id
         self.fn = fn
         self.state = TaskState.PENDING
-        self.deps: list[str] = []
-        self.dependents: dict[str, None] = {}  # an ordered set
+        self.deps: list[str] | tuple = NO_DEPS
+        self.dependents: dict[str, None] | MappingProxyType = NO_DEPENDENTS  # an ordered set
         self.priority = priority
         self.retry = retry
         self.timeout = timeout
@@ -67,7 +76,7 @@ class Task:
         self.timer = None  # heap entry: scheduled run or next recurring occurrence
         self.retry_timer = None  # heap entry: end of a retry backoff
         self.ready = None  # ready-heap entry, at most one per task
-        self.runs: list[Run] = []
+        self.runs: list[Run] | tuple = NO_RUNS
         self.cancel_requested = False
         self.waiting_runs = 0  # occurrences (or the one-shot run) waiting for a worker
         self.retry_pending = False  # the next start is a retry of the last attempt
@@ -75,6 +84,25 @@ class Task:
         self.consumed: dict[str, int] | None = None  # upstream successes already used
         self.repeats = False  # recurring, or downstream of a recurring task
         self.history: list | None = None  # Attempt records, newest last
+
+    def add_dep(self, dep_id: str) -> None:
+        if self.deps is NO_DEPS:
+            self.deps = []
+        self.deps.append(dep_id)
+
+    def add_dependent(self, task_id: str) -> None:
+        if self.dependents is NO_DEPENDENTS:
+            self.dependents = {}
+        self.dependents[task_id] = None
+
+    def drop_dependent(self, task_id: str) -> None:
+        if task_id in self.dependents:
+            del self.dependents[task_id]
+
+    def add_run(self, run) -> None:
+        if self.runs is NO_RUNS:
+            self.runs = []
+        self.runs.append(run)
 
     @property
     def busy(self) -> bool:

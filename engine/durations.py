@@ -1,0 +1,92 @@
+"""Durations as people write them: "250ms", "90s", "5m", "2h", "1h30m", or plain seconds.
+
+``parse_duration`` turns any of those into float seconds; ``format_duration`` gives
+the shortest string that parses back to exactly the same number.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+# Unit -> seconds. Milliseconds divide instead of multiply so "100ms" is exactly 0.1.
+_UNITS = {"d": 86400, "h": 3600, "m": 60, "s": 1, "ms": None}
+_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ms|d|h|m|s)")
+_NUMBER = re.compile(r"[+-]?(\d+(?:\.\d*)?|\.\d+)([eE][+-]?\d+)?")
+
+
+def parse_duration(value) -> float:
+    """Seconds from a number or a string like "90s", "1h30m", "250ms", "1.5h", "-5s".
+
+    A bare numeric string is seconds. Raises ``ValueError`` naming the bad value.
+    """
+    if isinstance(value, bool):
+        raise ValueError(f"bad duration {value!r}: expected seconds or a string like '90s'")
+    if isinstance(value, (int, float)):
+        seconds = float(value)
+        if not math.isfinite(seconds):
+            raise ValueError(f"bad duration {value!r}: must be finite")
+        return seconds
+    if not isinstance(value, str):
+        raise ValueError(
+            f"bad duration {value!r}: expected seconds or a string like '90s', "
+            f"got {type(value).__name__}"
+        )
+    text = value.strip().lower().replace(" ", "")
+    if _NUMBER.fullmatch(text):
+        return float(text)
+    sign = -1.0 if text.startswith("-") else 1.0
+    body = text[1:] if text[:1] in "+-" else text
+    if not body or not re.fullmatch(f"(?:{_PART.pattern})+", body):
+        raise ValueError(
+            f"bad duration {value!r}: expected seconds or a string like "
+            "'250ms', '90s', '5m', '2h' or '1h30m'"
+        )
+    total = 0.0
+    for number, unit in _PART.findall(body):
+        scale = _UNITS[unit]
+        total += float(number) / 1000 if scale is None else float(number) * scale
+    return sign * total
+
+
+def format_duration(seconds: float) -> str:
+    """The shortest string that ``parse_duration`` reads back as ``seconds``.
+
+    Ties prefer forms without a decimal point: 90 -> "90s", 5400 -> "90m",
+    0.25 -> "250ms", 1.5 -> "1.5s", 3725 -> "3725s" (shorter than "1h2m5s").
+    Only a number no unit can express exactly (1/3) comes back as bare seconds.
+    """
+    seconds = parse_duration(seconds)
+    if seconds < 0:
+        return "-" + format_duration(-seconds)
+    if seconds == 0:
+        return "0s"
+    candidates = [_compound(seconds)]
+    for unit, scale in _UNITS.items():
+        amount = _plain(seconds * 1000 if scale is None else seconds / scale)
+        candidates.append(amount and amount + unit)
+    candidates.append(repr(seconds))  # bare seconds: always parses back exactly
+    exact = [c for c in candidates if c and parse_duration(c) == seconds]
+    # A unit reads better than bare seconds; then shorter; then no decimal point.
+    return min(exact, key=lambda c: (c[-1].isdigit(), len(c), "." in c or "e" in c))
+
+
+def _plain(amount: float) -> str:
+    """A number without a needless ".0"; "" when it needs an exponent."""
+    text = repr(float(amount))
+    if "e" in text or "inf" in text or "nan" in text:
+        return ""
+    return text[:-2] if text.endswith(".0") else text
+
+
+def _compound(seconds: float) -> str:
+    """Whole seconds as "1h30m"-style parts; "" when there is a fraction."""
+    if seconds != int(seconds) or seconds >= 1e12:  # huge values read better as 1e+15
+        return ""
+    rest = int(seconds)
+    parts = []
+    for unit in ("d", "h", "m", "s"):
+        amount, rest = divmod(rest, _UNITS[unit])
+        if amount:
+            parts.append(f"{amount}{unit}")
+    return "".join(parts)

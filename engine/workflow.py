@@ -1,0 +1,772 @@
+"""Workflow files: a set of tasks in TOML, checked in full before anything runs.
+
+``load(path)`` reads a file (format in DESIGN.md, "Workflow files") into a
+``Workflow``; every problem in it is reported at once, as a ``WorkflowError``
+whose lines read ``FILE: tasks.NAME.KEY: message``. ``save(workflow, path)``
+writes one back atomically, and ``load(save(w)) == w``.
+``Workflow.schedule_into(scheduler)`` hands the tasks to an engine.
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+import os
+import re
+import tempfile
+import tomllib
+from dataclasses import dataclass, field
+from datetime import date, datetime, time
+from pathlib import Path
+
+import tomli_w
+
+from .actions import Call
+from .command import Command
+from .cron import CronTrigger, zone
+from .durations import format_duration, parse_duration
+from .models import RetryPolicy
+
+TOP_KEYS = ("workflow", "tasks")
+WORKFLOW_KEYS = ("name", "workers", "executor")
+TASK_KEYS = (
+    "command",
+    "call",
+    "args",
+    "shell",
+    "cwd",
+    "env",
+    "at",
+    "after",
+    "every",
+    "mode",
+    "cron",
+    "timezone",
+    "deps",
+    "priority",
+    "retry",
+    "timeout",
+    "trigger_rule",
+    "overlap",
+    "misfire",
+    "misfire_grace",
+    "pos",
+)
+RETRY_KEYS = ("max_attempts", "base", "factor", "max_delay", "jitter")
+TIME_KEYS = ("at", "after", "every", "cron")
+CHOICES = {
+    "mode": ("fixed_rate", "fixed_delay"),
+    "trigger_rule": ("all_success", "all_done", "one_failed"),
+    "overlap": ("skip", "queue", "parallel"),
+    "misfire": ("run_once", "skip", "run_all"),
+}
+RECURRING_ONLY = ("overlap", "misfire", "misfire_grace")
+COMMAND_ONLY = ("shell", "cwd", "env")
+_DASK = re.compile(r"^dask://[^\s:/]+:\d{1,5}$")
+_BARE_KEY = re.compile(r"^[A-Za-z0-9_-]+$")
+
+
+# ---------------------------------------------------------------------- problems
+@dataclass(frozen=True)
+class Problem:
+    """One thing wrong with a workflow file; ``task``/``key`` are None when not about one."""
+
+    file: str
+    task: str | None
+    key: str | None
+    message: str
+    line: int | None = None
+    column: int | None = None
+
+    @property
+    def where(self) -> str:
+        """``tasks.NAME.KEY``, ``workflow.KEY``, ``KEY`` or "" (the whole file)."""
+        parts = []
+        if self.task is not None:
+            parts += ["tasks", toml_key(self.task)]
+        if self.key:
+            parts.append(self.key)
+        return ".".join(parts)
+
+    def __str__(self) -> str:
+        if self.line is not None:
+            return f"{self.file}:{self.line}:{self.column}: {self.message}"
+        if self.where:
+            return f"{self.file}: {self.where}: {self.message}"
+        return f"{self.file}: {self.message}"
+
+
+class WorkflowError(ValueError):
+    """A workflow file with problems; ``problems`` lists every one found."""
+
+    def __init__(self, problems):
+        self.problems = list(problems)
+        super().__init__("\n".join(str(problem) for problem in self.problems))
+
+
+def toml_key(key: str) -> str:
+    """A key as TOML writes it: bare when it can be, else quoted."""
+    if _BARE_KEY.match(key):
+        return key
+    return tomli_w.dumps({key: 0}).partition(" = ")[0]
+
+
+# ---------------------------------------------------------------------- the model
+@dataclass
+class TaskSpec:
+    """One ``[tasks.NAME]`` table. Durations are float seconds; unset keys keep defaults."""
+
+    name: str
+    command: list[str] | str | None = None
+    call: str | None = None
+    args: dict = field(default_factory=dict)
+    shell: bool = False
+    cwd: str | None = None  # as written; relative to the workflow file
+    env: dict[str, str] = field(default_factory=dict)
+    at: datetime | None = None  # aware
+    after: float | None = None
+    every: float | None = None
+    mode: str = "fixed_rate"
+    cron: str | None = None
+    timezone: str | None = None
+    deps: list[str] = field(default_factory=list)
+    priority: int = 0
+    retry: RetryPolicy | None = None
+    timeout: float | None = None
+    trigger_rule: str = "all_success"
+    overlap: str = "skip"
+    misfire: str = "run_once"
+    misfire_grace: float = 30.0
+    pos: tuple[float, float] | None = None  # where the GUI drew it
+
+    @property
+    def recurring(self) -> bool:
+        return self.every is not None or self.cron is not None
+
+    @property
+    def schedule_kind(self) -> str:
+        """ "at", "after", "every", "cron", or "deps" for a task with no time key."""
+        for key in TIME_KEYS:
+            if getattr(self, key) is not None:
+                return key
+        return "deps"
+
+    def action(self, base_dir: Path):
+        """The callable the engine runs: a ``Command`` (cwd resolved) or a ``Call``."""
+        if self.call is not None:
+            return Call(self.call, self.args)
+        cwd = Path(base_dir) / self.cwd if self.cwd else Path(base_dir)
+        return Command(self.command, shell=self.shell, cwd=str(cwd), env=self.env)
+
+
+@dataclass
+class Workflow:
+    """A parsed workflow file. ``positions`` maps task ids to GUI positions.
+
+    ``positions`` and each ``TaskSpec.pos`` are kept in step when built; change one
+    afterwards with ``set_position`` so both agree (``save`` prefers ``positions``).
+    """
+
+    name: str
+    workers: int = 4
+    executor: str = "threads"
+    tasks: dict[str, TaskSpec] = field(default_factory=dict)
+    path: Path | None = field(default=None, compare=False)
+    positions: dict[str, tuple[float, float]] = field(default_factory=dict)
+
+    def __post_init__(self):
+        merged = {tid: task.pos for tid, task in self.tasks.items() if task.pos is not None}
+        merged.update({tid: tuple(xy) for tid, xy in self.positions.items()})
+        self.positions = merged
+        for tid, xy in merged.items():
+            if tid in self.tasks:
+                self.tasks[tid].pos = xy
+
+    @property
+    def base_dir(self) -> Path:
+        """Where relative ``cwd``s start: the file's folder."""
+        return self.path.resolve().parent if self.path else Path.cwd()
+
+    def set_position(self, task_id: str, x: float, y: float) -> None:
+        self.positions[task_id] = (float(x), float(y))
+        if task_id in self.tasks:
+            self.tasks[task_id].pos = (float(x), float(y))
+
+    def order(self) -> list[str]:
+        """Task ids, each after its dependencies, otherwise in file order."""
+        import heapq
+
+        index = {tid: n for n, tid in enumerate(self.tasks)}
+        waiting = {tid: {d for d in task.deps if d in index} for tid, task in self.tasks.items()}
+        dependents: dict[str, list[str]] = {tid: [] for tid in self.tasks}
+        for tid, deps in waiting.items():
+            for dep in deps:
+                dependents[dep].append(tid)
+        ready = [index[tid] for tid, deps in waiting.items() if not deps]
+        heapq.heapify(ready)
+        placed: list[str] = []
+        names = list(self.tasks)
+        while len(placed) < len(names):
+            if not ready:  # a cycle (load() refuses those): place the rest in file order
+                placed += [tid for tid in names if tid not in set(placed)]
+                break
+            tid = names[heapq.heappop(ready)]
+            placed.append(tid)
+            for child in dependents[tid]:
+                waiting[child].discard(tid)
+                if not waiting[child]:
+                    heapq.heappush(ready, index[child])
+        return placed
+
+    def schedule_into(self, scheduler) -> dict[str, str]:
+        """Schedule every task on ``scheduler``; returns {table key: engine task id}."""
+        ids: dict[str, str] = {}
+        for tid in self.order():
+            task = self.tasks[tid]
+            fn = task.action(self.base_dir)
+            common = dict(
+                name=tid,
+                deps=tuple(ids.get(dep, dep) for dep in task.deps),
+                priority=task.priority,
+                retry=task.retry,
+                timeout=task.timeout,
+                trigger_rule=task.trigger_rule,
+            )
+            recurring = dict(
+                overlap=task.overlap, misfire=task.misfire, misfire_grace=task.misfire_grace
+            )
+            kind = task.schedule_kind
+            if kind == "at":
+                ids[tid] = scheduler.schedule(fn, run_at=task.at, **common)
+            elif kind == "after":
+                ids[tid] = scheduler.schedule_after(fn, task.after, **common)
+            elif kind == "every":
+                ids[tid] = scheduler.schedule_every(
+                    fn, task.every, mode=task.mode, **recurring, **common
+                )
+            elif kind == "cron":
+                ids[tid] = scheduler.schedule_cron(
+                    fn, task.cron, tz=task.timezone or "UTC", **recurring, **common
+                )
+            else:
+                ids[tid] = scheduler.add(fn, **common)
+        return ids
+
+
+# ---------------------------------------------------------------------- loading
+def load(path) -> Workflow:
+    """Read and check a workflow file; ``WorkflowError`` lists every problem."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise WorkflowError([Problem(str(path), None, None, f"cannot read: {exc}")]) from None
+    return loads(text, path)
+
+
+def loads(text: str, path=None) -> Workflow:
+    """Parse workflow TOML text; ``path`` names the file in errors and anchors ``cwd``."""
+    file = str(path) if path is not None else "<workflow>"
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise WorkflowError([_syntax_problem(file, text, exc)]) from None
+    return from_dict(data, path)
+
+
+def from_dict(data: dict, path=None) -> Workflow:
+    """Check an already-parsed TOML document and build the ``Workflow``."""
+    return _Checker(data, Path(path) if path is not None else None).workflow()
+
+
+def _syntax_problem(file: str, text: str, exc: tomllib.TOMLDecodeError) -> Problem:
+    message = str(exc)
+    found = re.search(r"\(at line (\d+), column (\d+)\)", message)
+    if found:
+        line, column = int(found[1]), int(found[2])
+    else:  # "(at end of document)"
+        found = re.search(r"\(at end of document\)", message)
+        lines = text.split("\n")
+        line, column = len(lines), len(lines[-1]) + 1
+    if found:
+        message = message[: found.start()].strip()
+    return Problem(file, None, None, f"TOML syntax error: {message}", line, column)
+
+
+def _did_you_mean(word: str, known) -> str:
+    close = difflib.get_close_matches(word, known, n=1, cutoff=0.6)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def _type_name(value) -> str:
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int):
+        return "an integer"
+    if isinstance(value, float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "an array"
+    if isinstance(value, dict):
+        return "a table"
+    return type(value).__name__
+
+
+class _Checker:
+    """Walks a parsed document once, collecting every problem before giving up."""
+
+    def __init__(self, data: dict, path: Path | None):
+        self.data = data
+        self.path = path
+        self.file = str(path) if path is not None else "<workflow>"
+        self.base_dir = path.resolve().parent if path is not None else Path.cwd()
+        self.problems: list[Problem] = []
+
+    def problem(self, task, key, message) -> None:
+        self.problems.append(Problem(self.file, task, key, message))
+
+    # -- the document
+    def workflow(self) -> Workflow:
+        for key in self.data:
+            if key not in TOP_KEYS:
+                self.problem(None, key, "unknown section" + _did_you_mean(key, TOP_KEYS))
+        settings = self.table(None, "workflow", self.data.get("workflow", {}))
+        name, workers, executor = self.settings(settings)
+        tasks_table = self.table(None, "tasks", self.data.get("tasks", {}))
+        if not tasks_table:
+            self.problem(None, "tasks", "no tasks: add a [tasks.NAME] table")
+        tasks = {}
+        for tid, table in tasks_table.items():
+            if not isinstance(table, dict):
+                self.problem(None, f"tasks.{toml_key(tid)}", "must be a table [tasks.NAME]")
+                continue
+            tasks[tid] = self.task(tid, table)
+        self.dependencies(tasks)
+        if self.problems:
+            raise WorkflowError(self.problems)
+        return Workflow(name, workers, executor, tasks, self.path)
+
+    def table(self, task, key, value) -> dict:
+        if isinstance(value, dict):
+            return value
+        self.problem(task, key, f"must be a table, got {_type_name(value)}")
+        return {}
+
+    def settings(self, settings: dict):
+        default_name = self.path.stem if self.path is not None else "workflow"
+        for key in settings:
+            if key not in WORKFLOW_KEYS:
+                self.problem(
+                    None, f"workflow.{key}", "unknown key" + _did_you_mean(key, WORKFLOW_KEYS)
+                )
+        name = settings.get("name", default_name)
+        if not isinstance(name, str) or not name.strip():
+            self.problem(None, "workflow.name", "must be a non-empty string")
+            name = default_name
+        workers = settings.get("workers", 4)
+        if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+            self.problem(None, "workflow.workers", f"must be an integer >= 1, got {workers!r}")
+            workers = 4
+        executor = settings.get("executor", "threads")
+        if not isinstance(executor, str) or not (
+            executor in ("threads", "processes") or _DASK.match(executor)
+        ):
+            self.problem(
+                None,
+                "workflow.executor",
+                f"must be 'threads', 'processes' or 'dask://HOST:PORT', got {executor!r}",
+            )
+            executor = "threads"
+        return name, workers, executor
+
+    # -- one task
+    def task(self, tid: str, table: dict) -> TaskSpec:
+        spec = TaskSpec(name=tid)
+        if not tid.strip():
+            self.problem(tid, None, "a task name must not be empty")
+        for key in table:
+            if key not in TASK_KEYS:
+                self.problem(tid, key, "unknown key" + _did_you_mean(key, TASK_KEYS))
+        checks = {key: getattr(self, "check_" + key) for key in TASK_KEYS}
+        for key in TASK_KEYS:
+            if key in table:
+                value = checks[key](tid, key, table[key], table)
+                if value is not None:
+                    setattr(spec, key, value)
+        self.action_rules(tid, table, spec)
+        self.time_rules(tid, table)
+        return spec
+
+    def action_rules(self, tid: str, table: dict, spec: TaskSpec) -> None:
+        has_command, has_call = "command" in table, "call" in table
+        if has_command and has_call:
+            self.problem(tid, "call", "give either command or call, not both")
+        elif not has_command and not has_call:
+            self.problem(tid, None, "needs a command (argv list) or a call ('module:function')")
+        if has_call:
+            for key in COMMAND_ONLY:
+                if key in table:
+                    self.problem(tid, key, "applies only to a command, not to a call")
+        if "args" in table and not has_call:
+            self.problem(tid, "args", "applies only to a call")
+        command = table.get("command")
+        if isinstance(command, str) and command.strip() and table.get("shell") is not True:
+            self.problem(
+                tid, "command", "a command string needs shell = true (or write an argv list)"
+            )
+        if isinstance(command, list) and command and table.get("shell") is True:
+            self.problem(tid, "shell", "shell = true takes a command string, not an argv list")
+
+    def time_rules(self, tid: str, table: dict) -> None:
+        given = [key for key in TIME_KEYS if key in table]
+        if len(given) > 1:
+            self.problem(
+                tid,
+                given[1],
+                f"only one of at, after, every, cron may be given (found {' and '.join(given)})",
+            )
+        if "mode" in table and "every" not in table:
+            self.problem(tid, "mode", "applies only to a task with every")
+        recurring = "every" in table or "cron" in table
+        for key in RECURRING_ONLY:
+            if key in table and not recurring:
+                self.problem(tid, key, "applies only to a recurring task (every or cron)")
+        if "timezone" in table and "cron" not in table and "at" not in table:
+            self.problem(tid, "timezone", "applies only to cron or at")
+
+    # -- keys: each returns the normalised value, or None after reporting a problem
+    def check_command(self, tid, key, value, table):
+        if isinstance(value, str):
+            if not value.strip():
+                self.problem(tid, key, "is empty")
+                return None
+            return value
+        if isinstance(value, list):
+            if not value:
+                self.problem(tid, key, "is empty: give the program and its arguments")
+                return None
+            if not all(isinstance(part, str) for part in value):
+                self.problem(tid, key, "every item of the argv list must be a string")
+                return None
+            if not value[0].strip():
+                self.problem(tid, key, "the program (first item) is empty")
+                return None
+            return list(value)
+        self.problem(tid, key, f"must be an argv list or a string, got {_type_name(value)}")
+        return None
+
+    def check_call(self, tid, key, value, table):
+        if not isinstance(value, str):
+            self.problem(tid, key, f"must be a string 'module:function', got {_type_name(value)}")
+            return None
+        try:
+            Call(value)
+        except ValueError:
+            self.problem(tid, key, f"{value!r} is not 'package.module:function'")
+            return None
+        return value
+
+    def check_args(self, tid, key, value, table):
+        return dict(value) if self.table(tid, key, value) is value else None
+
+    def check_shell(self, tid, key, value, table):
+        return self.boolean(tid, key, value)
+
+    def check_cwd(self, tid, key, value, table):
+        if not isinstance(value, str) or not value:
+            self.problem(tid, key, f"must be a non-empty string, got {value!r}")
+            return None
+        if not (self.base_dir / value).is_dir():
+            self.problem(tid, key, f"directory {str(self.base_dir / value)!r} does not exist")
+        return value
+
+    def check_env(self, tid, key, value, table):
+        if self.table(tid, key, value) is not value:
+            return None
+        bad = [name for name, item in value.items() if not isinstance(item, str)]
+        for name in bad:
+            self.problem(
+                tid, f"env.{toml_key(name)}", f"must be a string, got {_type_name(value[name])}"
+            )
+        return None if bad else dict(value)
+
+    def check_at(self, tid, key, value, table):
+        moment = value
+        if isinstance(value, str):
+            try:
+                moment = datetime.fromisoformat(value)
+            except ValueError:
+                self.problem(
+                    tid, key, f"{value!r} is not a date and time like '2026-12-01T02:00:00+01:00'"
+                )
+                return None
+        if not isinstance(moment, datetime):
+            what = "a date without a time" if isinstance(value, date) else _type_name(value)
+            if isinstance(value, time):
+                what = "a time without a date"
+            self.problem(tid, key, f"must be a date and time, got {what}")
+            return None
+        if moment.tzinfo is None:
+            tz_name = table.get("timezone")
+            if not isinstance(tz_name, str):
+                self.problem(
+                    tid, key, "needs a UTC offset (like +01:00) or a timezone key to say when"
+                )
+                return None
+            try:
+                moment = moment.replace(tzinfo=zone(tz_name))
+            except ValueError:
+                return None  # check_timezone reports it
+        return moment
+
+    def check_after(self, tid, key, value, table):
+        return self.duration(tid, key, value, allow_zero=True)
+
+    def check_every(self, tid, key, value, table):
+        return self.duration(tid, key, value, allow_zero=False)
+
+    def check_timeout(self, tid, key, value, table):
+        return self.duration(tid, key, value, allow_zero=False)
+
+    def check_misfire_grace(self, tid, key, value, table):
+        return self.duration(tid, key, value, allow_zero=True)
+
+    def check_mode(self, tid, key, value, table):
+        return self.choice(tid, key, value)
+
+    def check_trigger_rule(self, tid, key, value, table):
+        return self.choice(tid, key, value)
+
+    def check_overlap(self, tid, key, value, table):
+        return self.choice(tid, key, value)
+
+    def check_misfire(self, tid, key, value, table):
+        return self.choice(tid, key, value)
+
+    def check_cron(self, tid, key, value, table):
+        if not isinstance(value, str):
+            self.problem(tid, key, f"must be a cron expression string, got {_type_name(value)}")
+            return None
+        try:
+            CronTrigger(value, "UTC")  # the zone is check_timezone's business
+        except ValueError as exc:
+            self.problem(tid, key, str(exc))
+            return None
+        return value
+
+    def check_timezone(self, tid, key, value, table):
+        try:
+            zone(value)
+        except ValueError as exc:
+            self.problem(tid, key, str(exc) + _did_you_mean(str(value), _zone_names()))
+            return None
+        return value
+
+    def check_deps(self, tid, key, value, table):
+        if isinstance(value, str):
+            value = [value]
+        if not isinstance(value, list) or not all(isinstance(d, str) for d in value):
+            self.problem(tid, key, "must be a list of task names")
+            return None
+        return list(dict.fromkeys(value))  # a repeated name means nothing more
+
+    def check_priority(self, tid, key, value, table):
+        if isinstance(value, bool) or not isinstance(value, int):
+            self.problem(tid, key, f"must be an integer, got {_type_name(value)}")
+            return None
+        return value
+
+    def check_retry(self, tid, key, value, table):
+        if isinstance(value, int) and not isinstance(value, bool):
+            value = {"max_attempts": value}  # retry = 3 is short for max_attempts = 3
+        if not isinstance(value, dict):
+            self.problem(
+                tid, key, f"must be a table like {{ max_attempts = 3 }}, got {_type_name(value)}"
+            )
+            return None
+        fields, ok = {}, True
+        for name, item in value.items():
+            where = f"retry.{toml_key(name)}"
+            if name not in RETRY_KEYS:
+                self.problem(tid, where, "unknown key" + _did_you_mean(name, RETRY_KEYS))
+                ok = False
+            elif name == "max_attempts":
+                if isinstance(item, bool) or not isinstance(item, int) or item < 1:
+                    self.problem(tid, where, f"must be an integer >= 1, got {item!r}")
+                    ok = False
+                fields[name] = item
+            elif name in ("base", "max_delay"):
+                fields[name] = self.duration(tid, where, item, allow_zero=True)
+                ok = ok and fields[name] is not None
+            else:
+                fields[name] = self.number(tid, where, item)
+                ok = ok and fields[name] is not None
+                if name == "jitter" and fields[name] is not None and fields[name] > 1:
+                    self.problem(tid, where, f"is a fraction from 0 to 1, got {item!r}")
+                    ok = False
+        if not ok:
+            return None
+        try:
+            return RetryPolicy(**fields)
+        except ValueError as exc:
+            self.problem(tid, key, str(exc))
+            return None
+
+    def check_pos(self, tid, key, value, table):
+        if (
+            not isinstance(value, list)
+            or len(value) != 2
+            or not all(_is_number(v) and math.isfinite(v) for v in value)
+        ):
+            self.problem(tid, key, "must be [x, y], two numbers")
+            return None
+        return (float(value[0]), float(value[1]))
+
+    # -- value helpers
+    def boolean(self, tid, key, value):
+        if not isinstance(value, bool):
+            self.problem(tid, key, f"must be true or false, got {_type_name(value)}")
+            return None
+        return value
+
+    def number(self, tid, key, value):
+        if not _is_number(value) or not math.isfinite(value) or value < 0:
+            self.problem(tid, key, f"must be a number >= 0, got {value!r}")
+            return None
+        return float(value)
+
+    def duration(self, tid, key, value, allow_zero: bool):
+        try:
+            seconds = parse_duration(value)
+        except ValueError as exc:
+            self.problem(tid, key, str(exc))
+            return None
+        if seconds < 0 or (seconds == 0 and not allow_zero):
+            limit = ">= 0" if allow_zero else "> 0"
+            self.problem(tid, key, f"must be {limit}, got {value!r}")
+            return None
+        return seconds
+
+    def choice(self, tid, key, value):
+        options = CHOICES[key]
+        if value not in options:
+            hint = _did_you_mean(value, options) if isinstance(value, str) else ""
+            self.problem(tid, key, f"must be one of {', '.join(options)}, got {value!r}{hint}")
+            return None
+        return value
+
+    # -- across tasks
+    def dependencies(self, tasks: dict[str, TaskSpec]) -> None:
+        import networkx as nx
+
+        graph = nx.DiGraph()
+        graph.add_nodes_from(tasks)
+        for tid, spec in tasks.items():
+            for dep in spec.deps:
+                if dep in tasks:
+                    graph.add_edge(dep, tid)
+                else:
+                    self.problem(tid, "deps", f"unknown task {dep!r}" + _did_you_mean(dep, tasks))
+        order = {tid: n for n, tid in enumerate(tasks)}
+        for _ in range(graph.number_of_edges()):
+            try:
+                edges = nx.find_cycle(graph)
+            except nx.NetworkXNoCycle:
+                break
+            cycle = [u for u, _ in edges]
+            start = min(range(len(cycle)), key=lambda i: order[cycle[i]])
+            cycle = cycle[start:] + cycle[:start]
+            path = " -> ".join([*cycle, cycle[0]])
+            self.problem(cycle[0], "deps", f"dependency cycle: {path} (each runs before the next)")
+            graph.remove_edge(*edges[0])
+
+
+def _is_number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _zone_names():
+    from zoneinfo import available_timezones
+
+    return sorted(available_timezones())
+
+
+# ---------------------------------------------------------------------- saving
+def dumps(workflow: Workflow) -> str:
+    """The TOML text of a workflow: only keys that differ from their defaults."""
+    lines = ["[workflow]", f"name = {_literal(workflow.name)}"]
+    lines.append(f"workers = {_literal(workflow.workers)}")
+    lines.append(f"executor = {_literal(workflow.executor)}")
+    defaults = TaskSpec(name="")
+    for tid, task in workflow.tasks.items():
+        lines += ["", f"[tasks.{toml_key(tid)}]"]
+        pos = workflow.positions.get(tid, task.pos)
+        for key in TASK_KEYS:
+            value = pos if key == "pos" else getattr(task, key)
+            if value == getattr(defaults, key) and key != "pos":
+                continue
+            if value is None:
+                continue
+            lines.append(f"{toml_key(key)} = {_render(key, value)}")
+    return "\n".join(lines) + "\n"
+
+
+def _render(key: str, value) -> str:
+    if key in ("after", "every", "timeout", "misfire_grace"):
+        return _literal(format_duration(value))
+    if key == "retry":
+        defaults = RetryPolicy()
+        fields = {}
+        for name in RETRY_KEYS:
+            item = getattr(value, name)
+            if item != getattr(defaults, name):
+                fields[name] = format_duration(item) if name in ("base", "max_delay") else item
+        return _literal(fields)
+    if key == "pos":
+        return _literal([float(value[0]), float(value[1])])
+    return _literal(value)
+
+
+def _literal(value) -> str:
+    """One TOML value; tables inline (``{ a = 1 }``) so each task stays one table."""
+    if isinstance(value, dict):
+        if not value:
+            return "{}"
+        items = ", ".join(f"{toml_key(str(k))} = {_literal(v)}" for k, v in value.items())
+        return "{ " + items + " }"
+    if isinstance(value, tuple):
+        value = list(value)
+    return tomli_w.dumps({"v": value}).partition(" = ")[2].rstrip("\n")
+
+
+def save(workflow: Workflow, path=None) -> Path:
+    """Write ``workflow`` to ``path`` (default: its own) atomically; returns the path.
+
+    The text is written to a temporary file beside the target and moved over it,
+    so a failure at any point leaves the original file as it was.
+    """
+    target = Path(path) if path is not None else workflow.path
+    if target is None:
+        raise ValueError("save: no path given and the workflow has none")
+    text = dumps(workflow)  # fails before the disk is touched if a value has no TOML form
+    handle, temp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as stream:
+            stream.write(text)
+            stream.flush()
+            os.fsync(stream.fileno())
+        if target.exists():
+            os.chmod(temp, target.stat().st_mode & 0o7777)
+        else:
+            os.chmod(temp, 0o644)
+        os.replace(temp, target)
+    except BaseException:
+        try:
+            os.unlink(temp)
+        except FileNotFoundError:
+            pass
+        raise
+    workflow.path = target
+    return target

@@ -1,0 +1,431 @@
+"""The ``taskloom`` command.
+
+    taskloom run FILE [--workers N] [--for DURATION] [--executor threads|processes|dask://H:P]
+    taskloom validate FILE
+    taskloom [FILE] [--screenshot PNG] [--quit-after SECONDS]     (opens the window)
+    taskloom --version
+
+``run`` exits 0 when every one-shot task succeeded, 1 when any did not, 2 when
+the file is invalid. Recurring tasks (and tasks downstream of them) run until
+Ctrl-C or ``--for``; they do not decide the exit code. Ctrl-C cancels what is
+running (commands are terminated with their children) and shuts down cleanly.
+
+Only the window imports Qt, and only when asked for.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from pathlib import Path
+
+import taskloom
+
+EXIT_OK, EXIT_FAILED, EXIT_INVALID = 0, 1, 2
+SUBCOMMANDS = ("run", "validate")
+SIGNAL_CHECK = 0.2  # seconds between looks for Ctrl-C / SIGTERM while waiting
+
+
+# ---------------------------------------------------------------------- arguments
+def _duration(text: str) -> float:
+    from engine.durations import parse_duration
+
+    try:
+        seconds = parse_duration(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    if seconds <= 0:
+        raise argparse.ArgumentTypeError(f"must be > 0, got {text!r}")
+    return seconds
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be an integer >= 1, got {text!r}")
+    return value
+
+
+def _version() -> str:
+    try:
+        from importlib.metadata import PackageNotFoundError, version
+
+        return version("taskloom")
+    except PackageNotFoundError:  # running from a source checkout
+        return taskloom.__version__
+
+
+def _command_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="taskloom", description="Run and check workflows.")
+    parser.add_argument("--version", action="version", version=f"taskloom {_version()}")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    run = sub.add_parser("run", help="run a workflow headless, with live progress")
+    run.add_argument("file", type=Path, help="workflow file (TOML)")
+    run.add_argument("--workers", type=_positive_int, help="worker threads (default: the file's)")
+    run.add_argument(
+        "--for",
+        dest="run_for",
+        type=_duration,
+        metavar="DURATION",
+        help="stop after this long, e.g. 30s or 5m (recurring workflows run until Ctrl-C)",
+    )
+    run.add_argument(
+        "--executor",
+        metavar="threads|processes|dask://HOST:PORT",
+        help="where tasks run (default: the file's)",
+    )
+    run.add_argument(
+        "--log-dir", type=Path, help="where captured output goes (default: a temp dir)"
+    )
+
+    validate = sub.add_parser("validate", help="check a workflow file and list every problem")
+    validate.add_argument("file", type=Path, help="workflow file (TOML)")
+    return parser
+
+
+def _window_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="taskloom",
+        description="Open the Taskloom window on a workflow (the bundled ETL example if none).",
+        epilog="Also: 'taskloom run FILE' runs headless and 'taskloom validate FILE' checks "
+        "a file; add --help to either for their options.",
+    )
+    parser.add_argument("--version", action="version", version=f"taskloom {_version()}")
+    parser.add_argument("file", nargs="?", type=Path, help="workflow file (TOML)")
+    parser.add_argument("--screenshot", type=Path, metavar="PNG", help="save a picture and exit")
+    parser.add_argument(
+        "--quit-after", type=float, metavar="SECONDS", help="close the window after this long"
+    )
+    return parser
+
+
+def main(argv=None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv and argv[0] in SUBCOMMANDS:
+        args = _command_parser().parse_args(argv)
+        return run_workflow(args) if args.command == "run" else validate_workflow(args.file)
+    args = _window_parser().parse_args(argv)
+    return open_window(args)
+
+
+# ---------------------------------------------------------------------- validate, window
+def validate_workflow(path: Path) -> int:
+    from engine.workflow import WorkflowError, load
+
+    try:
+        workflow = load(path)
+    except WorkflowError as exc:
+        print(exc)
+        count = len(exc.problems)
+        print(f"{path}: {count} problem{'s' if count != 1 else ''}", file=sys.stderr)
+        return EXIT_FAILED
+    print(f"{path} is valid ({len(workflow.tasks)} tasks)")
+    return EXIT_OK
+
+
+def open_window(args) -> int:
+    from gui.app import run_window  # Qt loads only for the window
+
+    path = args.file if args.file is not None else taskloom.example_path("etl")
+    result = run_window(path, screenshot=args.screenshot, quit_after=args.quit_after)
+    return int(result or 0)
+
+
+# ---------------------------------------------------------------------- run
+def build_executor(spec: str, workers: int):
+    """None for the engine's own threads, else a ``concurrent.futures.Executor``."""
+    if spec == "threads":
+        return None
+    if spec == "processes":
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
+        # spawn: forking a process that runs threads can copy a held lock into the child
+        return ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"))
+    if spec.startswith("dask://"):
+        try:
+            from distributed import Client
+        except ImportError:
+            raise ValueError(
+                f"executor {spec!r} needs dask's distributed package: "
+                "pip install 'dask[distributed]'"
+            ) from None
+        client = Client("tcp://" + spec.removeprefix("dask://"))
+        return client.get_executor(pure=False)
+    raise ValueError(f"executor must be threads, processes or dask://HOST:PORT, got {spec!r}")
+
+
+def counted_tasks(workflow) -> list[str]:
+    """The one-shot tasks that decide the exit code: not recurring, not downstream of one."""
+    repeating: set[str] = set()
+    for tid in workflow.order():
+        task = workflow.tasks[tid]
+        if task.recurring or any(dep in repeating for dep in task.deps):
+            repeating.add(tid)
+    return [tid for tid in workflow.tasks if tid not in repeating]
+
+
+def run_workflow(args) -> int:
+    from engine import Scheduler
+    from engine.workflow import WorkflowError, load
+
+    try:
+        workflow = load(args.file)
+    except WorkflowError as exc:
+        print(exc, file=sys.stderr)
+        return EXIT_INVALID
+    workers = args.workers or workflow.workers
+    try:
+        executor = build_executor(args.executor or workflow.executor, workers)
+    except (ValueError, OSError) as exc:
+        print(f"{args.file}: {exc}", file=sys.stderr)
+        return EXIT_INVALID
+
+    # Lets a run's commands share state safely (see examples/scripts/attempts.py).
+    os.environ["TASKLOOM_RUN_ID"] = uuid.uuid4().hex[:12]
+    log_dir = args.log_dir or Path(tempfile.mkdtemp(prefix=f"taskloom-{workflow.name}-"))
+    log_dir.mkdir(parents=True, exist_ok=True)
+    scheduler = Scheduler(workers=workers, executor=executor, log_dir=str(log_dir))
+    counted = counted_tasks(workflow)
+    monitor = RunMonitor(workflow, counted)
+    scheduler.subscribe(monitor.on_event)
+    reporter = LiveReport(scheduler, monitor) if sys.stdout.isatty() else PlainReport(monitor)
+
+    interrupted = False
+    _sigterm_interrupts()
+    with reporter:
+        try:
+            monitor.ids = workflow.schedule_into(scheduler)
+            scheduler.start()
+        except (ValueError, KeyError, TypeError) as exc:  # e.g. an 'at' the engine refuses
+            reporter.note(f"{args.file}: {exc}")
+            _stop(scheduler, executor)
+            return EXIT_INVALID
+        try:
+            monitor.wait(args.run_for)
+        except KeyboardInterrupt:
+            interrupted = True
+            reporter.note("interrupted: stopping running tasks...")
+        finally:
+            _stop(scheduler, executor)
+    return reporter.summary(scheduler, log_dir, interrupted)
+
+
+def _sigterm_interrupts() -> None:
+    """A SIGTERM (a service manager stopping us) stops the run like Ctrl-C does."""
+    import signal
+
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt
+
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, interrupt)
+
+
+def _stop(scheduler, executor) -> None:
+    """Cancel whatever has not settled (running commands are terminated), then shut down."""
+    for info in scheduler.tasks():
+        if not info.state.settled or info.recurring:
+            try:
+                scheduler.cancel(info.id)
+            except (KeyError, RuntimeError):
+                pass
+    try:
+        scheduler.shutdown(wait=True)
+    except KeyboardInterrupt:  # a second Ctrl-C while waiting: still finish shutting down
+        scheduler.shutdown(wait=True)
+    if executor is not None:
+        executor.shutdown(wait=True, cancel_futures=True)
+
+
+class RunMonitor:
+    """Follows the engine's events: latest state per task, and when the run is done."""
+
+    def __init__(self, workflow, counted: list[str]):
+        self.workflow = workflow
+        self.counted = set(counted)
+        self.recurring = len(counted) < len(workflow.tasks)
+        self.ids: dict[str, str] = {}
+        self.states: dict[str, object] = {}  # task id -> TaskState
+        self.errors: dict[str, str] = {}
+        self.started = time.monotonic()
+        self.listeners: list = []
+        self._all_settled = threading.Event()
+        if not self.counted:
+            self._all_settled.set()
+
+    def on_event(self, event) -> None:
+        self.states[event.task_id] = event.state
+        if event.error:
+            self.errors[event.task_id] = event.error
+        for listener in self.listeners:
+            listener(event)
+        if all(tid in self.states and self.states[tid].settled for tid in self.counted):
+            self._all_settled.set()
+
+    def wait(self, run_for: float | None) -> None:
+        """Until the one-shot tasks settle (no recurring ones) or ``run_for`` passes."""
+        deadline = None if run_for is None else time.monotonic() + run_for
+        # A recurring workflow runs until Ctrl-C or the deadline: wait on an event never set.
+        done = threading.Event() if self.recurring else self._all_settled
+        while not done.is_set():
+            remaining = None if deadline is None else deadline - time.monotonic()
+            if remaining is not None and remaining <= 0:
+                return
+            # Wake now and then: a signal that the kernel hands to another thread only
+            # reaches Python's handler once the main thread runs again.
+            done.wait(SIGNAL_CHECK if remaining is None else min(SIGNAL_CHECK, remaining))
+
+    def elapsed(self) -> float:
+        return time.monotonic() - self.started
+
+    def exit_code(self) -> int:
+        from engine import TaskState
+
+        ok = all(self.states.get(tid) is TaskState.SUCCEEDED for tid in self.counted)
+        return EXIT_OK if ok else EXIT_FAILED
+
+
+def _event_line(event, elapsed: float) -> str:
+    text = f"{elapsed:7.2f}s  {event.task_id:<16} {event.kind}"
+    if event.attempt:
+        text += f" (attempt {event.attempt})"
+    if event.error:
+        text += f": {event.error}"
+    return text
+
+
+class PlainReport:
+    """One line per event, for logs and pipes."""
+
+    def __init__(self, monitor: RunMonitor):
+        self.monitor = monitor
+        monitor.listeners.append(self.on_event)
+
+    def __enter__(self):
+        print(f"running {self.monitor.workflow.name}: {len(self.monitor.workflow.tasks)} tasks")
+        sys.stdout.flush()
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+    def on_event(self, event) -> None:
+        print(_event_line(event, self.monitor.elapsed()), flush=True)
+
+    def note(self, text: str) -> None:
+        print(text, flush=True)
+
+    def summary(self, scheduler, log_dir: Path, interrupted: bool) -> int:
+        for line in _summary_lines(scheduler, self.monitor, log_dir):
+            print(line)
+        return self.monitor.exit_code()
+
+
+def _summary_lines(scheduler, monitor: RunMonitor, log_dir: Path) -> list[str]:
+    from engine import TaskState
+
+    counts: dict[str, int] = {}
+    for state in monitor.states.values():
+        counts[state.value] = counts.get(state.value, 0) + 1
+    text = ", ".join(f"{n} {state}" for state, n in sorted(counts.items()))
+    lines = [f"{monitor.workflow.name}: {text} in {monitor.elapsed():.1f}s"]
+    for tid in monitor.workflow.tasks:
+        if monitor.states.get(tid) is not TaskState.FAILED:
+            continue
+        lines.append(f"  FAILED {tid}: {monitor.errors.get(tid, '')}")
+        try:
+            attempts = scheduler.attempts(tid)
+        except (KeyError, RuntimeError):
+            attempts = []
+        if attempts and attempts[-1].log_path:
+            lines.append(f"         log: {attempts[-1].log_path}")
+    lines.append(f"logs: {log_dir}")
+    return lines
+
+
+class LiveReport:
+    """A live panel on a terminal: progress, counts per state, what is next, failures."""
+
+    def __init__(self, scheduler, monitor: RunMonitor):
+        from rich.console import Console
+        from rich.live import Live
+
+        self.scheduler = scheduler
+        self.monitor = monitor
+        self.console = Console()
+        self.live = Live(console=self.console, get_renderable=self.render, refresh_per_second=8)
+        monitor.listeners.append(self.on_event)
+
+    def __enter__(self):
+        self.live.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.live.stop()
+        return False
+
+    def on_event(self, event) -> None:
+        # Outcomes scroll above the panel; every other change only redraws it.
+        styles = {"succeeded": "green", "failed": "bold red", "retry_wait": "yellow"}
+        if event.kind in styles or event.kind in ("skipped", "cancelled"):
+            style = styles.get(event.kind, "dim")
+            line = _event_line(event, self.monitor.elapsed())
+            self.console.print(line, style=style, markup=False, highlight=False)
+
+    def note(self, text: str) -> None:
+        self.console.print(text, style="bold")
+
+    def render(self):
+        from rich.console import Group
+        from rich.progress_bar import ProgressBar
+        from rich.table import Table
+        from rich.text import Text
+
+        from engine import TaskState
+
+        monitor = self.monitor
+        counted = monitor.counted
+        settled = sum(1 for t in counted if t in monitor.states and monitor.states[t].settled)
+        header = Table.grid(padding=(0, 1))
+        header.add_row(
+            Text(monitor.workflow.name, style="bold"),
+            ProgressBar(total=max(1, len(counted)), completed=settled, width=30),
+            Text(f"{settled}/{len(counted)} done  {monitor.elapsed():.0f}s"),
+        )
+        counts: dict[str, int] = {}
+        for state in monitor.states.values():
+            counts[state.value] = counts.get(state.value, 0) + 1
+        states = Text("  ".join(f"{name} {n}" for name, n in sorted(counts.items())))
+        parts = [header, states]
+        try:
+            upcoming = self.scheduler.upcoming(5)
+            now = self.scheduler.clock.now()
+        except RuntimeError:
+            upcoming, now = [], 0.0
+        if upcoming:
+            table = Table("next", "in", "kind", box=None, padding=(0, 2), header_style="dim")
+            for entry in upcoming:
+                table.add_row(entry.task_id, f"{max(0.0, entry.run_at - now):.1f}s", entry.kind)
+            parts.append(table)
+        running = [tid for tid, state in monitor.states.items() if state is TaskState.RUNNING]
+        if running:
+            parts.append(Text("running: " + ", ".join(running), style="cyan"))
+        for tid, error in monitor.errors.items():
+            if monitor.states.get(tid) is TaskState.FAILED:
+                parts.append(Text(f"failed {tid}: {error}", style="red"))
+        return Group(*parts)
+
+    def summary(self, scheduler, log_dir: Path, interrupted: bool) -> int:
+        for line in _summary_lines(scheduler, self.monitor, log_dir):
+            self.console.print(line, markup=False, highlight=False)
+        return self.monitor.exit_code()

@@ -51,7 +51,7 @@ class Attempt(NamedTuple):
     number: int
     started: float
     ended: float | None
-    outcome: str  # "running", "succeeded", "failed", "cancelled"
+    outcome: str  # "running", "succeeded", "failed", "cancelled", "interrupted"
     error: str | None
     traceback: str | None
     output: str | None  # tail of captured output, when the task captured any

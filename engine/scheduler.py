@@ -29,7 +29,7 @@ from itertools import count
 from . import persist
 from .actions import Call
 from .clock import SystemClock
-from .context import RemoteResult, RunContext, _current
+from .context import RemoteResult, RunContext, _current, run_in_context
 from .delivery import EventDelivery
 from .errors import CycleError, TaskCancelled, TaskTimeout
 from .executors import SyncExecutor
@@ -104,6 +104,7 @@ class Scheduler:
         self._started = False
         self._closed = False  # shutdown() was called: no more scheduling calls
         self._stopping = False  # no new runs start
+        self._interrupting = False  # shutdown(cancel_running=True): runs are being stopped
         self._paused_all = False
         self._timer_wait: float | None = None  # deadline the timer thread sleeps to
         self._wall_offset: float | None = None  # wall - monotonic, to notice wall jumps
@@ -154,11 +155,24 @@ class Scheduler:
         thread.start()
         self._threads.append(thread)
 
-    def shutdown(self, wait: bool = True) -> None:
-        """Stop starting work; with ``wait``, let running tasks finish and deliver events."""
+    def shutdown(self, wait: bool = True, *, cancel_running: bool = False) -> None:
+        """Stop starting work; with ``wait``, let running tasks finish and deliver events.
+
+        ``cancel_running`` asks running tasks to stop (a command is terminated). Such
+        an interrupted attempt does not count against the retry budget and leaves its
+        task READY, so a run resumed from the store runs it again (Ctrl-C, closing
+        the window).
+        """
         with self._lock:
             self._closed = True
             self._stopping = True
+            if cancel_running:
+                self._interrupting = True
+                for task in self._tasks.values():
+                    for run in task.runs:
+                        self._deferred.append(run.ctx.request_cancel)
+                        if run.future is not None:
+                            self._deferred.append(run.future.cancel)
             self._work_cond.notify_all()
             self._timer_cond.notify_all()
             self._settled_cond.notify_all()
@@ -1016,15 +1030,22 @@ class Scheduler:
         task = run.task
         task.runs.remove(run)
         self._timers.discard(run.timeout_entry)
+        interrupted = self._interrupting and error is not None and not task.cancel_requested
         if task.cancel_requested:
             outcome = "cancelled"
         elif error is None:
             outcome = "succeeded"
         else:
-            outcome = "failed"
+            outcome = "interrupted" if interrupted else "failed"
         error_text = None if error is None else _error_text(error)
         self._record_attempt(task, run, outcome, error_text, tb)
 
+        if interrupted:  # stopped by shutdown: not the task's failure, run it again later
+            task.budget_base += 1
+            task.waiting_runs = max(task.waiting_runs, 1)
+            if not task.runs:
+                self._make_ready(task)
+            return
         if task.cancel_requested:
             if not task.runs:
                 task.cancel_requested = False
@@ -1339,9 +1360,13 @@ class Scheduler:
     def _submit(self, run: Run) -> None:
         if self._store is not None:  # every attempt is on disk before its code runs
             self._store.flush()
-        fn = (lambda: self._invoke(run)) if self._local_executor else run.task.fn
+        submit = self._executor.submit
         try:
-            future = self._executor.submit(fn)
+            if self._local_executor:
+                future = submit(lambda: self._invoke(run))
+            else:  # an executor wrapper learns the task id, attempt and log_dir from current_run()
+                fn = run.task.fn
+                future = run_in_context(run.ctx, lambda: submit(fn))
         except BaseException as exc:  # noqa: BLE001 - a broken pool fails the attempt
             self._on_done(run, exc, traceback.format_exc())
             return

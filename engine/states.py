@@ -31,7 +31,8 @@ TRANSITIONS: dict[TaskState, frozenset[TaskState]] = {
     S.PENDING: frozenset({S.SCHEDULED, S.READY, S.SKIPPED, S.CANCELLED}),
     S.SCHEDULED: frozenset({S.READY, S.PENDING, S.SKIPPED, S.CANCELLED}),
     S.READY: frozenset({S.RUNNING, S.PENDING, S.SCHEDULED, S.SKIPPED, S.CANCELLED}),
-    S.RUNNING: frozenset({S.SUCCEEDED, S.FAILED, S.RETRY_WAIT, S.CANCELLED}),
+    # RUNNING -> READY: an attempt interrupted by shutdown(cancel_running=True).
+    S.RUNNING: frozenset({S.SUCCEEDED, S.FAILED, S.RETRY_WAIT, S.CANCELLED, S.READY}),
     S.RETRY_WAIT: frozenset({S.READY, S.RUNNING, S.CANCELLED}),
     S.SUCCEEDED: frozenset({S.PENDING, S.SCHEDULED, S.READY, S.RUNNING}),
     S.FAILED: frozenset({S.PENDING, S.SCHEDULED, S.READY, S.RUNNING, S.SKIPPED}),

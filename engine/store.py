@@ -44,6 +44,7 @@ MIGRATIONS: dict[int, list[str]] = {
             paused INTEGER NOT NULL
         )""",
         """CREATE TABLE attempts (
+            run INTEGER NOT NULL,
             task_id TEXT NOT NULL,
             number INTEGER NOT NULL,
             started REAL NOT NULL,
@@ -55,10 +56,11 @@ MIGRATIONS: dict[int, list[str]] = {
             log_path TEXT,
             exit_code INTEGER,
             worker TEXT,
-            PRIMARY KEY (task_id, number)
+            PRIMARY KEY (run, task_id, number)
         )""",
         "CREATE INDEX attempts_started ON attempts (started)",
         """CREATE TABLE events (
+            run INTEGER NOT NULL,
             seq INTEGER NOT NULL,
             task_id TEXT NOT NULL,
             kind TEXT NOT NULL,
@@ -77,6 +79,7 @@ TASK_COLUMNS = (
 
 
 ATTEMPT_COLUMNS = (
+    "run",
     "task_id",
     "number",
     "started",
@@ -138,6 +141,8 @@ class SQLiteStore:
         self._conn.execute("PRAGMA journal_mode=WAL")
         self._conn.execute(f"PRAGMA synchronous={durability.upper()}")
         self._migrate()
+        row = self._conn.execute("SELECT value FROM meta WHERE key = 'run'").fetchone()
+        self.run = int(row[0]) if row else 1  # a workflow run: a fresh start counts up
         self._read_lock = threading.Lock()  # the writer's connection is shared for reads
         self._queue: deque = deque()
         self._cond = threading.Condition()
@@ -274,6 +279,7 @@ class SQLiteStore:
                 tasks.pop(op[1], None)
                 updates.pop(op[1], None)
         conn = self._conn
+        run = self.run
         with self._read_lock:
             conn.execute("BEGIN")
             try:
@@ -291,11 +297,14 @@ class SQLiteStore:
                     )
                 if attempts:
                     conn.executemany(
-                        "INSERT OR REPLACE INTO attempts VALUES (?,?,?,?,?,?,?,?,?,?,?)",
-                        attempts.values(),
+                        "INSERT OR REPLACE INTO attempts VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+                        [(run, *row) for row in attempts.values()],
                     )
                 if events:
-                    conn.executemany("INSERT INTO events VALUES (?,?,?,?,?,?,?)", events)
+                    conn.executemany(
+                        "INSERT INTO events VALUES (?,?,?,?,?,?,?,?)",
+                        [(run, *event) for event in events],
+                    )
                 for task_id in deletes:
                     conn.execute("DELETE FROM tasks WHERE id=?", (task_id,))
                 conn.execute("COMMIT")
@@ -321,8 +330,10 @@ class SQLiteStore:
         last = {
             r[0]: r
             for r in self._query(
-                "SELECT task_id, number, outcome FROM attempts a WHERE number ="
-                " (SELECT MAX(number) FROM attempts b WHERE b.task_id = a.task_id)"
+                "SELECT task_id, number, outcome FROM attempts a WHERE run = ? AND number ="
+                " (SELECT MAX(number) FROM attempts b WHERE b.run = a.run"
+                " AND b.task_id = a.task_id)",
+                (self.run,),
             )
         }
         names = TASK_COLUMNS.split(", ")
@@ -356,24 +367,40 @@ class SQLiteStore:
         columns = ATTEMPT_COLUMNS
         rows = self._query(
             f"SELECT {', '.join(columns)} FROM (SELECT *, ROW_NUMBER() OVER"
-            " (PARTITION BY task_id ORDER BY number DESC) AS rn FROM attempts)"
+            " (PARTITION BY task_id ORDER BY number DESC) AS rn FROM attempts WHERE run = ?)"
             " WHERE rn <= ? ORDER BY task_id, number",
-            (keep,),
+            (self.run, keep),
         )
         result: dict[str, list[dict]] = {}
         for row in rows:
-            result.setdefault(row[0], []).append(dict(zip(columns, row, strict=True)))
+            result.setdefault(row[1], []).append(dict(zip(columns, row, strict=True)))
         return result
 
+    def new_run(self) -> None:
+        """Start the workflow afresh: forget task states, keep every past attempt."""
+        self.flush()
+        with self._cond:
+            self.run += 1
+            run = self.run
+        with self._read_lock:
+            self._conn.execute("BEGIN IMMEDIATE")
+            self._conn.execute("DELETE FROM tasks")
+            self._conn.execute(
+                "INSERT OR REPLACE INTO meta (key, value) VALUES ('run', ?)", (str(run),)
+            )
+            self._conn.execute("COMMIT")
+
     def events(self, task_id: str | None = None, limit: int = 1000) -> list[tuple]:
-        sql = "SELECT seq, task_id, kind, state, at, attempt, error FROM events"
-        args: list = []
+        """(seq, task_id, kind, state, at, attempt, error) of the current run, oldest first."""
+        sql = "SELECT seq, task_id, kind, state, at, attempt, error FROM events WHERE run = ?"
+        args: list = [self.run]
         if task_id is not None:
-            sql += " WHERE task_id = ?"
+            sql += " AND task_id = ?"
             args.append(task_id)
         sql += " ORDER BY rowid DESC LIMIT ?"
         args.append(limit)
         return self._query(sql, args)[::-1]
 
     def max_seq(self) -> int:
-        return self._query("SELECT COALESCE(MAX(seq), 0) FROM events")[0][0]
+        rows = self._query("SELECT COALESCE(MAX(seq), 0) FROM events WHERE run = ?", (self.run,))
+        return rows[0][0]

@@ -27,7 +27,7 @@ from pathlib import Path
 import taskloom
 
 EXIT_OK, EXIT_FAILED, EXIT_INVALID = 0, 1, 2
-SUBCOMMANDS = ("run", "validate")
+SUBCOMMANDS = ("run", "validate", "history")
 SIGNAL_CHECK = 0.2  # seconds between looks for Ctrl-C / SIGTERM while waiting
 
 
@@ -86,10 +86,30 @@ def _command_parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--log-dir", type=Path, help="where captured output goes (default: a temp dir)"
     )
+    _store_arguments(run)
+    run.add_argument(
+        "--fresh",
+        action="store_true",
+        help="start a new run even if the last one did not finish (default: resume it)",
+    )
+
+    history = sub.add_parser("history", help="print the recent runs of a workflow's tasks")
+    history.add_argument("file", type=Path, help="workflow file (TOML)")
+    _store_arguments(history)
+    history.add_argument("--limit", type=_positive_int, default=30, help="attempts to show")
 
     validate = sub.add_parser("validate", help="check a workflow file and list every problem")
     validate.add_argument("file", type=Path, help="workflow file (TOML)")
     return parser
+
+
+def _store_arguments(parser) -> None:
+    parser.add_argument(
+        "--db",
+        type=Path,
+        metavar="PATH",
+        help="the run store (default: <user data dir>/taskloom/<workflow name>.db)",
+    )
 
 
 def _window_parser() -> argparse.ArgumentParser:
@@ -112,7 +132,11 @@ def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv and argv[0] in SUBCOMMANDS:
         args = _command_parser().parse_args(argv)
-        return run_workflow(args) if args.command == "run" else validate_workflow(args.file)
+        if args.command == "run":
+            return run_workflow(args)
+        if args.command == "history":
+            return show_history(args)
+        return validate_workflow(args.file)
     args = _window_parser().parse_args(argv)
     return open_window(args)
 
@@ -140,28 +164,57 @@ def open_window(args) -> int:
     return int(result or 0)
 
 
+# ---------------------------------------------------------------------- history
+def show_history(args) -> int:
+    from datetime import datetime
+
+    from engine.store import SQLiteStore, StoreError
+    from engine.workflow import WorkflowError, load
+
+    from .runs import default_db_path
+
+    try:
+        name = load(args.file).name
+    except WorkflowError as exc:
+        print(exc, file=sys.stderr)
+        return EXIT_INVALID
+    db_path = args.db or default_db_path(name)
+    if not db_path.exists():
+        print(f"no runs of {name} yet ({db_path} does not exist)")
+        return EXIT_OK
+    try:
+        store = SQLiteStore(db_path)
+    except StoreError as exc:
+        print(exc, file=sys.stderr)
+        return EXIT_INVALID
+    try:
+        rows = store.attempts(limit=args.limit)
+    finally:
+        store.close()
+    if not rows:
+        print(f"no runs of {name} yet")
+        return EXIT_OK
+    header = f"{'started':19}  {'run':>3}  {'task':<18} {'try':>3}  {'outcome':<9} {'took':>7}"
+    print(header + "  detail")
+    for row in reversed(rows):
+        started = datetime.fromtimestamp(row["started"]).strftime("%Y-%m-%d %H:%M:%S")
+        took = "" if row["ended"] is None else f"{row['ended'] - row['started']:.2f}s"
+        detail = row["error"] or ""
+        if row["exit_code"] is not None and not detail:
+            detail = f"exit code {row['exit_code']}"
+        print(
+            f"{started}  {row['run']:>3}  {row['task_id']:<18} {row['number']:>3}  "
+            f"{row['outcome']:<9} {took:>7}  {detail}"
+        )
+    return EXIT_OK
+
+
 # ---------------------------------------------------------------------- run
 def build_executor(spec: str, workers: int):
     """None for the engine's own threads, else a ``concurrent.futures.Executor``."""
-    if spec == "threads":
-        return None
-    if spec == "processes":
-        import multiprocessing
-        from concurrent.futures import ProcessPoolExecutor
+    from engine.pools import make_executor
 
-        # spawn: forking a process that runs threads can copy a held lock into the child
-        return ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"))
-    if spec.startswith("dask://"):
-        try:
-            from distributed import Client
-        except ImportError:
-            raise ValueError(
-                f"executor {spec!r} needs dask's distributed package: "
-                "pip install 'dask[distributed]'"
-            ) from None
-        client = Client("tcp://" + spec.removeprefix("dask://"))
-        return client.get_executor(pure=False)
-    raise ValueError(f"executor must be threads, processes or dask://HOST:PORT, got {spec!r}")
+    return make_executor(spec, workers)
 
 
 def counted_tasks(workflow) -> list[str]:
@@ -175,8 +228,10 @@ def counted_tasks(workflow) -> list[str]:
 
 
 def run_workflow(args) -> int:
-    from engine import Scheduler
+    from engine.store import StoreError
     from engine.workflow import WorkflowError, load
+
+    from .runs import default_db_path, open_run
 
     try:
         workflow = load(args.file)
@@ -194,7 +249,23 @@ def run_workflow(args) -> int:
     os.environ["TASKLOOM_RUN_ID"] = uuid.uuid4().hex[:12]
     log_dir = args.log_dir or Path(tempfile.mkdtemp(prefix=f"taskloom-{workflow.name}-"))
     log_dir.mkdir(parents=True, exist_ok=True)
-    scheduler = Scheduler(workers=workers, executor=executor, log_dir=str(log_dir))
+    db_path = args.db or default_db_path(workflow.name)
+    try:
+        opened = open_run(
+            workflow,
+            db_path,
+            fresh=args.fresh,
+            workers=workers,
+            executor=executor,
+            log_dir=str(log_dir),
+        )
+    except StoreError as exc:
+        print(exc, file=sys.stderr)
+        return EXIT_INVALID
+    except (ValueError, KeyError, TypeError) as exc:  # e.g. an 'at' the engine refuses
+        print(f"{args.file}: {exc}", file=sys.stderr)
+        return EXIT_INVALID
+    scheduler = opened.scheduler
     counted = counted_tasks(workflow)
     monitor = RunMonitor(workflow, counted)
     scheduler.subscribe(monitor.on_event)
@@ -203,8 +274,9 @@ def run_workflow(args) -> int:
     interrupted = False
     _sigterm_interrupts()
     with reporter:
+        reporter.note(opened.note)
+        monitor.seed(scheduler.tasks())
         try:
-            monitor.ids = workflow.schedule_into(scheduler)
             scheduler.start()
         except (ValueError, KeyError, TypeError) as exc:  # e.g. an 'at' the engine refuses
             reporter.note(f"{args.file}: {exc}")
@@ -217,6 +289,7 @@ def run_workflow(args) -> int:
             reporter.note("interrupted: stopping running tasks...")
         finally:
             _stop(scheduler, executor)
+            opened.store.close()
     return reporter.summary(scheduler, log_dir, interrupted)
 
 
@@ -232,17 +305,15 @@ def _sigterm_interrupts() -> None:
 
 
 def _stop(scheduler, executor) -> None:
-    """Cancel whatever has not settled (running commands are terminated), then shut down."""
-    for info in scheduler.tasks():
-        if not info.state.settled or info.recurring:
-            try:
-                scheduler.cancel(info.id)
-            except (KeyError, RuntimeError):
-                pass
+    """Stop running tasks (commands are terminated) and shut down.
+
+    Interrupted attempts leave their tasks READY in the store, so the next
+    ``taskloom run`` of the file resumes the run instead of starting over.
+    """
     try:
-        scheduler.shutdown(wait=True)
+        scheduler.shutdown(wait=True, cancel_running=True)
     except KeyboardInterrupt:  # a second Ctrl-C while waiting: still finish shutting down
-        scheduler.shutdown(wait=True)
+        scheduler.shutdown(wait=True, cancel_running=True)
     if executor is not None:
         executor.shutdown(wait=True, cancel_futures=True)
 
@@ -254,13 +325,21 @@ class RunMonitor:
         self.workflow = workflow
         self.counted = set(counted)
         self.recurring = len(counted) < len(workflow.tasks)
-        self.ids: dict[str, str] = {}
         self.states: dict[str, object] = {}  # task id -> TaskState
         self.errors: dict[str, str] = {}
         self.started = time.monotonic()
         self.listeners: list = []
         self._all_settled = threading.Event()
         if not self.counted:
+            self._all_settled.set()
+
+    def seed(self, infos) -> None:
+        """Start from the states a resumed run restored (no event tells of them)."""
+        for info in infos:
+            self.states.setdefault(info.id, info.state)
+            if info.error:
+                self.errors.setdefault(info.id, info.error)
+        if all(tid in self.states and self.states[tid].settled for tid in self.counted):
             self._all_settled.set()
 
     def on_event(self, event) -> None:

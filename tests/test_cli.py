@@ -16,6 +16,12 @@ EXAMPLES = ROOT / "resources" / "examples"
 ENV = {**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "200"}
 
 
+@pytest.fixture(autouse=True)
+def private_store_dir(tmp_path, monkeypatch):
+    """Each test's runs get their own store directory (XDG_DATA_HOME)."""
+    monkeypatch.setitem(ENV, "XDG_DATA_HOME", str(tmp_path / "xdg-data"))
+
+
 def taskloom(*args, timeout: float = 90) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "-m", "taskloom", *map(str, args)],
@@ -127,7 +133,38 @@ def test_for_stops_an_unfinished_workflow_and_exits_1(tmp_path):
     path = write(tmp_path, '[tasks.slow]\ncommand = ["sleep", "60"]\n')
     result = taskloom("run", path, "--for", "1s", timeout=30)
     assert result.returncode == 1
-    assert "slow             cancelled" in result.stdout
+    # the attempt was interrupted, not the task's fault: it waits, READY, for the next run
+    assert "slow             ready (attempt 1)" in result.stdout
+    assert "flow: 1 ready" in result.stdout
+
+
+def test_next_run_resumes_an_interrupted_one_and_then_starts_afresh(tmp_path):
+    marker = tmp_path / "first-done"
+    path = write(
+        tmp_path,
+        f"""
+        [tasks.first]
+        command = ["sh", "-c", "touch '{marker}'"]
+
+        [tasks.second]
+        command = ["sh", "-c", "test -e '{marker}.go' || sleep 60"]
+        deps = ["first"]
+        """,
+    )
+    interrupted = taskloom("run", path, "--for", "1.5s", timeout=30)
+    assert interrupted.returncode == 1
+    assert "second           ready (attempt 1)" in interrupted.stdout
+    (tmp_path / "first-done.go").touch()
+    marker.unlink()
+    resumed = taskloom("run", path, timeout=30)
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    assert "resuming the unfinished run" in resumed.stdout
+    assert "first " not in resumed.stdout.split("resuming", 1)[1].split("\n", 1)[1]
+    assert not marker.exists()  # the finished task did not run again
+    assert "second           succeeded (attempt 2)" in resumed.stdout
+    again = taskloom("run", path, timeout=30)
+    assert "run 2 of flow" in again.stdout  # the last run finished: a new one starts
+    assert marker.exists()
 
 
 def test_run_with_processes_executor(tmp_path):
@@ -184,7 +221,7 @@ def test_ctrl_c_terminates_running_commands(tmp_path):
     out, err = process.communicate(timeout=30)
     assert process.returncode == 1, out + err
     assert "interrupted" in out
-    assert "long             cancelled" in out
+    assert "long             ready (attempt 1)" in out  # interrupted, resumable
     assert not group_exists(group)
 
 
@@ -212,7 +249,7 @@ def test_sigterm_stops_a_recurring_workflow_cleanly(tmp_path):
     process.terminate()
     out, err = process.communicate(timeout=30)
     assert process.returncode == 0, out + err  # no one-shot task: nothing failed
-    assert "watch            cancelled" in out
+    assert "watch            ready (attempt 1)" in out  # interrupted, resumable
     assert not group_exists(group)
 
 

@@ -1,0 +1,55 @@
+"""Opening a workflow run on its store: resume an unfinished run, or start afresh.
+
+``taskloom run`` and the window keep every run of a workflow in a SQLite file in
+the user's data directory, named after the workflow (``--db`` overrides it).
+Opening a workflow resumes its last run when that run did not finish (after a
+crash, a kill or Ctrl-C: finished tasks stay finished, interrupted attempts are
+retried); when it did finish, or the file's task list changed, a new run starts.
+Past attempts are kept for ``taskloom history`` either way.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+
+def default_db_path(workflow_name: str) -> Path:
+    from platformdirs import user_data_path
+
+    safe = re.sub(r"[^\w.-]+", "_", workflow_name) or "workflow"
+    return user_data_path("taskloom") / f"{safe}.db"
+
+
+@dataclass
+class OpenedRun:
+    scheduler: object
+    store: object
+    resumed: bool
+    note: str
+
+
+def open_run(workflow, db_path: Path, *, fresh: bool = False, **scheduler_kwargs) -> OpenedRun:
+    """A scheduler on ``db_path`` with the workflow's tasks, not yet started.
+
+    Raises ``engine.store.StoreError`` for a store that cannot be used.
+    """
+    from engine import Scheduler
+    from engine.store import SQLiteStore
+
+    store = SQLiteStore(db_path)
+    scheduler = Scheduler(store=store, **scheduler_kwargs)
+    restored = {info.id: info for info in scheduler.tasks()}
+    unfinished = [info.id for info in restored.values() if info.recurring or not info.state.settled]
+    same_tasks = set(restored) == set(workflow.tasks)
+    if restored and not fresh and same_tasks and unfinished:
+        done = len(restored) - len(unfinished)
+        note = f"resuming the unfinished run in {db_path}: {done} of {len(restored)} tasks done"
+        return OpenedRun(scheduler, store, True, note)
+    if restored:
+        scheduler.shutdown()
+        store.new_run()
+        scheduler = Scheduler(store=store, **scheduler_kwargs)
+    workflow.schedule_into(scheduler)
+    return OpenedRun(scheduler, store, False, f"run {store.run} of {workflow.name} in {db_path}")

@@ -1,0 +1,50 @@
+"""The engine is pure Python: nothing under engine/ may import Qt."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+FORBIDDEN = {"PySide6", "shiboken6"}
+
+
+def _imported_top_modules(source: str, filename: str) -> set[str]:
+    tree = ast.parse(source, filename=filename)
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names.add(node.module.split(".")[0])
+        elif (
+            isinstance(node, ast.Call)
+            and getattr(node.func, "attr", getattr(node.func, "id", None))
+            in ("import_module", "__import__")
+            and node.args
+            and isinstance(node.args[0], ast.Constant)
+            and isinstance(node.args[0].value, str)
+        ):
+            names.add(node.args[0].value.split(".")[0])
+    return names
+
+
+def test_no_engine_file_imports_qt():
+    files = sorted((ROOT / "engine").rglob("*.py"))
+    assert files, "engine/ has no Python files"
+    offenders = {
+        str(path.relative_to(ROOT)): sorted(found)
+        for path in files
+        if (found := _imported_top_modules(path.read_text(), str(path)) & FORBIDDEN)
+    }
+    assert offenders == {}
+
+
+def test_importing_engine_does_not_load_qt():
+    check = "import engine, sys; bad = {'PySide6', 'shiboken6'} & set(sys.modules); assert not bad"
+    result = subprocess.run(
+        [sys.executable, "-c", check], cwd=ROOT, capture_output=True, text=True, timeout=60
+    )
+    assert result.returncode == 0, result.stderr

@@ -16,8 +16,8 @@ from .states import TaskState
 class Event(NamedTuple):
     seq: int  # grows by one per event across the whole engine
     kind: str  # new state's lowercase name, or dependency_added, paused, ...
-    task_id: str
-    state: TaskState  # the task's state after the event
+    task_id: str  # "" for an event about the whole engine (pause/resume all)
+    state: TaskState | None  # the task's state after the event; None for engine events
     at: float  # scheduler clock (monotonic seconds)
     attempt: int
     run_at: float | None

@@ -623,7 +623,9 @@ class Scheduler:
         with self._lock:
             self._check_open()
             if task_id is None:
-                self._paused_all = True
+                if not self._paused_all:
+                    self._paused_all = True
+                    self._emit_engine("paused")
             else:
                 task = self._get(task_id)
                 if not task.paused:
@@ -639,7 +641,9 @@ class Scheduler:
         with self._lock:
             self._check_open()
             if task_id is None:
-                self._paused_all = False
+                if self._paused_all:
+                    self._paused_all = False
+                    self._emit_engine("resumed")
                 self._work_cond.notify_all()
             else:
                 task = self._get(task_id)
@@ -688,6 +692,11 @@ class Scheduler:
     def attempts(self, task_id: str) -> list[Attempt]:
         with self._lock:
             return list(self._get(task_id).history or ())
+
+    @property
+    def paused(self) -> bool:
+        """Whether the whole dispatcher is paused."""
+        return self._paused_all
 
     @property
     def clock(self):
@@ -766,6 +775,16 @@ class Scheduler:
                     task.run_at,
                     error,
                 )
+            )
+
+    def _emit_engine(self, kind: str) -> None:
+        """An event about the whole engine (pause/resume all): task_id "" and no state."""
+        self._seq += 1
+        delivery = self._delivery
+        if delivery.has_listeners:
+            delivery.last_queued = self._seq
+            delivery.outbox.append(
+                Event(self._seq, kind, "", None, self._clock.now(), 0, None, None)
             )
 
     # ------------------------------------------------------------------ store

@@ -1,0 +1,177 @@
+"""The event log: a bounded table of engine events, filterable by task and kind."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QAbstractTableModel, QModelIndex, QSortFilterProxyModel, Qt
+from PySide6.QtGui import QBrush, QColor
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QComboBox,
+    QHBoxLayout,
+    QHeaderView,
+    QLineEdit,
+    QTableView,
+    QVBoxLayout,
+    QWidget,
+)
+
+from engine import Event, TaskState
+
+from .style import STATE_COLOURS, STATE_GLYPHS, is_dark
+
+OTHER_KINDS = ("dependency_added", "dependency_removed", "paused", "resumed", "removed")
+KINDS = tuple(s.value for s in TaskState) + OTHER_KINDS
+COLUMNS = ("seq", "time", "task", "event", "attempt", "detail")
+
+
+class EventLogModel(QAbstractTableModel):
+    """The newest ``capacity`` events; older ones fall off the top."""
+
+    def __init__(self, capacity: int = 5000, clock_to_text=None, parent=None):
+        super().__init__(parent)
+        self.capacity = capacity
+        self.events: list[Event] = []
+        self.clock_to_text = clock_to_text or (lambda at: f"{at:.3f}")
+        self.dark = is_dark()
+
+    def rowCount(self, parent=QModelIndex()) -> int:  # noqa: B008 - Qt's signature
+        return 0 if parent.isValid() else len(self.events)
+
+    def columnCount(self, parent=QModelIndex()) -> int:  # noqa: B008
+        return 0 if parent.isValid() else len(COLUMNS)
+
+    def headerData(self, section, orientation, role=Qt.ItemDataRole.DisplayRole):
+        if role == Qt.ItemDataRole.DisplayRole and orientation == Qt.Orientation.Horizontal:
+            return COLUMNS[section]
+        return None
+
+    def data(self, index, role=Qt.ItemDataRole.DisplayRole):
+        if not index.isValid():
+            return None
+        event = self.events[index.row()]
+        column = index.column()
+        if role == Qt.ItemDataRole.DisplayRole:
+            if column == 0:
+                return event.seq
+            if column == 1:
+                return self.clock_to_text(event.at)
+            if column == 2:
+                return event.task_id
+            if column == 3:
+                glyph = (
+                    STATE_GLYPHS.get(event.state, "") if event.kind == event.state.value else "•"
+                )
+                return f"{glyph} {event.kind}"
+            if column == 4:
+                return event.attempt or ""
+            if column == 5:
+                return event.error or ""
+        is_state = event.kind == event.state.value
+        if role == Qt.ItemDataRole.ForegroundRole and column == 3 and is_state:
+            colour = QColor(STATE_COLOURS[event.state])
+            # Keep the state colour readable on the table's background, light or dark.
+            return QBrush(colour.lighter(150) if self.dark else colour.darker(115))
+        if role == Qt.ItemDataRole.ToolTipRole and column == 5 and event.error:
+            return event.error
+        return None
+
+    def append(self, events: list[Event]) -> None:
+        if not events:
+            return
+        events = events[-self.capacity :]
+        overflow = len(self.events) + len(events) - self.capacity
+        if overflow > 0:
+            self.beginRemoveRows(QModelIndex(), 0, overflow - 1)
+            del self.events[:overflow]
+            self.endRemoveRows()
+        first = len(self.events)
+        self.beginInsertRows(QModelIndex(), first, first + len(events) - 1)
+        self.events.extend(events)
+        self.endInsertRows()
+
+    def clear(self) -> None:
+        self.beginResetModel()
+        self.events.clear()
+        self.endResetModel()
+
+
+class EventFilter(QSortFilterProxyModel):
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.task_text = ""
+        self.kind = ""
+
+    def set_filter(self, task_text: str, kind: str) -> None:
+        if hasattr(self, "beginFilterChange"):  # Qt >= 6.10; invalidateFilter is deprecated there
+            self.beginFilterChange()
+            self.task_text, self.kind = task_text.strip().lower(), kind
+            self.endFilterChange(QSortFilterProxyModel.Direction.Rows)
+        else:
+            self.task_text, self.kind = task_text.strip().lower(), kind
+            self.invalidateFilter()
+
+    def filterAcceptsRow(self, row: int, parent) -> bool:
+        if not self.task_text and not self.kind:
+            return True
+        event = self.sourceModel().events[row]
+        if self.kind and event.kind != self.kind:
+            return False
+        return not self.task_text or self.task_text in event.task_id.lower()
+
+
+class EventLog(QWidget):
+    def __init__(self, clock_to_text=None, capacity: int = 5000, parent=None):
+        super().__init__(parent)
+        self.setObjectName("eventLog")
+        self.model = EventLogModel(capacity, clock_to_text, self)
+        self.proxy = EventFilter(self)
+        self.proxy.setSourceModel(self.model)
+        self.task_filter = QLineEdit(placeholderText="Filter by task…", clearButtonEnabled=True)
+        self.task_filter.setObjectName("eventTaskFilter")
+        self.kind_filter = QComboBox()
+        self.kind_filter.setObjectName("eventKindFilter")
+        self.kind_filter.addItem("all events", "")
+        for kind in KINDS:
+            self.kind_filter.addItem(kind, kind)
+        self.table = QTableView()
+        self.table.setModel(self.proxy)
+        self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+        self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+        self.table.verticalHeader().hide()
+        self.table.verticalHeader().setDefaultSectionSize(20)
+        self.table.setAlternatingRowColors(True)
+        self.table.setShowGrid(False)
+        header = self.table.horizontalHeader()
+        header.setStretchLastSection(True)
+        header.setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
+        for column, width in enumerate((52, 100, 130, 110, 60)):
+            self.table.setColumnWidth(column, width)
+        filters = QHBoxLayout()
+        filters.setContentsMargins(0, 0, 0, 0)
+        filters.addWidget(self.task_filter, 2)
+        filters.addWidget(self.kind_filter, 1)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(4, 4, 4, 4)
+        layout.addLayout(filters)
+        layout.addWidget(self.table)
+        self.task_filter.textChanged.connect(self._refilter)
+        self.kind_filter.currentIndexChanged.connect(self._refilter)
+
+    def _refilter(self, *_):
+        self.proxy.set_filter(self.task_filter.text(), self.kind_filter.currentData())
+
+    def add_events(self, events: list[Event]) -> None:
+        bar = self.table.verticalScrollBar()
+        follow = bar.value() >= bar.maximum() - 2
+        self.model.append(events)
+        if follow:
+            self.table.scrollToBottom()
+
+    def changeEvent(self, event) -> None:
+        if event.type() == event.Type.PaletteChange:
+            self.model.dark = is_dark(self.palette())
+            self.table.viewport().update()
+        super().changeEvent(event)
+
+    def row_count(self) -> int:
+        return self.proxy.rowCount()

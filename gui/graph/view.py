@@ -1,0 +1,344 @@
+"""The graph view: zoom, pan, fit, search-and-centre, selection, drag-to-connect.
+
+The view only reports what the user wants (signals); the controller decides
+and calls the engine, which is the judge of every edge.
+"""
+
+from __future__ import annotations
+
+import shiboken6
+from PySide6.QtCore import QPoint, QPointF, QRectF, Qt, QTimer, Signal
+from PySide6.QtGui import QMouseEvent, QPainter, QPainterPath, QWheelEvent
+from PySide6.QtWidgets import QGraphicsView
+
+from .items import ROLE_ID, ROLE_KIND
+from .overview import Overview
+from .scene import GraphScene
+
+DETAIL_SCALE = 0.45  # below this zoom the node text is unreadable: draw plain boxes
+MIN_SCALE, MAX_SCALE = 0.02, 4.0
+FULL_UPDATE_NODES = 1500
+ARROWS = {
+    Qt.Key.Key_Left: (-1, 0),
+    Qt.Key.Key_Right: (1, 0),
+    Qt.Key.Key_Up: (0, -1),
+    Qt.Key.Key_Down: (0, 1),
+}
+
+
+class GraphView(QGraphicsView):
+    selectionChanged = Signal(list)  # task ids
+    edgeSelected = Signal(object)  # (upstream, downstream) or None
+    # (upstream, downstream): the user wants downstream to run after upstream
+    connectRequested = Signal(str, str)
+    deleteEdgeRequested = Signal(str, str)
+    activated = Signal(str)  # double-click on a task
+    menuRequested = Signal(QPoint)  # right-click on a task (now selected); global position
+    connectHint = Signal(str)  # what releasing here would do, while dragging a connection
+
+    def __init__(self, scene: GraphScene, parent=None):
+        super().__init__(scene, parent)
+        self.setObjectName("graphView")
+        self.graph_scene = scene
+        self.setRenderHint(QPainter.RenderHint.Antialiasing)
+        self.setRenderHint(QPainter.RenderHint.TextAntialiasing)
+        self.setTransformationAnchor(QGraphicsView.ViewportAnchor.AnchorUnderMouse)
+        self.setResizeAnchor(QGraphicsView.ViewportAnchor.AnchorViewCenter)
+        self.setViewportUpdateMode(QGraphicsView.ViewportUpdateMode.SmartViewportUpdate)
+        self.setDragMode(QGraphicsView.DragMode.ScrollHandDrag)  # drag the background to pan
+        self.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
+        self._connect_from: str | None = None
+        self._connect_target: str | None = None
+        self._fit_pending = True  # fit the first layout once it exists
+        self._following_fit = True  # keep fitting on resize until the user zooms
+        self._cycle_timer = QTimer(self)
+        self._cycle_timer.setSingleShot(True)
+        self._cycle_timer.timeout.connect(scene.clear_feedback)
+        scene.layoutApplied.connect(self._on_layout)
+        self.overview = Overview(self)
+        self.horizontalScrollBar().valueChanged.connect(self._place_overview)
+        self.verticalScrollBar().valueChanged.connect(self._place_overview)
+
+    # -- zoom ---------------------------------------------------------------------
+    def zoom_by(self, factor: float) -> None:
+        self._following_fit = False
+        current = self.transform().m11()
+        factor = max(MIN_SCALE / current, min(MAX_SCALE / current, factor))
+        self.scale(factor, factor)
+        self._update_detail()
+
+    def zoom_in(self) -> None:
+        self.zoom_by(1.25)
+
+    def zoom_out(self) -> None:
+        self.zoom_by(0.8)
+
+    def fit(self) -> None:
+        rect = self.graph_scene.sceneRect()
+        if rect.isEmpty():
+            return
+        self._following_fit = True
+        self.fitInView(rect, Qt.AspectRatioMode.KeepAspectRatio)
+        if self.transform().m11() > 1.0:  # never blow a small graph up beyond 100 %
+            self.resetTransform()
+            self.centerOn(rect.center())
+        self._update_detail()
+
+    def zoom_level(self) -> float:
+        return self.transform().m11()
+
+    def _update_detail(self) -> None:
+        self.graph_scene.set_detail(self.zoom_level() >= DETAIL_SCALE)
+        self._place_overview()
+
+    def _place_overview(self, *_) -> None:
+        # Scroll bars can still report while the window is being torn down.
+        if shiboken6.isValid(self.graph_scene) and shiboken6.isValid(self.overview):
+            self.overview.place()
+
+    def wheelEvent(self, event: QWheelEvent) -> None:
+        delta = event.angleDelta().y()
+        if delta:
+            self.zoom_by(1.0015**delta)
+        event.accept()
+
+    def _on_layout(self) -> None:
+        # Smart updates compute a minimal region per changed item: cheap for a few,
+        # but with thousands of nodes recoloured per frame that search froze the
+        # window (5,000 nodes); past this size one full repaint is faster.
+        mode = (
+            QGraphicsView.ViewportUpdateMode.FullViewportUpdate
+            if len(self.graph_scene.nodes) > FULL_UPDATE_NODES
+            else QGraphicsView.ViewportUpdateMode.SmartViewportUpdate
+        )
+        self.setViewportUpdateMode(mode)
+        self._place_overview()
+        if self._fit_pending and self.graph_scene.nodes:
+            self._fit_pending = False
+            self.fit()
+
+    def resizeEvent(self, event) -> None:
+        super().resizeEvent(event)
+        self._place_overview()
+        if self._following_fit and not self._fit_pending and self.graph_scene.nodes:
+            self.fit()
+
+    # -- search ---------------------------------------------------------------------
+    def find(self, text: str) -> str | None:
+        """Select and centre the first task whose id or name contains ``text`` (any case)."""
+        needle = text.strip().lower()
+        if not needle:
+            return None
+        matches = [
+            t
+            for t, info in self.graph_scene.tasks.items()
+            if needle == t.lower() or needle == (info.name or "").lower()
+        ]
+        if not matches:
+            matches = sorted(
+                t
+                for t, info in self.graph_scene.tasks.items()
+                if needle in t.lower() or needle in (info.name or "").lower()
+            )
+        if not matches:
+            return None
+        self.select([matches[0]])
+        self.center_on(matches[0])
+        return matches[0]
+
+    def center_on(self, tid: str) -> None:
+        node = self.graph_scene.nodes.get(tid)
+        if node is None:
+            return
+        if self.zoom_level() < DETAIL_SCALE:
+            self._following_fit = False
+            self.resetTransform()
+            self._update_detail()
+        self.centerOn(node.sceneBoundingRect().center())
+
+    # -- selection ------------------------------------------------------------------
+    def select(self, ids: list[str]) -> None:
+        if ids == self.graph_scene.selected:
+            return
+        self.graph_scene.set_selection(ids)
+        self.selectionChanged.emit(list(self.graph_scene.selected))
+
+    def selected(self) -> list[str]:
+        return list(self.graph_scene.selected)
+
+    # -- mouse -----------------------------------------------------------------------
+    def _hit(self, pos) -> tuple[str | None, str | None]:
+        for item in self.items(pos):
+            kind = item.data(ROLE_KIND)
+            if kind in ("node", "port"):
+                return item.data(ROLE_ID), kind
+            parent = item.parentItem()
+            if parent is not None and parent.data(ROLE_KIND) == "node":
+                return parent.data(ROLE_ID), "node"
+        return None, None
+
+    def mousePressEvent(self, event: QMouseEvent) -> None:
+        if event.button() != Qt.MouseButton.LeftButton:
+            super().mousePressEvent(event)
+            return
+        tid, kind = self._hit(event.position().toPoint())
+        if kind == "port":
+            self._start_connect(tid)
+            event.accept()
+            return
+        if tid is not None:
+            self._select_edge(None)
+            ids = self.selected()
+            if event.modifiers() & Qt.KeyboardModifier.ControlModifier:
+                ids = [t for t in ids if t != tid] if tid in ids else [*ids, tid]
+            else:
+                ids = [tid]
+            self.select(ids)
+            event.accept()
+            return
+        scene_point = self.mapToScene(event.position().toPoint())
+        edge = self.graph_scene.edge_at(scene_point, tolerance=6.0 / max(self.zoom_level(), 0.01))
+        if edge is not None:
+            self._select_edge(edge)
+            event.accept()
+            return
+        self._select_edge(None)
+        self.select([])
+        super().mousePressEvent(event)  # start panning
+
+    def mouseMoveEvent(self, event: QMouseEvent) -> None:
+        if self._connect_from is None:
+            super().mouseMoveEvent(event)
+            return
+        self._update_connect(self.mapToScene(event.position().toPoint()))
+        event.accept()
+
+    def mouseReleaseEvent(self, event: QMouseEvent) -> None:
+        if self._connect_from is None:
+            super().mouseReleaseEvent(event)
+            return
+        self._update_connect(self.mapToScene(event.position().toPoint()))
+        upstream, downstream = self._connect_from, self._connect_target
+        self._end_connect()
+        if downstream is not None:
+            self.connectRequested.emit(upstream, downstream)
+        event.accept()
+
+    def contextMenuEvent(self, event) -> None:
+        tid, _ = self._hit(event.pos())
+        if tid is None:
+            super().contextMenuEvent(event)
+            return
+        if tid not in self.selected():
+            self.select([tid])
+        self.menuRequested.emit(event.globalPos())
+        event.accept()
+
+    def mouseDoubleClickEvent(self, event: QMouseEvent) -> None:
+        tid, _ = self._hit(event.position().toPoint())
+        if tid is not None:
+            self.activated.emit(tid)
+        else:
+            super().mouseDoubleClickEvent(event)
+
+    def keyPressEvent(self, event) -> None:
+        key = event.key()
+        if key == Qt.Key.Key_Escape and self._connect_from is not None:
+            self._end_connect()
+            event.accept()
+            return
+        if key in ARROWS and not event.modifiers() & Qt.KeyboardModifier.ControlModifier:
+            self._step_selection(*ARROWS[key])
+            event.accept()
+            return
+        if key in (Qt.Key.Key_Delete, Qt.Key.Key_Backspace) and self.graph_scene.selected_edge:
+            self.deleteEdgeRequested.emit(*self.graph_scene.selected_edge)
+            event.accept()
+            return
+        super().keyPressEvent(event)
+
+    def _step_selection(self, dx: int, dy: int) -> None:
+        """Arrow keys: select the nearest task in that direction (keyboard-only use)."""
+        nodes = self.graph_scene.nodes
+        if not nodes:
+            return
+        current = self.selected()[0] if self.selected() else None
+        if current is None:
+            first = min(nodes, key=lambda t: (nodes[t].x(), nodes[t].y()))
+            self.select([first])
+            self.center_on(first)
+            return
+        here = nodes[current].pos()
+        best, best_cost = None, float("inf")
+        for tid, node in nodes.items():
+            along = (node.x() - here.x()) * dx + (node.y() - here.y()) * dy
+            across = abs((node.x() - here.x()) * dy) + abs((node.y() - here.y()) * dx)
+            if tid == current or along <= 0 or across > along * 2:
+                continue  # behind us, or more sideways than ahead
+            cost = along + 2 * across
+            if cost < best_cost:
+                best, best_cost = tid, cost
+        if best is not None:
+            self.select([best])
+            self.ensureVisible(nodes[best].sceneBoundingRect(), 40, 40)
+
+    def _select_edge(self, edge) -> None:
+        if edge != self.graph_scene.selected_edge:
+            self.graph_scene.select_edge(edge)
+            self.edgeSelected.emit(edge)
+
+    # -- drag-to-connect ------------------------------------------------------------
+    def _start_connect(self, tid: str) -> None:
+        self._connect_from = tid
+        self._connect_target = None
+        self._cycle_timer.stop()
+        self.graph_scene.clear_feedback()
+        self.viewport().setCursor(Qt.CursorShape.CrossCursor)
+
+    def _update_connect(self, scene_point: QPointF) -> None:
+        scene = self.graph_scene
+        start = scene.nodes[self._connect_from].output_point()
+        target = scene.node_at(scene_point)
+        if target == self._connect_from:
+            target = None
+        self._connect_target = target
+        if target is None:
+            scene.show_rubber(start, scene_point, None)
+            scene.show_target(None, True)
+            scene.cycle_path.setPath(QPainterPath())
+            return
+        upstream = self._connect_from
+        cycle = scene.would_close_cycle(upstream, target)
+        started = scene.has_started(target)
+        ok = cycle is None and not started and not scene.graph.has_edge(upstream, target)
+        scene.show_rubber(start, scene.nodes[target].input_point(), ok)
+        scene.show_target(target, ok)
+        if cycle:
+            scene.show_cycle(cycle)
+            self.connectHint.emit("Would close a cycle: " + " → ".join(cycle))
+        else:
+            scene.cycle_path.setPath(QPainterPath())
+            if started:
+                self.connectHint.emit(f"{target} has already started: it cannot gain a dependency")
+            elif not ok:
+                self.connectHint.emit(f"{target} already runs after {upstream}")
+            else:
+                self.connectHint.emit(f"Release to make {target} run after {upstream}")
+
+    def _end_connect(self) -> None:
+        self._connect_from = None
+        self._connect_target = None
+        self.graph_scene.clear_feedback()
+        self.viewport().unsetCursor()
+
+    def flash_cycle(self, cycle, ms: int = 2500) -> None:
+        """Show a refused edge's cycle for a moment."""
+        self.graph_scene.show_cycle(list(cycle))
+        self._cycle_timer.start(ms)
+
+    @property
+    def connecting(self) -> bool:
+        return self._connect_from is not None
+
+    def visible_scene_rect(self) -> QRectF:
+        return self.mapToScene(self.viewport().rect()).boundingRect()

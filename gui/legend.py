@@ -1,0 +1,97 @@
+"""The legend strip above the graph: each state's colour, glyph and name.
+
+The chips wrap onto a second line in a narrow window (a small flow layout),
+so the legend never forces the window wider than the screen.
+"""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QPoint, QRect, QSize, Qt
+from PySide6.QtGui import QColor
+from PySide6.QtWidgets import QLabel, QLayout, QSizePolicy, QWidget
+
+from engine import TaskState
+
+from .style import RECURRING_MARK, STATE_COLOURS, STATE_GLYPHS, STATE_LABELS, text_colour_on
+
+
+class FlowLayout(QLayout):
+    """Lays items left to right and wraps them like words."""
+
+    def __init__(self, parent=None, spacing: int = 6):
+        super().__init__(parent)
+        self._items = []
+        self.setSpacing(spacing)
+
+    def addItem(self, item) -> None:
+        self._items.append(item)
+
+    def count(self) -> int:
+        return len(self._items)
+
+    def itemAt(self, index: int):
+        return self._items[index] if 0 <= index < len(self._items) else None
+
+    def takeAt(self, index: int):
+        return self._items.pop(index) if 0 <= index < len(self._items) else None
+
+    def expandingDirections(self):
+        return Qt.Orientation(0)
+
+    def hasHeightForWidth(self) -> bool:
+        return True
+
+    def heightForWidth(self, width: int) -> int:
+        return self._place(QRect(0, 0, width, 0), move=False)
+
+    def setGeometry(self, rect: QRect) -> None:
+        super().setGeometry(rect)
+        self._place(rect, move=True)
+
+    def sizeHint(self) -> QSize:
+        return self.minimumSize()
+
+    def minimumSize(self) -> QSize:
+        size = QSize()
+        for item in self._items:
+            size = size.expandedTo(item.minimumSize())
+        margins = self.contentsMargins()
+        return size + QSize(margins.left() + margins.right(), margins.top() + margins.bottom())
+
+    def _place(self, rect: QRect, move: bool) -> int:
+        margins = self.contentsMargins()
+        area = rect.adjusted(margins.left(), margins.top(), -margins.right(), -margins.bottom())
+        x, y, line_height = area.x(), area.y(), 0
+        for item in self._items:
+            hint = item.sizeHint()
+            if x + hint.width() > area.right() and line_height > 0:
+                x, y = area.x(), y + line_height + self.spacing()
+                line_height = 0
+            if move:
+                item.setGeometry(QRect(QPoint(x, y), hint))
+            x += hint.width() + self.spacing()
+            line_height = max(line_height, hint.height())
+        return y + line_height - rect.y() + margins.bottom()
+
+
+class Legend(QWidget):
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.setObjectName("legend")
+        layout = FlowLayout(self)
+        layout.setContentsMargins(8, 5, 8, 5)
+        policy = QSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Preferred)
+        policy.setHeightForWidth(True)
+        self.setSizePolicy(policy)
+        for state in TaskState:
+            fill = QColor(STATE_COLOURS[state])
+            chip = QLabel(f"{STATE_GLYPHS[state]} {STATE_LABELS[state]}")
+            chip.setStyleSheet(
+                f"background:{fill.name()}; color:{text_colour_on(fill).name()};"
+                f"border:1px solid {fill.darker(140).name()}; border-radius:8px; padding:1px 7px;"
+            )
+            layout.addWidget(chip)
+        note = QLabel(f"{RECURRING_MARK} recurring · #n attempt")
+        note.setToolTip("Drag from a task's ○ port onto another task to make it wait for the first")
+        note.setEnabled(False)
+        layout.addWidget(note)

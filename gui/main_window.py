@@ -1,0 +1,478 @@
+"""The main window: graph in the middle, inspector right, timeline and event log below.
+
+Panels only show state and emit what the user wants; the Controller calls the
+engine. State arrives only through the EngineBridge.
+"""
+
+from __future__ import annotations
+
+import time
+
+from PySide6.QtCore import QByteArray, QSettings, QStringListModel, Qt, QTimer, Signal
+from PySide6.QtGui import QAction, QGuiApplication, QKeySequence
+from PySide6.QtWidgets import (
+    QCompleter,
+    QDockWidget,
+    QFileDialog,
+    QLineEdit,
+    QMainWindow,
+    QMenu,
+    QSizePolicy,
+    QVBoxLayout,
+    QWidget,
+)
+
+from engine import TaskState
+
+from .bridge import EngineBridge
+from .controller import Controller
+from .event_log import EventLog
+from .graph.scene import GraphScene
+from .graph.view import GraphView
+from .icons import icon
+from .inspector import Inspector
+from .legend import Legend
+from .status import StatusPanel
+from .timeline import Timeline
+
+S = TaskState
+CANCELLABLE = {S.PENDING, S.SCHEDULED, S.READY, S.RUNNING, S.RETRY_WAIT}
+RETRYABLE = {S.FAILED, S.SKIPPED, S.CANCELLED}
+RUNNABLE_NOW = {S.SCHEDULED, S.RETRY_WAIT}  # waiting for a time; deps are never skipped
+
+
+class MainWindow(QMainWindow):
+    openRequested = Signal(str)  # a workflow file the user wants to open
+    saveRequested = Signal(str)
+
+    def __init__(self, scheduler, parent=None, settings: QSettings | None = None, title: str = ""):
+        super().__init__(parent)
+        self.setObjectName("mainWindow")
+        self.scheduler = scheduler
+        self.settings = settings if settings is not None else QSettings("Taskloom", "Taskloom")
+        self.setWindowTitle(f"{title} — Taskloom" if title else "Taskloom")
+        self.setWindowIcon(icon("app"))
+        self.bridge = EngineBridge(scheduler, self)
+        self.controller = Controller(scheduler, self)
+        self.dispatcher_paused = False
+        self.selected: list[str] = []
+
+        self.scene = GraphScene(self)
+        self.graph_view = GraphView(self.scene)
+        self.legend = Legend()
+        central = QWidget()
+        central_layout = QVBoxLayout(central)
+        central_layout.setContentsMargins(0, 0, 0, 0)
+        central_layout.setSpacing(0)
+        central_layout.addWidget(self.legend)
+        central_layout.addWidget(self.graph_view, 1)
+        self.setCentralWidget(central)
+
+        self.inspector = Inspector(self.bridge)
+        self.inspector.setMinimumWidth(300)
+        self.timeline = Timeline(self.bridge.clock_now, self.bridge.attempts)
+        self.event_log = EventLog(self._clock_text)
+        self.inspector_dock = self._dock(
+            "Inspector", self.inspector, Qt.DockWidgetArea.RightDockWidgetArea
+        )
+        self.timeline_dock = self._dock(
+            "Timeline", self.timeline, Qt.DockWidgetArea.BottomDockWidgetArea
+        )
+        self.event_dock = self._dock(
+            "Events", self.event_log, Qt.DockWidgetArea.BottomDockWidgetArea
+        )
+        self.splitDockWidget(self.timeline_dock, self.event_dock, Qt.Orientation.Horizontal)
+        # The inspector runs the full height on the right: attempts and output need room.
+        self.setCorner(Qt.Corner.BottomRightCorner, Qt.DockWidgetArea.RightDockWidgetArea)
+        self.resizeDocks([self.inspector_dock], [340], Qt.Orientation.Horizontal)
+        self.resizeDocks(
+            [self.timeline_dock, self.event_dock], [620, 420], Qt.Orientation.Horizontal
+        )
+        self.resizeDocks([self.timeline_dock], [260], Qt.Orientation.Vertical)
+
+        self._pending_recolour: dict = {}
+        self._recolour_timer = QTimer(self)
+        self._recolour_timer.setSingleShot(True)
+        self._recolour_timer.timeout.connect(self._apply_recolour)
+        self._structure_timer = QTimer(self)
+        self._structure_timer.setSingleShot(True)
+        self._structure_timer.timeout.connect(self._on_structure)
+        self._make_actions()
+        self._make_toolbar_and_menus()
+        self.status_panel = StatusPanel(self.statusBar(), self.bridge)
+        self._wire()
+
+        # First picture from the snapshot the bridge took.
+        self._on_structure()
+        self.timeline.set_upcoming(self.bridge.upcoming)
+        self._status_timer = QTimer(self)
+        self._status_timer.setInterval(250)
+        self._status_timer.timeout.connect(self._refresh_status)
+        self._status_timer.start()
+        self._inspector_timer = QTimer(self)
+        self._inspector_timer.setInterval(1000)
+        self._inspector_timer.timeout.connect(self.inspector.tick)
+        self._inspector_timer.start()
+        self._refresh_status()
+        self._update_actions()
+        self._restore_settings()
+
+    # -- construction ----------------------------------------------------------------
+    def _dock(self, title: str, widget: QWidget, area) -> QDockWidget:
+        dock = QDockWidget(title, self)
+        dock.setObjectName(f"{widget.objectName()}Dock")
+        dock.setWidget(widget)
+        dock.setFeatures(
+            QDockWidget.DockWidgetFeature.DockWidgetMovable
+            | QDockWidget.DockWidgetFeature.DockWidgetClosable
+            | QDockWidget.DockWidgetFeature.DockWidgetFloatable
+        )
+        self.addDockWidget(area, dock)
+        return dock
+
+    def _action(self, name, text, icon_name, shortcut, slot, tip="", checkable=False) -> QAction:
+        action = QAction(icon(icon_name), text, self)
+        action.setObjectName(name)
+        if shortcut:
+            action.setShortcut(QKeySequence(shortcut))
+            action.setShortcutContext(Qt.ShortcutContext.WindowShortcut)
+        shortcut_text = action.shortcut().toString(QKeySequence.SequenceFormat.NativeText)
+        action.setToolTip(f"{tip or text} ({shortcut_text})" if shortcut_text else tip or text)
+        action.setStatusTip(tip or text)
+        action.setCheckable(checkable)
+        (action.toggled if checkable else action.triggered).connect(slot)
+        self.addAction(action)
+        return action
+
+    def _make_actions(self) -> None:
+        a = self._action
+        self.act_add = a(
+            "addTask",
+            "Add task…",
+            "add-task",
+            "Ctrl+N",
+            self.add_task_dialog,
+            "Add a task: command or callable, schedule, retries, dependencies",
+        )
+        self.act_cancel = a(
+            "cancelTask",
+            "Cancel",
+            "cancel-task",
+            "Ctrl+K",
+            lambda: self.controller.cancel(self.selected),
+            "Cancel the selected tasks",
+        )
+        self.act_retry = a(
+            "retryTask",
+            "Retry",
+            "retry-task",
+            "Ctrl+R",
+            lambda: self.controller.retry(self.selected),
+            "Run the selected failed, skipped or cancelled tasks again",
+        )
+        self.act_run_now = a(
+            "runNow",
+            "Run now",
+            "run-now",
+            "Ctrl+Return",
+            lambda: self.controller.run_now(self.selected),
+            "Run the selected tasks now instead of at their time",
+        )
+        self.act_pause_task = a(
+            "pauseTask",
+            "Pause/resume task",
+            "pause-task",
+            "Ctrl+Shift+P",
+            lambda: self.controller.toggle_pause(self.selected),
+            "Hold the selected tasks, or let them go again",
+        )
+        self.act_pause_all = a(
+            "pauseAll",
+            "Pause all",
+            "pause-all",
+            "Ctrl+P",
+            self._pause_all,
+            "Pause or resume the whole dispatcher",
+            checkable=True,
+        )
+        self.act_open = a(
+            "openWorkflow",
+            "Open workflow…",
+            "open-workflow",
+            "Ctrl+O",
+            self._open_workflow,
+            "Open a workflow file (TOML)",
+        )
+        self.act_save = a(
+            "saveWorkflow",
+            "Save workflow…",
+            "save-workflow",
+            "Ctrl+S",
+            self._save_workflow,
+            "Save the workflow (TOML)",
+        )
+        self.act_undo = self.controller.undo_stack.createUndoAction(self, "Undo")
+        self.act_undo.setObjectName("undo")
+        self.act_undo.setIcon(icon("undo"))
+        self.act_undo.setShortcut(QKeySequence("Ctrl+Z"))
+        self.act_redo = self.controller.undo_stack.createRedoAction(self, "Redo")
+        self.act_redo.setObjectName("redo")
+        self.act_redo.setIcon(icon("redo"))
+        self.act_redo.setShortcuts([QKeySequence("Ctrl+Shift+Z"), QKeySequence("Ctrl+Y")])
+        for action in (self.act_undo, self.act_redo):
+            self.addAction(action)
+        self.act_delete_edge = a(
+            "deleteEdge",
+            "Delete edge",
+            "delete-edge",
+            "Delete",
+            self._delete_selected_edge,
+            "Remove the selected dependency",
+        )
+        self.act_zoom_in = a("zoomIn", "Zoom in", "zoom-in", "Ctrl+=", self.graph_view.zoom_in)
+        self.act_zoom_in.setShortcuts([QKeySequence("Ctrl+="), QKeySequence("Ctrl++")])
+        self.act_zoom_out = a("zoomOut", "Zoom out", "zoom-out", "Ctrl+-", self.graph_view.zoom_out)
+        self.act_fit = a("fitView", "Fit graph", "zoom-fit", "Ctrl+0", self.graph_view.fit)
+        self.act_find = a("findTask", "Find task", "find", "Ctrl+F", self._focus_search)
+
+    def _make_toolbar_and_menus(self) -> None:
+        bar = self.addToolBar("Main")
+        bar.setObjectName("mainToolbar")
+        bar.setMovable(False)
+        bar.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
+        for action in (
+            self.act_open,
+            self.act_save,
+            None,
+            self.act_add,
+            self.act_run_now,
+            self.act_cancel,
+            self.act_retry,
+            self.act_pause_task,
+            None,
+            self.act_pause_all,
+            None,
+            self.act_undo,
+            self.act_redo,
+        ):
+            bar.addSeparator() if action is None else bar.addAction(action)
+        for action in (
+            self.act_open,
+            self.act_save,
+            self.act_pause_task,
+            self.act_undo,
+            self.act_redo,
+        ):
+            bar.widgetForAction(action).setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonIconOnly)
+        spacer = QWidget()
+        spacer.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Preferred)
+        bar.addWidget(spacer)
+        for action in (self.act_zoom_out, self.act_zoom_in, self.act_fit):
+            bar.addAction(action)
+            bar.widgetForAction(action).setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonIconOnly)
+        self.search = QLineEdit()
+        self.search.setObjectName("search")
+        self.search.setPlaceholderText("Find task (Ctrl+F)")
+        self.search.setClearButtonEnabled(True)
+        self.search.setFixedWidth(200)
+        self.search.addAction(icon("find"), QLineEdit.ActionPosition.LeadingPosition)
+        self.search.returnPressed.connect(self._find)
+        self.search_names = QStringListModel(self)
+        completer = QCompleter(self.search_names, self.search)
+        completer.setCaseSensitivity(Qt.CaseSensitivity.CaseInsensitive)
+        completer.setFilterMode(Qt.MatchFlag.MatchContains)
+        self.search.setCompleter(completer)
+        bar.addWidget(self.search)
+
+        menus = self.menuBar()
+        file_menu = menus.addMenu("&File")
+        file_menu.addActions([self.act_open, self.act_save])
+        file_menu.addSeparator()
+        quit_action = file_menu.addAction("Quit", QKeySequence.StandardKey.Quit)
+        quit_action.triggered.connect(self.close)
+        edit = menus.addMenu("&Edit")
+        edit.addActions([self.act_undo, self.act_redo, self.act_delete_edge, self.act_find])
+        task = menus.addMenu("&Task")
+        task.addActions(
+            [self.act_add, self.act_run_now, self.act_cancel, self.act_retry, self.act_pause_task]
+        )
+        task.addSeparator()
+        task.addAction(self.act_pause_all)
+        view = menus.addMenu("&View")
+        view.addActions([self.act_zoom_in, self.act_zoom_out, self.act_fit])
+        view.addSeparator()
+        for dock in (self.inspector_dock, self.timeline_dock, self.event_dock):
+            view.addAction(dock.toggleViewAction())
+
+    def _wire(self) -> None:
+        b = self.bridge
+        b.tasksChanged.connect(self._on_tasks_changed)
+        b.tasksRemoved.connect(self.timeline.remove_tasks)
+        b.structureChanged.connect(self._schedule_structure)
+        b.eventsArrived.connect(self.event_log.add_events)
+        b.eventsArrived.connect(self.timeline.add_events)
+        b.upcomingChanged.connect(self.timeline.set_upcoming)
+        v = self.graph_view
+        v.selectionChanged.connect(self._on_selection)
+        v.connectRequested.connect(self.controller.connect_tasks)
+        v.deleteEdgeRequested.connect(self.controller.disconnect_tasks)
+        v.edgeSelected.connect(lambda _edge: self._update_actions())
+        v.activated.connect(lambda tid: self.inspector_dock.show())
+        v.menuRequested.connect(self._task_menu)
+        v.connectHint.connect(lambda text: self.statusBar().showMessage(text, 2000))
+        self.timeline.taskClicked.connect(lambda tid: self.select_tasks([tid]))
+        self.inspector.taskActivated.connect(lambda tid: self.select_tasks([tid], centre=True))
+        c = self.controller
+        c.message.connect(self._show_message)
+        c.cycleRefused.connect(self.graph_view.flash_cycle)
+        QGuiApplication.styleHints().colorSchemeChanged.connect(lambda _s: self._apply_theme())
+
+    # -- bridge -> views -----------------------------------------------------------
+    def _on_tasks_changed(self, changed: dict) -> None:
+        # A big graph repaints slowly; recolour it less often so the GUI thread (and
+        # the GIL the workers need) stays free. Small graphs recolour every batch.
+        self._pending_recolour.update(changed)
+        if not self._recolour_timer.isActive():
+            nodes = len(self.scene.nodes)
+            self._recolour_timer.start(0 if nodes < 500 else min(250, nodes // 20))
+        # The selection's panels are cheap: keep them in step with every batch.
+        self.timeline.set_tasks(changed)
+        if self.inspector.task_id in changed:
+            self.inspector.refresh()
+        if any(t in changed for t in self.selected):
+            self._update_actions()
+
+    def _apply_recolour(self) -> None:
+        changed, self._pending_recolour = self._pending_recolour, {}
+        if self.scene.update_tasks(changed):
+            self._schedule_structure()  # a task we have not placed yet
+
+    def _schedule_structure(self) -> None:
+        # Tasks added one by one to a big graph would re-lay it out every batch;
+        # gather them for a moment instead. Small graphs update at once.
+        if not self._structure_timer.isActive():
+            self._structure_timer.start(0 if len(self.scene.nodes) < 500 else 300)
+
+    def _on_structure(self) -> None:
+        tasks = self.bridge.tasks
+        self.search_names.setStringList(sorted(tasks))
+        self.scene.set_tasks(tasks)
+        self.timeline.set_tasks(tasks)
+        self.selected = [t for t in self.selected if t in tasks]
+        self.inspector.refresh()
+        self._update_actions()
+
+    def _refresh_status(self) -> None:
+        self.status_panel.update(self.dispatcher_paused)
+
+    # -- selection and actions --------------------------------------------------------
+    def select_tasks(self, ids: list[str], centre: bool = False) -> None:
+        self.graph_view.select(ids)
+        if centre and ids:
+            self.graph_view.center_on(ids[0])
+
+    def _on_selection(self, ids: list) -> None:
+        self.selected = list(ids)
+        self.inspector.show_task(ids[0] if ids else None)
+        self.timeline.select(ids[0] if ids else None)
+        self._update_actions()
+
+    def _update_actions(self) -> None:
+        infos = [self.bridge.tasks[t] for t in self.selected if t in self.bridge.tasks]
+        states = [info.state for info in infos]
+        self.act_cancel.setEnabled(any(s in CANCELLABLE for s in states))
+        self.act_retry.setEnabled(any(s in RETRYABLE for s in states))
+        self.act_run_now.setEnabled(
+            any(i.state in RUNNABLE_NOW or i.recurring and i.state is not S.PENDING for i in infos)
+        )
+        self.act_pause_task.setEnabled(bool(infos))
+        self.act_delete_edge.setEnabled(self.scene.selected_edge is not None)
+
+    def _task_menu(self, global_pos) -> None:
+        menu = QMenu(self)
+        menu.addActions([self.act_run_now, self.act_cancel, self.act_retry, self.act_pause_task])
+        menu.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        menu.popup(global_pos)
+        self.task_menu = menu
+
+    def _pause_all(self, paused: bool) -> None:
+        self.dispatcher_paused = paused
+        self.controller.pause_all(paused)
+        self.act_pause_all.setText("Resume all" if paused else "Pause all")
+        self._refresh_status()
+
+    def _delete_selected_edge(self) -> None:
+        if self.scene.selected_edge is not None:
+            self.controller.disconnect_tasks(*self.scene.selected_edge)
+
+    def _focus_search(self) -> None:
+        self.search.setFocus(Qt.FocusReason.ShortcutFocusReason)
+        self.search.selectAll()
+
+    def _find(self) -> None:
+        found = self.graph_view.find(self.search.text())
+        if found is None:
+            self._show_message(f"No task matches “{self.search.text()}”", True)
+
+    def _show_message(self, text: str, error: bool) -> None:
+        self.statusBar().showMessage(("⚠ " if error else "") + text, 6000 if error else 3000)
+
+    def _clock_text(self, at: float) -> str:
+        wall = self.bridge.clock_to_wall(at)
+        return time.strftime("%H:%M:%S", time.localtime(wall)) + f".{int(wall * 1000) % 1000:03d}"
+
+    # -- dialogs ---------------------------------------------------------------------
+    def add_task_dialog(self) -> None:
+        from .add_task import AddTaskDialog  # the dialog is big; load it on first use
+
+        dialog = AddTaskDialog(list(self.bridge.tasks), self)
+        dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        dialog.specReady.connect(self.controller.add_task)
+        dialog.open()
+        self.add_dialog = dialog
+
+    def _open_workflow(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(self, "Open workflow", "", "Workflows (*.toml)")
+        if path:
+            self.openRequested.emit(path)
+
+    def _save_workflow(self) -> None:
+        path, _ = QFileDialog.getSaveFileName(self, "Save workflow", "", "Workflows (*.toml)")
+        if path:
+            self.saveRequested.emit(path)
+
+    # -- theme and settings -------------------------------------------------------------
+    def _apply_theme(self) -> None:
+        self.scene.apply_palette(QGuiApplication.palette())
+        self.timeline.update()
+
+    def changeEvent(self, event) -> None:
+        if event.type() == event.Type.PaletteChange:
+            self._apply_theme()
+        super().changeEvent(event)
+
+    def _restore_settings(self) -> None:
+        geometry = self.settings.value("window/geometry")
+        state = self.settings.value("window/state")
+        if isinstance(geometry, QByteArray) and not geometry.isEmpty():
+            self.restoreGeometry(geometry)
+        else:
+            self.resize(1400, 900)
+        if isinstance(state, QByteArray) and not state.isEmpty():
+            self.restoreState(state)
+
+    def save_settings(self) -> None:
+        self.settings.setValue("window/geometry", self.saveGeometry())
+        self.settings.setValue("window/state", self.saveState())
+        self.settings.sync()
+
+    def closeEvent(self, event) -> None:
+        self.save_settings()
+        self.shutdown_views()
+        super().closeEvent(event)
+
+    def shutdown_views(self) -> None:
+        """Stop listening to the engine; the caller owns the scheduler."""
+        self.bridge.close()
+        self._status_timer.stop()
+        self._inspector_timer.stop()

@@ -1,0 +1,68 @@
+"""GUI tests run offscreen; every test must leave no visible top-level window behind."""
+
+from __future__ import annotations
+
+import os
+
+os.environ["QT_QPA_PLATFORM"] = "offscreen"  # before anything imports Qt
+
+import pytest  # noqa: E402
+from PySide6.QtCore import QSettings  # noqa: E402
+from PySide6.QtWidgets import QApplication  # noqa: E402
+
+from engine import ManualClock, Scheduler, SyncExecutor  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def no_leaked_windows(qapp):
+    yield
+    QApplication.processEvents()
+    visible = [w for w in QApplication.topLevelWidgets() if w.isVisible()]
+    assert not visible, f"test left visible top-level widgets: {visible}"
+
+
+@pytest.fixture
+def settings(tmp_path):
+    """A throwaway settings file, so tests never touch the user's."""
+    return QSettings(str(tmp_path / "taskloom.ini"), QSettings.Format.IniFormat)
+
+
+@pytest.fixture
+def manual_scheduler():
+    """A deterministic engine: nothing runs until the clock is advanced."""
+    clock = ManualClock()
+    scheduler = Scheduler(workers=2, clock=clock, executor=SyncExecutor())
+    yield scheduler
+    scheduler.shutdown(wait=True)
+
+
+@pytest.fixture
+def threaded_scheduler():
+    scheduler = Scheduler(workers=4)
+    yield scheduler
+    scheduler.shutdown(wait=True)
+
+
+@pytest.fixture
+def make_window(qtbot, settings):
+    """Build MainWindows that are closed and deleted after the test."""
+    from gui.main_window import MainWindow
+
+    windows = []
+
+    def make(scheduler, size=(1400, 900)):
+        window = MainWindow(scheduler, settings=settings)
+        qtbot.addWidget(window)
+        window.resize(*size)
+        window.show()
+        qtbot.waitExposed(window)
+        with qtbot.waitActive(window):  # shortcuts only fire in the active window
+            window.activateWindow()
+        windows.append(window)
+        return window
+
+    yield make
+    for window in windows:
+        window.close()
+        window.deleteLater()
+    QApplication.processEvents()

@@ -1,0 +1,88 @@
+"""The add-task dialog checks every field, previews the schedule and adds through undo."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QDialogButtonBox
+
+from engine import TaskState
+from gui.add_task import AddTaskDialog
+
+S = TaskState
+
+
+def noop():
+    return None
+
+
+def dialog_for(qtbot, ids=()):
+    dialog = AddTaskDialog(list(ids))
+    qtbot.addWidget(dialog)
+    return dialog
+
+
+def ok_button(dialog):
+    return dialog.buttons.button(QDialogButtonBox.StandardButton.Ok)
+
+
+def test_problems_are_explained_next_to_the_field(qtbot):
+    dialog = dialog_for(qtbot, ["extract"])
+    dialog.show()
+    assert not ok_button(dialog).isEnabled()
+    assert dialog.errors["target"].text() == "say what to run"
+    dialog.name.setText("extract")
+    assert "already exists" in dialog.errors["name"].text()
+    dialog.name.setText("load")
+    dialog.target.setText("python3 -c 'print(1)")
+    assert "cannot split" in dialog.errors["target"].text()
+    dialog.target.setText("python3 -c 'print(1)'")
+    assert dialog.errors["target"].isHidden()
+    dialog.schedule.setCurrentIndex(dialog.schedule.findData("cron"))
+    dialog.cron.setText("61 * * * *")
+    assert "bad cron expression" in dialog.errors["schedule"].text()
+    assert not ok_button(dialog).isEnabled()
+    dialog.timeout.setText("ten minutes")
+    assert "bad duration" in dialog.errors["timeout"].text()
+    dialog.kind_call.setChecked(True)
+    dialog.target.setText("not a reference")
+    assert "package.module:function" in dialog.errors["target"].text()
+    dialog.close()
+
+
+def test_cron_preview_lists_the_next_five_times(qtbot):
+    dialog = dialog_for(qtbot)
+    dialog.target.setText("true")
+    dialog.schedule.setCurrentIndex(dialog.schedule.findData("cron"))
+    dialog.cron.setText("*/15 * * * *")
+    lines = [line for line in dialog.preview.text().splitlines() if "(in " in line]
+    assert len(lines) == 5
+    assert ok_button(dialog).isEnabled()
+    dialog.interval.setText("5m")
+    dialog.schedule.setCurrentIndex(dialog.schedule.findData("every"))
+    assert len(dialog.preview.text().splitlines()) == 5
+    assert "(in 5 min)" in dialog.preview.text().splitlines()[0]
+
+
+def test_dialog_adds_a_command_task_and_undo_removes_it(qtbot, make_window, manual_scheduler):
+    manual_scheduler.add(noop, name="extract")
+    window = make_window(manual_scheduler)
+    window.act_add.trigger()
+    dialog = window.add_dialog
+    assert dialog.isVisible()
+    dialog.name.setText("load")
+    dialog.target.setText("python3 -c 'print(42)'")
+    dialog.schedule.setCurrentIndex(dialog.schedule.findData("after"))
+    dialog.delay.setText("90s")
+    dialog.priority.setValue(7)
+    dialog.max_attempts.setValue(3)
+    dialog.deps.item(0).setCheckState(Qt.CheckState.Checked)
+    ok_button(dialog).click()
+    info = manual_scheduler.task("load")
+    assert info.deps == ("extract",) and info.priority == 7
+    assert info.state in (S.PENDING, S.SCHEDULED)
+    qtbot.waitUntil(lambda: "load" in window.scene.nodes, timeout=3000)
+    assert window.scene.graph.has_edge("extract", "load")
+    window.act_undo.trigger()
+    assert "load" not in {t.id for t in manual_scheduler.tasks()}
+    window.act_redo.trigger()
+    assert manual_scheduler.task("load").deps == ("extract",)

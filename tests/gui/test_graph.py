@@ -1,0 +1,241 @@
+"""Layered layout, scene items and the graph view's zoom, search and level of detail."""
+
+from __future__ import annotations
+
+import time
+
+from PySide6.QtGui import QColor
+from PySide6.QtWidgets import QGraphicsPathItem, QGraphicsScene, QGraphicsSimpleTextItem
+
+from engine import TaskInfo, TaskState
+from gui.graph.items import NodeItem
+from gui.graph.layout import LayoutCache, compute_layout, layered_positions, structure_key
+from gui.graph.scene import GraphScene
+from gui.graph.view import DETAIL_SCALE, GraphView
+from gui.style import STATE_COLOURS
+
+S = TaskState
+
+
+def info(tid, deps=(), state=S.PENDING, attempt=0, recurring=False):
+    return TaskInfo(tid, tid, state, tuple(deps), (), 0, attempt, None, recurring, False, None)
+
+
+def tasks_of(edges, nodes=()):
+    deps = {}
+    for n in nodes:
+        deps.setdefault(n, [])
+    for up, down in edges:
+        deps.setdefault(up, [])
+        deps.setdefault(down, []).append(up)
+    return {t: info(t, d) for t, d in deps.items()}
+
+
+def crossings(layers, edges):
+    order = {n: (i, j) for i, layer in enumerate(layers) for j, n in enumerate(layer)}
+    pairs = [(order[u], order[v]) for u, v in edges if order[v][0] == order[u][0] + 1]
+    count = 0
+    for a in range(len(pairs)):
+        for b in range(a + 1, len(pairs)):
+            (u1, v1), (u2, v2) = pairs[a], pairs[b]
+            if u1[0] == u2[0] and (u1[1] - u2[1]) * (v1[1] - v2[1]) < 0:
+                count += 1
+    return count
+
+
+def test_layers_go_upstream_left_to_downstream_right():
+    layers = layered_positions("abcd", [("a", "b"), ("b", "c"), ("a", "d")])
+    assert layers[0] == ["a"]
+    assert set(layers[1]) == {"b", "d"}
+    assert layers[2] == ["c"]
+    layout = compute_layout("abcd", [("a", "b"), ("b", "c"), ("a", "d")])
+    assert layout.positions["a"][0] < layout.positions["b"][0] < layout.positions["c"][0]
+
+
+def test_barycenter_sweeps_remove_avoidable_crossings():
+    # Sorted by name, a1->b2 and a2->b1 cross; the sweeps must untangle them.
+    edges = [("a1", "z2"), ("a2", "z1"), ("a3", "z3")]
+    naive = [["a1", "a2", "a3"], ["z1", "z2", "z3"]]
+    assert crossings(naive, edges) == 1
+    assert crossings(layered_positions(["a1", "a2", "a3", "z1", "z2", "z3"], edges), edges) == 0
+
+
+def test_layout_of_2000_nodes_is_fast():
+    edges = [(f"n{i}", f"n{i * 3 + k}") for i in range(700) for k in (1, 2, 3) if i * 3 + k < 2000]
+    start = time.perf_counter()
+    layout = compute_layout([f"n{i}" for i in range(2000)], edges)
+    assert time.perf_counter() - start < 1.0
+    assert len(layout.positions) == 2000
+
+
+def test_cache_is_keyed_by_structure_only():
+    cache = LayoutCache(size=2)
+    key = structure_key("ab", [("a", "b")])
+    cache.put(key, compute_layout("ab", [("a", "b")]))
+    assert cache.get(structure_key(["b", "a"], [("a", "b")])) is not None
+    assert cache.get(structure_key("ab", [])) is None
+
+
+def test_nodes_are_built_in_items_and_edges_one_cosmetic_path(qtbot):
+    scene = GraphScene()
+    scene.set_tasks(tasks_of([("a", "b"), ("a", "c"), ("b", "d"), ("c", "d")]))
+    node = scene.nodes["a"]
+    assert isinstance(node, QGraphicsPathItem)
+    assert type(node).paint is QGraphicsPathItem.paint  # no Python paint() override
+    texts = [c for c in node.childItems() if isinstance(c, QGraphicsSimpleTextItem)]
+    assert [t.text() for t in texts][0] == "a"
+    assert scene.edges_item.pen().isCosmetic()
+    assert scene.edges_item.path().elementCount() > 0
+    edge_items = [
+        i for i in scene.items() if isinstance(i, QGraphicsPathItem) and not isinstance(i, NodeItem)
+    ]
+    assert len(edge_items) == 7  # edges, heads and five feedback paths: never one per edge
+    assert scene.itemIndexMethod() == QGraphicsScene.ItemIndexMethod.BspTreeIndex
+    assert scene.sceneRect().contains(node.sceneBoundingRect())
+
+
+def test_state_change_recolours_without_a_new_layout(qtbot):
+    scene = GraphScene()
+    tasks = tasks_of([("a", "b")])
+    scene.set_tasks(tasks)
+    layout = scene.layout
+    misses = scene.cache.misses
+    changed = {"b": tasks["b"]._replace(state=S.FAILED, attempt=2, error="Boom: x")}
+    assert scene.update_tasks(changed) is False
+    assert scene.layout is layout and scene.cache.misses == misses
+    node = scene.nodes["b"]
+    assert node.brush().color() == QColor(STATE_COLOURS[S.FAILED])
+    assert "✗ failed" in node.status_text.text() and "#2" in node.status_text.text()
+
+
+def test_recurring_mark_and_glyph_are_shown(qtbot):
+    scene = GraphScene()
+    scene.set_tasks({"tick": info("tick", state=S.SCHEDULED, recurring=True)})
+    text = scene.nodes["tick"].status_text.text()
+    assert "◷ scheduled" in text and "⟳" in text
+
+
+def test_big_graph_is_laid_out_off_the_gui_thread(qtbot):
+    scene = GraphScene()
+    edges = [(f"n{i}", f"n{i + 1}") for i in range(0, 1999, 2)]
+    with qtbot.waitSignal(scene.layoutApplied, timeout=10_000):
+        scene.set_tasks(tasks_of(edges, [f"n{i}" for i in range(2000)]))
+        assert scene.layout is None  # returned before the layout existed
+    assert len(scene.layout.positions) == 2000
+
+
+def test_zoom_level_of_detail_fit_and_search(qtbot):
+    scene = GraphScene()
+    scene.set_tasks(tasks_of([(f"t{i}", f"t{i + 1}") for i in range(30)]))
+    view = GraphView(scene)
+    qtbot.addWidget(view)
+    view.resize(800, 500)
+    view.show()
+    qtbot.waitExposed(view)
+    view.fit()
+    assert view.zoom_level() < DETAIL_SCALE  # 31 layers do not fit at a readable size
+    assert not scene.nodes["t0"].name_text.isVisible()
+    view.resetTransform()
+    view.zoom_in()
+    assert view.zoom_level() > DETAIL_SCALE
+    assert scene.nodes["t0"].name_text.isVisible()
+    with qtbot.waitSignal(view.selectionChanged) as selected:
+        assert view.find("T17") == "t17"
+    assert selected.args[0] == ["t17"]
+    centre = view.mapToScene(view.viewport().rect().center())
+    assert scene.nodes["t17"].sceneBoundingRect().adjusted(-5, -5, 5, 5).contains(centre)
+    assert view.find("nothing-like-this") is None
+    view.close()
+
+
+def test_edges_that_skip_layers_route_between_boxes():
+    from PySide6.QtCore import QRectF
+
+    from gui.graph.layout import NODE_HEIGHT, NODE_WIDTH
+
+    edges = [("a", "b"), ("b", "c"), ("c", "d"), ("a", "d"), ("x", "b")]
+    layout = compute_layout("abcdx", edges)
+    assert list(layout.routes) == [("a", "d")]
+    route = layout.routes[("a", "d")]
+    assert len(route) == 2  # one slot in each skipped layer (b's and c's)
+    boxes = [QRectF(x, y, NODE_WIDTH, NODE_HEIGHT) for x, y in layout.positions.values()]
+    for cx, cy in route:
+        assert not any(box.contains(cx, cy) for box in boxes)
+
+
+def test_wheel_zooms_around_the_mouse(qtbot):
+    from PySide6.QtCore import QPoint, QPointF, Qt
+    from PySide6.QtGui import QWheelEvent
+    from PySide6.QtWidgets import QApplication
+
+    scene = GraphScene()
+    scene.set_tasks(tasks_of([("a", "b"), ("b", "c")]))
+    view = GraphView(scene)
+    qtbot.addWidget(view)
+    view.resize(600, 400)
+    view.show()
+    qtbot.waitExposed(view)
+    before = view.zoom_level()
+    pos = QPointF(300, 200)
+    wheel = QWheelEvent(
+        pos,
+        QPointF(view.viewport().mapToGlobal(pos.toPoint())),
+        QPoint(0, 0),
+        QPoint(0, 240),
+        Qt.MouseButton.NoButton,
+        Qt.KeyboardModifier.NoModifier,
+        Qt.ScrollPhase.NoScrollPhase,
+        False,
+    )
+    QApplication.sendEvent(view.viewport(), wheel)
+    assert view.zoom_level() > before * 1.2
+    view.close()
+
+
+def test_overview_appears_when_zoomed_in_and_moves_the_view(qtbot):
+    from PySide6.QtCore import QPoint, Qt
+
+    scene = GraphScene()
+    scene.set_tasks(tasks_of([(f"t{i}", f"t{i + 1}") for i in range(30)]))
+    view = GraphView(scene)
+    qtbot.addWidget(view)
+    view.resize(900, 500)
+    view.show()
+    qtbot.waitExposed(view)
+    view.fit()
+    assert not view.overview.isVisible()  # everything fits: no overview needed
+    view.zoom_by(1 / view.zoom_level())  # 100 %
+    view.centerOn(scene.nodes["t0"])
+    assert view.overview.isVisible()
+    before = view.visible_scene_rect().center()
+    target = view.overview._target
+    qtbot.mouseClick(
+        view.overview,
+        Qt.MouseButton.LeftButton,
+        pos=QPoint(int(target.right() - 3), int(target.center().y())),
+    )
+    after = view.visible_scene_rect().center()
+    assert after.x() > before.x() + 500  # jumped towards the right end of the chain
+    view.close()
+
+
+def test_arrow_keys_walk_the_graph(qtbot):
+    from PySide6.QtCore import Qt
+
+    scene = GraphScene()
+    scene.set_tasks(tasks_of([("a", "b"), ("a", "c"), ("b", "d")]))
+    view = GraphView(scene)
+    qtbot.addWidget(view)
+    view.resize(800, 500)
+    view.show()
+    qtbot.waitExposed(view)
+    qtbot.keyClick(view, Qt.Key.Key_Right)
+    assert view.selected() == ["a"]  # nothing selected yet: start at the first task
+    qtbot.keyClick(view, Qt.Key.Key_Right)
+    first = view.selected()[0]
+    assert first in ("b", "c")
+    qtbot.keyClick(view, Qt.Key.Key_Down if first == "b" else Qt.Key.Key_Up)
+    assert view.selected() == ["c" if first == "b" else "b"]
+    qtbot.keyClick(view, Qt.Key.Key_Left)
+    assert view.selected() == ["a"]
+    view.close()

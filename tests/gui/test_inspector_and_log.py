@@ -1,0 +1,111 @@
+"""The inspector shows the selected task and its attempts; the event log is bounded and filters."""
+
+from __future__ import annotations
+
+from PySide6.QtWidgets import QApplication
+
+from engine import Event, RetryPolicy, TaskState
+from gui.event_log import EventLog
+
+S = TaskState
+
+
+def broken():
+    raise ValueError("bad row 17")
+
+
+def noop():
+    return None
+
+
+def test_inspector_shows_settings_deps_and_attempts(qtbot, make_window, manual_scheduler):
+    manual_scheduler.add(noop, name="extract")
+    manual_scheduler.add(
+        broken,
+        name="load",
+        deps=["extract"],
+        priority=5,
+        retry=RetryPolicy(max_attempts=2, base=10, jitter=0),
+    )
+    manual_scheduler.add(noop, name="report", deps=["load"])
+    manual_scheduler.start()
+    window = make_window(manual_scheduler)
+    window.select_tasks(["load"])
+    inspector = window.inspector
+    assert inspector.title.text() == "load"
+    assert inspector.fields["priority"].text() == "5"
+    assert "extract" in inspector.fields["after"].text()
+    assert "report" in inspector.fields["before"].text()
+    # First attempt failed: waiting 10 s for the retry.
+    qtbot.waitUntil(lambda: "retry wait" in inspector.state.text(), timeout=3000)
+    assert inspector.fields["next run"].text().startswith("in ")
+    assert inspector.attempt_list.topLevelItemCount() == 1
+    manual_scheduler.clock.advance(10)
+    qtbot.waitUntil(lambda: inspector.attempt_list.topLevelItemCount() == 2, timeout=3000)
+    assert "failed" in inspector.state.text()
+    item = inspector.attempt_list.topLevelItem(1)
+    assert item.text(0) == "2" and item.text(3) == "failed"
+    text = inspector.output.toPlainText()
+    assert "ValueError: bad row 17" in text and "Traceback" in text
+    assert "ValueError: bad row 17" in inspector.fields["error"].text()
+
+
+def test_clicking_a_dependency_link_selects_it(qtbot, make_window, manual_scheduler):
+    manual_scheduler.add(noop, name="a")
+    manual_scheduler.add(noop, name="b", deps=["a"])
+    window = make_window(manual_scheduler)
+    window.select_tasks(["b"])
+    window.inspector.fields["after"].linkActivated.emit("a")
+    assert window.graph_view.selected() == ["a"]
+    assert window.inspector.title.text() == "a"
+
+
+def event(seq, tid="t", kind="running", state=S.RUNNING):
+    return Event(seq, kind, tid, state, float(seq), 1, None, None)
+
+
+def test_event_log_is_bounded(qtbot):
+    log = EventLog(capacity=100)
+    qtbot.addWidget(log)
+    log.add_events([event(i) for i in range(1, 71)])
+    log.add_events([event(i) for i in range(71, 151)])
+    assert log.model.rowCount() == 100
+    assert log.model.events[0].seq == 51 and log.model.events[-1].seq == 150
+    log.add_events([event(i) for i in range(151, 400)])  # a batch bigger than the log
+    assert log.model.rowCount() == 100 and log.model.events[0].seq == 300
+
+
+def test_event_log_filters_by_task_and_kind(qtbot):
+    log = EventLog(capacity=100)
+    qtbot.addWidget(log)
+    log.add_events(
+        [
+            event(1, "extract", "running"),
+            event(2, "extract", "succeeded", S.SUCCEEDED),
+            event(3, "load", "running"),
+            event(4, "load", "failed", S.FAILED),
+        ]
+    )
+    assert log.row_count() == 4
+    log.task_filter.setText("LOAD")
+    assert log.row_count() == 2
+    log.kind_filter.setCurrentIndex(log.kind_filter.findData("failed"))
+    assert log.row_count() == 1
+    assert log.proxy.index(0, 0).data() == 4
+    log.task_filter.clear()
+    assert log.row_count() == 1  # only the kind filter is left
+    log.kind_filter.setCurrentIndex(0)
+    assert log.row_count() == 4
+    QApplication.processEvents()
+
+
+def test_window_log_receives_engine_events(qtbot, make_window, manual_scheduler):
+    manual_scheduler.add(noop, name="only")
+    window = make_window(manual_scheduler)
+    manual_scheduler.start()
+    log = window.event_log
+    qtbot.waitUntil(lambda: any(e.kind == "succeeded" for e in log.model.events), timeout=3000)
+    kinds = [e.kind for e in log.model.events if e.task_id == "only"]
+    assert kinds[-2:] == ["running", "succeeded"]
+    seqs = [e.seq for e in log.model.events]
+    assert seqs == sorted(seqs)

@@ -1,0 +1,95 @@
+"""The main window's panels, actions, shortcuts, icons and status bar."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QAction
+from PySide6.QtWidgets import QApplication, QToolBar, QWidget
+
+from engine import TaskState
+
+S = TaskState
+ACTIONS = {
+    "addTask": "Ctrl+N",
+    "cancelTask": "Ctrl+K",
+    "retryTask": "Ctrl+R",
+    "runNow": "Ctrl+Return",
+    "pauseAll": "Ctrl+P",
+    "openWorkflow": "Ctrl+O",
+    "saveWorkflow": "Ctrl+S",
+}
+
+
+def fail():
+    raise RuntimeError("disk full")
+
+
+def noop():
+    return None
+
+
+def test_panels_and_actions_carry_their_object_names(make_window, manual_scheduler):
+    window = make_window(manual_scheduler)
+    for name in ("graphView", "timeline", "inspector", "eventLog"):
+        widget = window.findChild(QWidget, name)
+        assert widget is not None, name
+        assert widget.isVisible(), name
+    for name, shortcut in ACTIONS.items():
+        action = window.findChild(QAction, name)
+        assert action is not None, name
+        assert action.shortcut().toString() == shortcut, name
+        assert not action.icon().isNull(), name
+
+
+def test_toolbar_icons_render_from_svg(make_window, manual_scheduler):
+    window = make_window(manual_scheduler)
+    toolbar = window.findChild(QToolBar, "mainToolbar")
+    action = window.findChild(QAction, "addTask")
+    assert action in toolbar.actions()
+    image = action.icon().pixmap(24, 24).toImage()
+    assert not image.isNull()
+    painted = {image.pixelColor(x, y).alpha() > 0 for x in range(24) for y in range(24)}
+    assert painted == {True, False}  # some pixels drawn, some transparent: the SVG rendered
+
+
+def test_status_bar_counts_states(qtbot, make_window, manual_scheduler):
+    manual_scheduler.add(noop, name="ok")
+    manual_scheduler.add(fail, name="bad")
+    manual_scheduler.schedule_after(noop, 60, name="later")
+    window = make_window(manual_scheduler)
+    manual_scheduler.start()  # with SyncExecutor the due tasks run before start() returns
+    counts = window.status_panel.counts
+
+    qtbot.waitUntil(lambda: "1 succeeded" in counts.text(), timeout=3000)
+    assert "1 failed" in counts.text()
+    assert "1 scheduled" in counts.text()
+    assert "workers 0/2 busy" in window.status_panel.busy.text()
+
+
+def test_window_leaves_nothing_behind(qtbot, make_window, manual_scheduler):
+    window = make_window(manual_scheduler)
+    window.close()
+    QApplication.processEvents()
+    assert not window.isVisible()
+
+
+def test_zoom_shortcuts_and_find(qtbot, make_window, manual_scheduler):
+    for i in range(12):
+        manual_scheduler.add(noop, name=f"step_{i}", deps=[f"step_{i - 1}"] if i else [])
+    window = make_window(manual_scheduler)
+    view = window.graph_view
+    view.resetTransform()
+    qtbot.keyClick(view, Qt.Key.Key_Equal, Qt.KeyboardModifier.ControlModifier)
+    assert view.zoom_level() > 1.0
+    qtbot.keyClick(view, Qt.Key.Key_Minus, Qt.KeyboardModifier.ControlModifier)
+    qtbot.keyClick(view, Qt.Key.Key_Minus, Qt.KeyboardModifier.ControlModifier)
+    assert view.zoom_level() < 1.0
+    qtbot.keyClick(view, Qt.Key.Key_0, Qt.KeyboardModifier.ControlModifier)
+    visible = view.mapToScene(view.viewport().rect()).boundingRect()
+    assert visible.adjusted(-2, -2, 2, 2).contains(window.scene.itemsBoundingRect())
+    qtbot.keyClick(view, Qt.Key.Key_F, Qt.KeyboardModifier.ControlModifier)
+    assert window.search.hasFocus()
+    qtbot.keyClicks(window.search, "step_7")
+    qtbot.keyClick(window.search, Qt.Key.Key_Return)
+    assert view.selected() == ["step_7"]
+    assert window.inspector.title.text() == "step_7"

@@ -14,9 +14,11 @@ straight off the ready heap; with an ``Executor`` the engine submits at most
 
 from __future__ import annotations
 
+import concurrent.futures
 import json
 import logging
 import math
+import os
 import random
 import threading
 import time
@@ -57,6 +59,22 @@ _TIMER_KINDS = ("scheduled", "retry", "recurring")
 
 def _error_text(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}"
+
+
+_ENGINE_DIR = os.path.dirname(__file__)
+_FUTURES_DIR = os.path.dirname(concurrent.futures.__file__)
+
+
+def _task_traceback(exc: BaseException) -> str:
+    """A task's traceback from its own first frame: the engine's and the executor's
+    frames above it are noise to the person reading it (the last frame always stays)."""
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        filename = tb.tb_frame.f_code.co_filename
+        if not filename.startswith((_ENGINE_DIR, _FUTURES_DIR)):
+            break
+        tb = tb.tb_next
+    return "".join(traceback.format_exception(type(exc), exc, tb))
 
 
 def _check_seconds(what: str, value, *, allow_zero: bool = True) -> float:
@@ -1335,7 +1353,7 @@ class Scheduler:
             try:
                 self._invoke(run)
             except BaseException as exc:  # noqa: BLE001 - any failure is the task's outcome
-                error, tb = exc, traceback.format_exc()
+                error, tb = exc, _task_traceback(exc)
             if error is None and self._store is not None and not run.done:
                 self._finish_when_durable(run)
                 run = None
@@ -1402,7 +1420,7 @@ class Scheduler:
             if isinstance(result, RemoteResult):  # sent back by code run elsewhere
                 result.apply_to(run.ctx)
                 exc = result.error
-        tb = None if exc is None else "".join(traceback.format_exception(exc))
+        tb = None if exc is None else _task_traceback(exc)
         self._future_outcome(run, exc, tb)
 
     def _future_outcome(self, run: Run, error, tb) -> None:

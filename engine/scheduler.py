@@ -14,15 +14,11 @@ straight off the ready heap; with an ``Executor`` the engine submits at most
 
 from __future__ import annotations
 
-import concurrent.futures
-import json
 import logging
 import math
-import os
 import random
 import threading
 import time
-import traceback
 from collections.abc import Callable, Iterable
 from concurrent.futures import Executor, ThreadPoolExecutor
 from datetime import datetime
@@ -31,16 +27,20 @@ from itertools import count
 from . import persist
 from .actions import Call
 from .clock import SystemClock
-from .context import RemoteResult, RunContext, _current, run_in_context
 from .delivery import EventDelivery
-from .errors import CycleError, TaskCancelled, TaskTimeout
+from .errors import CycleError
 from .executors import SyncExecutor
 from .graph import find_path_downstream
 from .heaps import ReadyHeap, TimerHeap
 from .models import Attempt, Entry, Event, RetryPolicy, TaskInfo
+from .persisting import StoreSync
 from .recurrence import MISFIRES, MODES, OVERLAPS, CronRecurrence, IntervalRecurrence
+from .rules import RELEASE, SKIP, DependencyRules
+from .running import RunLogic
 from .states import NOT_STARTED, TaskState, check_transition
-from .task import MAX_ATTEMPTS_KEPT, Run, Task
+from .task import Task
+from .timing import TimerLogic
+from .workers import WorkerLoop
 
 log = logging.getLogger("taskloom.engine")
 
@@ -53,28 +53,7 @@ EVENT_KINDS = frozenset(s.value for s in TaskState) | {
     "resumed",
     "removed",
 }
-_WAIT, _RELEASE, _SKIP = 0, 1, 2
 _TIMER_KINDS = ("scheduled", "retry", "recurring")
-
-
-def _error_text(exc: BaseException) -> str:
-    return f"{type(exc).__name__}: {exc}"
-
-
-_ENGINE_DIR = os.path.dirname(__file__)
-_FUTURES_DIR = os.path.dirname(concurrent.futures.__file__)
-
-
-def _task_traceback(exc: BaseException) -> str:
-    """A task's traceback from its own first frame: the engine's and the executor's
-    frames above it are noise to the person reading it (the last frame always stays)."""
-    tb = exc.__traceback__
-    while tb is not None and tb.tb_next is not None:
-        filename = tb.tb_frame.f_code.co_filename
-        if not filename.startswith((_ENGINE_DIR, _FUTURES_DIR)):
-            break
-        tb = tb.tb_next
-    return "".join(traceback.format_exception(type(exc), exc, tb))
 
 
 def _check_seconds(what: str, value, *, allow_zero: bool = True) -> float:
@@ -86,7 +65,7 @@ def _check_seconds(what: str, value, *, allow_zero: bool = True) -> float:
     return float(value)
 
 
-class Scheduler:
+class Scheduler(DependencyRules, TimerLogic, RunLogic, WorkerLoop, StoreSync):
     def __init__(
         self,
         workers: int = 4,
@@ -438,9 +417,9 @@ class Scheduler:
     def _arm_new(self, task: Task) -> None:
         """Give a new task its first state (one event)."""
         decision = self._decide(task)
-        if decision == _RELEASE:
+        if decision == RELEASE:
             self._release(task, first=True)
-        elif decision == _SKIP:
+        elif decision == SKIP:
             self._set_state(task, S.SKIPPED)
             self._evaluate_many(task.dependents)
         else:
@@ -510,13 +489,13 @@ class Scheduler:
     def _reconsider_not_started(self, task: Task) -> None:
         """A not-started task gained an edge: it may have to wait, or be skipped."""
         decision = self._decide(task)
-        if decision == _RELEASE:
+        if decision == RELEASE:
             return
         self._timers.discard(task.timer)
         self._ready.discard(task.ready)
         task.timer = task.ready = None
         task.waiting_runs = 0
-        if decision == _SKIP:
+        if decision == SKIP:
             self._set_state(task, S.SKIPPED)
             self._evaluate_many(task.dependents)
         elif task.state is not S.PENDING:
@@ -586,11 +565,11 @@ class Scheduler:
                 self._make_ready(task)
             else:
                 decision = self._decide(task)
-                if decision == _RELEASE:
+                if decision == RELEASE:
                     self._release(task)
                 else:
                     self._set_state(task, S.PENDING)
-                    if decision == _SKIP:
+                    if decision == SKIP:
                         self._set_state(task, S.SKIPPED)
             self._evaluate_many(rearmed)
             deferred = self._take_deferred()
@@ -805,634 +784,6 @@ class Scheduler:
                 Event(self._seq, kind, "", None, self._clock.now(), 0, None, None)
             )
 
-    # ------------------------------------------------------------------ store
-    def _to_wall(self, mono: float | None) -> float | None:
-        if mono is None:
-            return None
-        return mono + self._clock.wall().timestamp() - self._clock.now()
-
-    def _state_row(self, task: Task) -> tuple:
-        consumed = json.dumps(task.consumed) if task.consumed else None
-        return (
-            task.state.value,
-            task.attempt,
-            task.budget_base,
-            self._to_wall(task.run_at),
-            task.successes,
-            consumed,
-            task.error,
-            int(task.paused),
-        )
-
-    def _task_row(self, task: Task, spec: dict) -> tuple:
-        row = self._state_row(task)
-        return (task.id, task.order, json.dumps(spec), *row)
-
-    def _persist_state(self, task: Task, kind: str, error: str | None) -> None:
-        if kind == "removed":
-            self._store.delete_task(task.id)
-            return
-        at = self._clock.wall().timestamp()
-        event = (self._seq, task.id, kind, task.state.value, at, task.attempt, error)
-        self._store.update_task((*self._state_row(task), task.id), event)
-
-    def _attempt_row(self, task: Task, record: Attempt) -> tuple:
-        return (
-            task.id,
-            record.number,
-            self._to_wall(record.started),
-            self._to_wall(record.ended),
-            record.outcome,
-            record.error,
-            record.traceback,
-            record.output,
-            record.log_path,
-            record.exit_code,
-            record.worker,
-        )
-
-    def _finish_when_durable(self, run: Run) -> None:
-        """Report a success only once it is on disk: the store's writer thread finishes
-        the run after its commit, so no worker waits on I/O (outside the lock)."""
-        ctx = run.ctx
-        record = Attempt(
-            run.attempt,
-            run.started,
-            self._clock.now(),
-            "succeeded",
-            None,
-            None,
-            ctx.output,
-            ctx.log_path,
-            ctx.exit_code,
-            ctx.worker,
-        )
-        self._store.put_attempt(
-            self._attempt_row(run.task, record), on_commit=lambda: self._on_done(run, None, None)
-        )
-
     @property
     def store(self):
         return self._store
-
-    def _refresh_repeats(self, start: Task) -> None:
-        """Keep ``repeats`` (recurring or downstream of recurring) right after an edit."""
-        stack = [start]
-        while stack:
-            task = stack.pop()
-            repeats = task.recurrence is not None or any(
-                self._tasks[d].repeats for d in task.deps if d in self._tasks
-            )
-            if repeats == task.repeats:
-                continue
-            task.repeats = repeats
-            if not task.state.settled:
-                self._unsettled += -1 if repeats else 1
-                self._notify_if_settled()
-            stack.extend(self._tasks[d] for d in task.dependents)
-
-    # ------------------------------------------------------------------ dependencies
-    def _decide(self, task: Task) -> int:
-        """Can the task's trigger rule be met now, later, or never?"""
-        n = len(task.deps)
-        if n == 0:
-            return _RELEASE
-        succeeded = failed = done = 0
-        tasks = self._tasks
-        for dep_id in task.deps:
-            dep = tasks.get(dep_id)
-            if dep is None:
-                continue
-            if dep.repeats:  # met by each new success, never "failed for good"
-                if dep.successes > (task.consumed or {}).get(dep_id, 0):
-                    succeeded += 1
-                    done += 1
-                continue
-            state = dep.state
-            if state is S.SUCCEEDED:
-                succeeded += 1
-                done += 1
-            elif state is S.FAILED:
-                failed += 1
-                done += 1
-            elif state is S.SKIPPED or state is S.CANCELLED:
-                done += 1
-        rule = task.trigger_rule
-        if rule == "all_success":
-            if done > succeeded:
-                return _SKIP
-            return _RELEASE if succeeded == n else _WAIT
-        if rule == "all_done":
-            return _RELEASE if done == n else _WAIT
-        if failed:  # one_failed
-            return _RELEASE
-        return _SKIP if done == n else _WAIT
-
-    def _evaluate_many(self, task_ids: Iterable[str]) -> None:
-        """Re-check waiting dependents; SKIPPED spreads downstream without recursion."""
-        stack = list(task_ids)
-        tasks = self._tasks
-        while stack:
-            task = tasks.get(stack.pop())
-            if task is None or task.runs or task.ready is not None:
-                continue
-            state = task.state
-            if state is S.PENDING:
-                decision = self._decide(task)
-                if decision == _RELEASE:
-                    self._release(task, first=task.attempt == 0)
-                elif decision == _SKIP:
-                    self._set_state(task, S.SKIPPED)
-                    stack.extend(task.dependents)
-            elif (  # downstream of a recurring task: runs again after each upstream success
-                task.repeats
-                and task.recurrence is None
-                and state.settled
-                and state is not S.CANCELLED
-                and self._decide(task) == _RELEASE
-            ):
-                task.waiting_runs = 1
-                self._make_ready(task)
-
-    def _after_settled(self, task: Task) -> None:
-        """A task reached a final outcome (for now): wake what depends on it."""
-        if task.dependents:
-            self._evaluate_many(task.dependents)
-
-    def _release(self, task: Task, first: bool = False) -> None:
-        """Dependencies allow the task: put it on the timer heap or make it ready."""
-        if task.recurrence is not None:
-            if first and task.run_at is not None:
-                due = task.run_at
-            else:
-                due = task.recurrence.first_due(self._clock)
-            self._set_timer(task, due)
-            self._set_state(task, S.SCHEDULED)
-            return
-        if task.run_at is not None and task.run_at > self._clock.now():
-            self._set_timer(task, task.run_at)
-            self._set_state(task, S.SCHEDULED)
-            return
-        task.waiting_runs = 1
-        self._make_ready(task)
-
-    def _start_cadence(self, task: Task) -> None:
-        self._set_timer(task, task.recurrence.first_due(self._clock))
-
-    def _set_timer(self, task: Task, due: float) -> None:
-        self._timers.discard(task.timer)
-        task.run_at = due
-        task.timer = self._timers.add(due, task, "recurring" if task.recurrence else "scheduled")
-        self._timers_changed()
-
-    def _drop_queued(self, task: Task) -> None:
-        """Forget every timer and ready entry of a task (cancel, remove)."""
-        self._timers.discard(task.timer)
-        self._timers.discard(task.retry_timer)
-        self._ready.discard(task.ready)
-        task.timer = task.retry_timer = task.ready = None
-        task.waiting_runs = 0
-        task.retry_pending = False
-
-    # ------------------------------------------------------------------ ready work
-    def _make_ready(self, task: Task) -> None:
-        if task.state is not S.READY and not task.runs:
-            self._set_state(task, S.READY)
-        self._push_ready(task)
-
-    def _push_ready(self, task: Task) -> None:
-        if task.ready is not None or task.paused:
-            return  # one entry per task; a paused task is held until resumed
-        due = self._clock.now() if task.run_at is None else min(task.run_at, self._clock.now())
-        task.ready = self._ready.add(task.priority, due, task.order, task, "run")
-        if self._executor is None:
-            self._work_cond.notify()
-
-    def _take_ready(self) -> Run | None:
-        """Pop the most urgent ready task and start an attempt of it."""
-        entry = self._ready.pop()
-        if entry is None:
-            return None
-        task = entry[4]
-        task.ready = None
-        return self._start_run(task)
-
-    def _start_run(self, task: Task) -> Run:
-        if task.retry_pending:
-            task.retry_pending = False
-        else:
-            task.waiting_runs = max(0, task.waiting_runs - 1)
-            if task.repeats:  # each occurrence gets a fresh retry budget
-                task.budget_base = task.attempt
-        for dep_id in task.deps:  # record which upstream successes this run used
-            dep = self._tasks.get(dep_id)
-            if dep is not None and dep.repeats:
-                if task.consumed is None:
-                    task.consumed = {}
-                task.consumed[dep_id] = dep.successes
-        task.attempt += 1
-        now = self._clock.now()
-        ctx = RunContext(task.id, task.attempt, self._log_dir)
-        run = Run(task, task.attempt, ctx, now)
-        task.add_run(run)
-        self._running += 1
-        if task.timeout is not None:
-            run.timeout_entry = self._timers.add(now + task.timeout, run, "timeout")
-            self._timers_changed()
-        if task.history is None:
-            task.history = []
-        record = Attempt(run.attempt, now, None, "running", None, None, None, None, None)
-        task.history.append(record)
-        if self._store is not None:
-            self._store.put_attempt(self._attempt_row(task, record))
-        if task.state is S.RUNNING:
-            self._emit(task, "running")  # another parallel run of a recurring task
-        else:
-            self._set_state(task, S.RUNNING)
-        if task.overlap == "parallel" and task.waiting_runs > 0:
-            self._push_ready(task)
-        return run
-
-    # ------------------------------------------------------------------ outcomes
-    def _finish(self, run: Run, error: BaseException | None, tb: str | None) -> None:
-        """The run's code returned: free its slot, record its outcome (under the lock)."""
-        self._running -= 1
-        if self._running == 0:
-            self._settled_cond.notify_all()
-        if not run.done:  # a timed-out run's outcome is already recorded
-            self._record_outcome(run, error, tb)
-
-    def _record_outcome(self, run: Run, error: BaseException | None, tb: str | None) -> None:
-        run.done = True
-        task = run.task
-        task.runs.remove(run)
-        self._timers.discard(run.timeout_entry)
-        interrupted = self._interrupting and error is not None and not task.cancel_requested
-        if task.cancel_requested:
-            outcome = "cancelled"
-        elif error is None:
-            outcome = "succeeded"
-        else:
-            outcome = "interrupted" if interrupted else "failed"
-        error_text = None if error is None else _error_text(error)
-        self._record_attempt(task, run, outcome, error_text, tb)
-
-        if interrupted:  # stopped by shutdown: not the task's failure, run it again later
-            task.budget_base += 1
-            task.waiting_runs = max(task.waiting_runs, 1)
-            if not task.runs:
-                self._make_ready(task)
-            return
-        if task.cancel_requested:
-            if not task.runs:
-                task.cancel_requested = False
-                self._drop_queued(task)
-                self._set_state(task, S.CANCELLED, error_text)
-                self._after_settled(task)
-            return
-        if error is None:
-            task.successes += 1
-            task.error = None
-            self._set_state(task, S.SUCCEEDED)
-            if task.recurrence is not None:
-                self._after_recurring_run(task)
-            elif task.repeats:
-                self._after_settled(task)
-                self._evaluate_many((task.id,))
-            else:
-                self._after_settled(task)
-            return
-
-        task.error = error_text
-        policy = task.retry
-        used = task.attempt - task.budget_base
-        if policy is not None and used < policy.max_attempts and not self._stopping:
-            delay = policy.delay(used, self._rng.random())
-            due = self._clock.now() + delay
-            self._timers.discard(task.retry_timer)
-            task.retry_timer = self._timers.add(due, task, "retry")
-            self._timers_changed()
-            task.run_at = due
-            self._set_state(task, S.RETRY_WAIT, error_text)
-            return
-        self._set_state(task, S.FAILED, error_text)
-        if task.recurrence is not None:
-            self._after_recurring_run(task)
-        elif task.repeats:
-            self._evaluate_many((task.id,))
-        else:
-            self._after_settled(task)
-
-    def _after_recurring_run(self, task: Task) -> None:
-        """A recurring run ended: back on the timer heap (or straight on to the next run)."""
-        task.budget_base = task.attempt
-        if task.recurrence.mode == "fixed_delay" and task.timer is None:
-            self._set_timer(task, self._clock.now() + task.recurrence.interval)
-        if task.successes and task.dependents:
-            self._evaluate_many(task.dependents)
-        if task.runs:
-            self._set_state(task, S.RUNNING)
-        elif task.waiting_runs > 0:
-            self._make_ready(task)
-        else:
-            task.run_at = task.timer[0] if task.timer is not None else None
-            self._set_state(task, S.SCHEDULED)
-
-    def _record_attempt(self, task, run, outcome, error_text, tb) -> None:
-        ctx = run.ctx
-        record = Attempt(
-            run.attempt,
-            run.started,
-            self._clock.now(),
-            outcome,
-            error_text,
-            tb,
-            ctx.output,
-            ctx.log_path,
-            ctx.exit_code,
-            ctx.worker,
-        )
-        history = task.history
-        for i in range(len(history) - 1, -1, -1):
-            if history[i].number == run.attempt:
-                history[i] = record
-                break
-        else:
-            history.append(record)
-        if self._store is not None:
-            self._store.put_attempt(self._attempt_row(task, record))
-        if len(history) > MAX_ATTEMPTS_KEPT:
-            del history[: len(history) - MAX_ATTEMPTS_KEPT]
-
-    def _on_timeout(self, run: Run) -> None:
-        if run.done:
-            return
-        task = run.task
-        self._deferred.append(run.ctx.request_cancel)  # a command is terminated
-        if run.future is not None:
-            self._deferred.append(run.future.cancel)
-        # The code may still run; it keeps its worker until it returns (_finish).
-        error = TaskTimeout(f"task {task.id!r} ran past its {task.timeout:g}s timeout")
-        self._record_outcome(run, error, None)
-
-    # ------------------------------------------------------------------ timers
-    def _timers_changed(self) -> None:
-        """Wake the timer thread only when its deadline is no longer the earliest."""
-        if self._timer_wait is not None and self._timers.next_due() != self._timer_wait:
-            self._timer_cond.notify()
-
-    def _promote_due(self) -> bool:
-        """Move every timer that came due into action. Returns whether any did."""
-        self._check_wall_jump()
-        now = self._clock.now()
-        timers = self._timers
-        moved = False
-        while True:
-            entry = timers.pop_due(now)
-            if entry is None:
-                return moved
-            moved = True
-            due, _, target, kind, _ = entry
-            if kind == "timeout":
-                self._on_timeout(target)
-            elif kind == "retry":
-                target.retry_timer = None
-                target.retry_pending = True
-                if target.state is S.RETRY_WAIT:
-                    self._set_state(target, S.READY)
-                self._push_ready(target)
-            elif kind == "recurring":
-                target.timer = None
-                self._occurrence(target, due, now)
-            else:
-                target.timer = None
-                target.waiting_runs = 1
-                self._make_ready(target)
-
-    def _occurrence(self, task: Task, due: float, now: float) -> None:
-        """A recurring task came due: apply misfire and overlap, queue the next one."""
-        recurrence = task.recurrence
-        if recurrence.mode == "fixed_delay":
-            dues, following = [due], None
-        else:
-            dues, following = recurrence.due_until(due, now, self._clock)
-            self._set_timer(task, following)
-        # Occurrences at most misfire_grace late run; older ones were missed (a stall,
-        # a suspend) and follow the misfire policy.
-        grace = task.misfire_grace
-        on_time = sum(1 for d in dues if now - d <= grace)
-        missed = len(dues) - on_time
-        if task.misfire == "run_all":
-            runs = len(dues)
-        elif task.misfire == "skip":
-            runs = on_time
-        else:
-            runs = on_time + (1 if missed else 0)
-        if runs == 0:
-            if recurrence.mode == "fixed_delay":
-                self._set_timer(task, now + recurrence.interval)
-            if task.state is S.SCHEDULED:
-                self._emit(task, "scheduled")  # same state, a new next run time
-            return
-        if task.busy:
-            if task.overlap == "skip":
-                return
-            if task.overlap == "queue":
-                task.waiting_runs = 1
-                return
-        if task.paused:
-            runs = 1  # occurrences due while paused fold into one run
-            task.waiting_runs = 0
-        task.waiting_runs += runs
-        self._make_ready(task)
-
-    def _current_wall_offset(self) -> float:
-        return self._clock.wall().timestamp() - self._clock.now()
-
-    def _check_wall_jump(self) -> None:
-        """Cron timers follow the wall clock: re-queue them when it jumps."""
-        if not self._cron_tasks or self._wall_offset is None:
-            return
-        offset = self._current_wall_offset()
-        if abs(offset - self._wall_offset) < 1.0:
-            return
-        self._wall_offset = offset
-        for task in self._tasks.values():
-            if isinstance(task.recurrence, CronRecurrence) and task.timer is not None:
-                self._set_timer(task, task.recurrence.first_due(self._clock))
-
-    def _on_clock_moved(self) -> None:
-        with self._lock:
-            if self._closed:
-                return
-            self._promote_due()
-            deferred = self._take_deferred()
-        self._after(deferred)
-
-    def _timer_loop(self) -> None:
-        lock = self._lock
-        while True:
-            with lock:
-                while not self._stopping:
-                    if self._promote_due():
-                        break
-                    deadline = self._timers.next_due()
-                    self._timer_wait = math.inf if deadline is None else deadline
-                    timeout = None if deadline is None else max(0.0, deadline - self._clock.now())
-                    if self._cron_tasks:  # notice wall-clock jumps within a minute
-                        timeout = 60.0 if timeout is None else min(timeout, 60.0)
-                    self._timer_cond.wait(timeout)
-                    self._timer_wait = None
-                if self._stopping:
-                    return
-                deferred = self._take_deferred()
-            self._after(deferred)
-
-    # ------------------------------------------------------------------ running code
-    def _take_deferred(self) -> list:
-        deferred = self._deferred
-        if deferred:
-            self._deferred = []
-        return deferred
-
-    def _after(self, deferred: list) -> None:
-        """Run what had to wait for the lock to be released, then deliver and dispatch."""
-        self._run_deferred(deferred)
-        if self._executor is not None and self._started:
-            self._pump()
-        elif self._delivery.outbox:
-            self._delivery.kick()
-
-    def _run_deferred(self, deferred: list) -> None:
-        for callback in deferred:
-            try:
-                callback()
-            except Exception:
-                log.exception("deferred engine callback %r failed", callback)
-        if self._delivery.outbox:
-            self._delivery.kick()
-
-    def _invoke(self, run: Run):
-        run.ctx.worker = threading.current_thread().name
-        token = _current.set(run.ctx)
-        try:
-            return run.task.fn()
-        finally:
-            _current.reset(token)
-
-    def _worker_loop(self) -> None:
-        """An engine-owned worker: takes work straight off the ready heap."""
-        lock = self._lock
-        run: Run | None = None
-        error = tb = None
-        while True:
-            with lock:
-                if run is not None:
-                    self._finish(run, error, tb)
-                    run = None
-                while (
-                    not self._stopping
-                    and (self._paused_all or not self._ready)
-                    and not self._deferred
-                ):
-                    if self._delivery.outbox:  # threaded delivery: only sets an Event
-                        self._delivery.kick()
-                    self._work_cond.wait()
-                stopping = self._stopping
-                if not stopping and not self._paused_all and self._ready:
-                    run = self._take_ready()
-                deferred = self._take_deferred()
-            self._after(deferred)
-            if stopping:
-                return
-            if run is None:
-                continue
-            error = tb = None
-            if self._store is not None:  # every attempt is on disk before its code runs
-                self._store.flush()
-            try:
-                self._invoke(run)
-            except BaseException as exc:  # noqa: BLE001 - any failure is the task's outcome
-                error, tb = exc, _task_traceback(exc)
-            if error is None and self._store is not None and not run.done:
-                self._finish_when_durable(run)
-                run = None
-
-    def _pump(self) -> None:
-        """Executor mode: submit ready work while fewer than ``workers`` are in flight.
-
-        One thread pumps at a time; a call made while another pumps (a done-callback
-        of ``SyncExecutor`` inside the loop) returns at once, and the loop, which
-        re-checks the ready heap under the lock, picks its work up. No recursion.
-        """
-        with self._lock:
-            if self._pumping:
-                return
-            self._pumping = True
-        try:
-            while True:
-                with self._lock:
-                    batch = []
-                    while (
-                        not self._stopping
-                        and not self._paused_all
-                        and self._running < self._workers
-                        and self._ready
-                    ):
-                        batch.append(self._take_ready())
-                    deferred = self._take_deferred()
-                    if not batch and not deferred:
-                        self._pumping = False
-                        break
-                self._run_deferred(deferred)
-                for run in batch:
-                    self._submit(run)
-        except BaseException:
-            with self._lock:
-                self._pumping = False
-            raise
-        if self._delivery.outbox:
-            self._delivery.kick()
-
-    def _submit(self, run: Run) -> None:
-        if self._store is not None:  # every attempt is on disk before its code runs
-            self._store.flush()
-        submit = self._executor.submit
-        try:
-            if self._local_executor:
-                future = submit(lambda: self._invoke(run))
-            else:  # an executor wrapper learns the task id, attempt and log_dir from current_run()
-                fn = run.task.fn
-                future = run_in_context(run.ctx, lambda: submit(fn))
-        except BaseException as exc:  # noqa: BLE001 - a broken pool fails the attempt
-            self._on_done(run, exc, traceback.format_exc())
-            return
-        run.future = future
-        future.add_done_callback(lambda f: self._future_done(run, f))
-
-    def _future_done(self, run: Run, future) -> None:
-        if future.cancelled():
-            self._on_done(run, TaskCancelled("cancelled before it started"), None)
-            return
-        exc = future.exception()
-        if exc is None:
-            result = future.result()
-            if isinstance(result, RemoteResult):  # sent back by code run elsewhere
-                result.apply_to(run.ctx)
-                exc = result.error
-        tb = None if exc is None else _task_traceback(exc)
-        self._future_outcome(run, exc, tb)
-
-    def _future_outcome(self, run: Run, error, tb) -> None:
-        if error is None and self._store is not None and not run.done:
-            self._finish_when_durable(run)
-        else:
-            self._on_done(run, error, tb)
-
-    def _on_done(self, run: Run, error, tb) -> None:
-        with self._lock:
-            self._finish(run, error, tb)
-            deferred = self._take_deferred()
-        self._after(deferred)
-        if isinstance(error, KeyboardInterrupt):
-            raise error

@@ -1,0 +1,79 @@
+"""Mirroring engine state into the optional store (see ``store.py``).
+
+A mixin of ``Scheduler``. Rows are queued under the engine lock (no I/O there);
+the store's writer commits them in batches.
+"""
+
+from __future__ import annotations
+
+import json
+
+from .models import Attempt
+from .task import Run, Task
+
+
+class StoreSync:
+    def _to_wall(self, mono: float | None) -> float | None:
+        if mono is None:
+            return None
+        return mono + self._clock.wall().timestamp() - self._clock.now()
+
+    def _state_row(self, task: Task) -> tuple:
+        consumed = json.dumps(task.consumed) if task.consumed else None
+        return (
+            task.state.value,
+            task.attempt,
+            task.budget_base,
+            self._to_wall(task.run_at),
+            task.successes,
+            consumed,
+            task.error,
+            int(task.paused),
+        )
+
+    def _task_row(self, task: Task, spec: dict) -> tuple:
+        row = self._state_row(task)
+        return (task.id, task.order, json.dumps(spec), *row)
+
+    def _persist_state(self, task: Task, kind: str, error: str | None) -> None:
+        if kind == "removed":
+            self._store.delete_task(task.id)
+            return
+        at = self._clock.wall().timestamp()
+        event = (self._seq, task.id, kind, task.state.value, at, task.attempt, error)
+        self._store.update_task((*self._state_row(task), task.id), event)
+
+    def _attempt_row(self, task: Task, record: Attempt) -> tuple:
+        return (
+            task.id,
+            record.number,
+            self._to_wall(record.started),
+            self._to_wall(record.ended),
+            record.outcome,
+            record.error,
+            record.traceback,
+            record.output,
+            record.log_path,
+            record.exit_code,
+            record.worker,
+        )
+
+    def _finish_when_durable(self, run: Run) -> None:
+        """Report a success only once it is on disk: the store's writer thread finishes
+        the run after its commit, so no worker waits on I/O (outside the lock)."""
+        ctx = run.ctx
+        record = Attempt(
+            run.attempt,
+            run.started,
+            self._clock.now(),
+            "succeeded",
+            None,
+            None,
+            ctx.output,
+            ctx.log_path,
+            ctx.exit_code,
+            ctx.worker,
+        )
+        self._store.put_attempt(
+            self._attempt_row(run.task, record), on_commit=lambda: self._on_done(run, None, None)
+        )

@@ -1,0 +1,201 @@
+"""Ready work and outcomes: starting attempts and recording how they ended.
+
+A mixin of ``Scheduler``; runs under the engine lock. An outcome decides the
+next state: SUCCEEDED (and dependents re-evaluated), RETRY_WAIT with a backoff
+timer, FAILED, CANCELLED, or back on the timer heap for a recurring task.
+"""
+
+from __future__ import annotations
+
+from .context import RunContext
+from .errors import TaskTimeout
+from .models import Attempt
+from .states import TaskState
+from .task import MAX_ATTEMPTS_KEPT, Run, Task
+
+S = TaskState
+
+
+def _error_text(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {exc}"
+
+
+class RunLogic:
+    def _make_ready(self, task: Task) -> None:
+        if task.state is not S.READY and not task.runs:
+            self._set_state(task, S.READY)
+        self._push_ready(task)
+
+    def _push_ready(self, task: Task) -> None:
+        if task.ready is not None or task.paused:
+            return  # one entry per task; a paused task is held until resumed
+        due = self._clock.now() if task.run_at is None else min(task.run_at, self._clock.now())
+        task.ready = self._ready.add(task.priority, due, task.order, task, "run")
+        if self._executor is None:
+            self._work_cond.notify()
+
+    def _take_ready(self) -> Run | None:
+        """Pop the most urgent ready task and start an attempt of it."""
+        entry = self._ready.pop()
+        if entry is None:
+            return None
+        task = entry[4]
+        task.ready = None
+        return self._start_run(task)
+
+    def _start_run(self, task: Task) -> Run:
+        if task.retry_pending:
+            task.retry_pending = False
+        else:
+            task.waiting_runs = max(0, task.waiting_runs - 1)
+            if task.repeats:  # each occurrence gets a fresh retry budget
+                task.budget_base = task.attempt
+        for dep_id in task.deps:  # record which upstream successes this run used
+            dep = self._tasks.get(dep_id)
+            if dep is not None and dep.repeats:
+                if task.consumed is None:
+                    task.consumed = {}
+                task.consumed[dep_id] = dep.successes
+        task.attempt += 1
+        now = self._clock.now()
+        ctx = RunContext(task.id, task.attempt, self._log_dir)
+        run = Run(task, task.attempt, ctx, now)
+        task.add_run(run)
+        self._running += 1
+        if task.timeout is not None:
+            run.timeout_entry = self._timers.add(now + task.timeout, run, "timeout")
+            self._timers_changed()
+        if task.history is None:
+            task.history = []
+        record = Attempt(run.attempt, now, None, "running", None, None, None, None, None)
+        task.history.append(record)
+        if self._store is not None:
+            self._store.put_attempt(self._attempt_row(task, record))
+        if task.state is S.RUNNING:
+            self._emit(task, "running")  # another parallel run of a recurring task
+        else:
+            self._set_state(task, S.RUNNING)
+        if task.overlap == "parallel" and task.waiting_runs > 0:
+            self._push_ready(task)
+        return run
+
+    def _finish(self, run: Run, error: BaseException | None, tb: str | None) -> None:
+        """The run's code returned: free its slot, record its outcome (under the lock)."""
+        self._running -= 1
+        if self._running == 0:
+            self._settled_cond.notify_all()
+        if not run.done:  # a timed-out run's outcome is already recorded
+            self._record_outcome(run, error, tb)
+
+    def _record_outcome(self, run: Run, error: BaseException | None, tb: str | None) -> None:
+        run.done = True
+        task = run.task
+        task.runs.remove(run)
+        self._timers.discard(run.timeout_entry)
+        interrupted = self._interrupting and error is not None and not task.cancel_requested
+        if task.cancel_requested:
+            outcome = "cancelled"
+        elif error is None:
+            outcome = "succeeded"
+        else:
+            outcome = "interrupted" if interrupted else "failed"
+        error_text = None if error is None else _error_text(error)
+        self._record_attempt(task, run, outcome, error_text, tb)
+
+        if interrupted:  # stopped by shutdown: not the task's failure, run it again later
+            task.budget_base += 1
+            task.waiting_runs = max(task.waiting_runs, 1)
+            if not task.runs:
+                self._make_ready(task)
+            return
+        if task.cancel_requested:
+            if not task.runs:
+                task.cancel_requested = False
+                self._drop_queued(task)
+                self._set_state(task, S.CANCELLED, error_text)
+                self._after_settled(task)
+            return
+        if error is None:
+            task.successes += 1
+            task.error = None
+            self._set_state(task, S.SUCCEEDED)
+            if task.recurrence is not None:
+                self._after_recurring_run(task)
+            elif task.repeats:
+                self._after_settled(task)
+                self._evaluate_many((task.id,))
+            else:
+                self._after_settled(task)
+            return
+
+        task.error = error_text
+        policy = task.retry
+        used = task.attempt - task.budget_base
+        if policy is not None and used < policy.max_attempts and not self._stopping:
+            delay = policy.delay(used, self._rng.random())
+            due = self._clock.now() + delay
+            self._timers.discard(task.retry_timer)
+            task.retry_timer = self._timers.add(due, task, "retry")
+            self._timers_changed()
+            task.run_at = due
+            self._set_state(task, S.RETRY_WAIT, error_text)
+            return
+        self._set_state(task, S.FAILED, error_text)
+        if task.recurrence is not None:
+            self._after_recurring_run(task)
+        elif task.repeats:
+            self._evaluate_many((task.id,))
+        else:
+            self._after_settled(task)
+
+    def _after_recurring_run(self, task: Task) -> None:
+        """A recurring run ended: back on the timer heap (or straight on to the next run)."""
+        task.budget_base = task.attempt
+        if task.recurrence.mode == "fixed_delay" and task.timer is None:
+            self._set_timer(task, self._clock.now() + task.recurrence.interval)
+        if task.successes and task.dependents:
+            self._evaluate_many(task.dependents)
+        if task.runs:
+            self._set_state(task, S.RUNNING)
+        elif task.waiting_runs > 0:
+            self._make_ready(task)
+        else:
+            task.run_at = task.timer[0] if task.timer is not None else None
+            self._set_state(task, S.SCHEDULED)
+
+    def _record_attempt(self, task, run, outcome, error_text, tb) -> None:
+        ctx = run.ctx
+        record = Attempt(
+            run.attempt,
+            run.started,
+            self._clock.now(),
+            outcome,
+            error_text,
+            tb,
+            ctx.output,
+            ctx.log_path,
+            ctx.exit_code,
+            ctx.worker,
+        )
+        history = task.history
+        for i in range(len(history) - 1, -1, -1):
+            if history[i].number == run.attempt:
+                history[i] = record
+                break
+        else:
+            history.append(record)
+        if self._store is not None:
+            self._store.put_attempt(self._attempt_row(task, record))
+        if len(history) > MAX_ATTEMPTS_KEPT:
+            del history[: len(history) - MAX_ATTEMPTS_KEPT]
+
+    def _on_timeout(self, run: Run) -> None:
+        if run.done:
+            return
+        task = run.task
+        self._deferred.append(run.ctx.request_cancel)  # a command is terminated
+        if run.future is not None:
+            self._deferred.append(run.future.cancel)
+        # The code may still run; it keeps its worker until it returns (_finish).
+        error = TaskTimeout(f"task {task.id!r} ran past its {task.timeout:g}s timeout")
+        self._record_outcome(run, error, None)

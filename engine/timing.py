@@ -1,0 +1,165 @@
+"""The timer heap's side of the engine: due times, recurring occurrences, misfires.
+
+A mixin of ``Scheduler``; runs under the engine lock. With a real clock one
+timer thread sleeps until the earliest due time and is woken only when that
+changes; with a ``ManualClock`` each ``advance`` promotes what came due.
+"""
+
+from __future__ import annotations
+
+import math
+
+from .recurrence import CronRecurrence
+from .states import TaskState
+from .task import Task
+
+S = TaskState
+
+
+class TimerLogic:
+    def _release(self, task: Task, first: bool = False) -> None:
+        """Dependencies allow the task: put it on the timer heap or make it ready."""
+        if task.recurrence is not None:
+            if first and task.run_at is not None:
+                due = task.run_at
+            else:
+                due = task.recurrence.first_due(self._clock)
+            self._set_timer(task, due)
+            self._set_state(task, S.SCHEDULED)
+            return
+        if task.run_at is not None and task.run_at > self._clock.now():
+            self._set_timer(task, task.run_at)
+            self._set_state(task, S.SCHEDULED)
+            return
+        task.waiting_runs = 1
+        self._make_ready(task)
+
+    def _start_cadence(self, task: Task) -> None:
+        self._set_timer(task, task.recurrence.first_due(self._clock))
+
+    def _set_timer(self, task: Task, due: float) -> None:
+        self._timers.discard(task.timer)
+        task.run_at = due
+        task.timer = self._timers.add(due, task, "recurring" if task.recurrence else "scheduled")
+        self._timers_changed()
+
+    def _drop_queued(self, task: Task) -> None:
+        """Forget every timer and ready entry of a task (cancel, remove)."""
+        self._timers.discard(task.timer)
+        self._timers.discard(task.retry_timer)
+        self._ready.discard(task.ready)
+        task.timer = task.retry_timer = task.ready = None
+        task.waiting_runs = 0
+        task.retry_pending = False
+
+    def _timers_changed(self) -> None:
+        """Wake the timer thread only when its deadline is no longer the earliest."""
+        if self._timer_wait is not None and self._timers.next_due() != self._timer_wait:
+            self._timer_cond.notify()
+
+    def _promote_due(self) -> bool:
+        """Move every timer that came due into action. Returns whether any did."""
+        self._check_wall_jump()
+        now = self._clock.now()
+        timers = self._timers
+        moved = False
+        while True:
+            entry = timers.pop_due(now)
+            if entry is None:
+                return moved
+            moved = True
+            due, _, target, kind, _ = entry
+            if kind == "timeout":
+                self._on_timeout(target)
+            elif kind == "retry":
+                target.retry_timer = None
+                target.retry_pending = True
+                if target.state is S.RETRY_WAIT:
+                    self._set_state(target, S.READY)
+                self._push_ready(target)
+            elif kind == "recurring":
+                target.timer = None
+                self._occurrence(target, due, now)
+            else:
+                target.timer = None
+                target.waiting_runs = 1
+                self._make_ready(target)
+
+    def _occurrence(self, task: Task, due: float, now: float) -> None:
+        """A recurring task came due: apply misfire and overlap, queue the next one."""
+        recurrence = task.recurrence
+        if recurrence.mode == "fixed_delay":
+            dues, following = [due], None
+        else:
+            dues, following = recurrence.due_until(due, now, self._clock)
+            self._set_timer(task, following)
+        # Occurrences at most misfire_grace late run; older ones were missed (a stall,
+        # a suspend) and follow the misfire policy.
+        grace = task.misfire_grace
+        on_time = sum(1 for d in dues if now - d <= grace)
+        missed = len(dues) - on_time
+        if task.misfire == "run_all":
+            runs = len(dues)
+        elif task.misfire == "skip":
+            runs = on_time
+        else:
+            runs = on_time + (1 if missed else 0)
+        if runs == 0:
+            if recurrence.mode == "fixed_delay":
+                self._set_timer(task, now + recurrence.interval)
+            if task.state is S.SCHEDULED:
+                self._emit(task, "scheduled")  # same state, a new next run time
+            return
+        if task.busy:
+            if task.overlap == "skip":
+                return
+            if task.overlap == "queue":
+                task.waiting_runs = 1
+                return
+        if task.paused:
+            runs = 1  # occurrences due while paused fold into one run
+            task.waiting_runs = 0
+        task.waiting_runs += runs
+        self._make_ready(task)
+
+    def _current_wall_offset(self) -> float:
+        return self._clock.wall().timestamp() - self._clock.now()
+
+    def _check_wall_jump(self) -> None:
+        """Cron timers follow the wall clock: re-queue them when it jumps."""
+        if not self._cron_tasks or self._wall_offset is None:
+            return
+        offset = self._current_wall_offset()
+        if abs(offset - self._wall_offset) < 1.0:
+            return
+        self._wall_offset = offset
+        for task in self._tasks.values():
+            if isinstance(task.recurrence, CronRecurrence) and task.timer is not None:
+                self._set_timer(task, task.recurrence.first_due(self._clock))
+
+    def _on_clock_moved(self) -> None:
+        with self._lock:
+            if self._closed:
+                return
+            self._promote_due()
+            deferred = self._take_deferred()
+        self._after(deferred)
+
+    def _timer_loop(self) -> None:
+        lock = self._lock
+        while True:
+            with lock:
+                while not self._stopping:
+                    if self._promote_due():
+                        break
+                    deadline = self._timers.next_due()
+                    self._timer_wait = math.inf if deadline is None else deadline
+                    timeout = None if deadline is None else max(0.0, deadline - self._clock.now())
+                    if self._cron_tasks:  # notice wall-clock jumps within a minute
+                        timeout = 60.0 if timeout is None else min(timeout, 60.0)
+                    self._timer_cond.wait(timeout)
+                    self._timer_wait = None
+                if self._stopping:
+                    return
+                deferred = self._take_deferred()
+            self._after(deferred)

@@ -21,6 +21,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import Executor, ThreadPoolExecutor
+from contextlib import contextmanager
 from datetime import datetime
 from itertools import count
 
@@ -129,8 +130,7 @@ class Scheduler(DependencyRules, TimerLogic, RunLogic, WorkerLoop, StoreSync):
         self.shutdown(wait=True)
 
     def start(self) -> None:
-        with self._lock:
-            self._check_open()
+        with self._edit():
             if self._started:
                 return
             for missing, waiting in self._orphans.items():
@@ -144,8 +144,6 @@ class Scheduler(DependencyRules, TimerLogic, RunLogic, WorkerLoop, StoreSync):
             if not self._clock.manual:
                 self._spawn(self._timer_loop, "taskloom-timers")
             self._promote_due()
-            deferred = self._take_deferred()
-        self._after(deferred)
 
     def _spawn(self, target, name: str) -> None:
         thread = threading.Thread(target=target, name=name, daemon=True)
@@ -340,8 +338,7 @@ class Scheduler(DependencyRules, TimerLogic, RunLogic, WorkerLoop, StoreSync):
             )
             spec["run_at_wall"] = None if run_at is None else self._to_wall(run_at)
 
-        with self._lock:
-            self._check_open()
+        with self._edit():
             if name is None:
                 name = self._generate_id(fn)
             elif name in self._tasks:
@@ -401,8 +398,6 @@ class Scheduler(DependencyRules, TimerLogic, RunLogic, WorkerLoop, StoreSync):
             self._arm_new(task)
             if waiting:
                 self._evaluate_many(task.dependents)
-            deferred = self._take_deferred()
-        self._after(deferred)
         return name
 
     def _generate_id(self, fn) -> str:
@@ -427,8 +422,7 @@ class Scheduler(DependencyRules, TimerLogic, RunLogic, WorkerLoop, StoreSync):
 
     # ------------------------------------------------------------------ graph edits
     def add_dependency(self, task_id: str, dep_id: str) -> None:
-        with self._lock:
-            self._check_open()
+        with self._edit():
             task = self._get(task_id)
             if dep_id not in self._tasks and self._started:
                 raise KeyError(f"task {task_id!r} cannot depend on unknown task {dep_id!r}")
@@ -455,12 +449,9 @@ class Scheduler(DependencyRules, TimerLogic, RunLogic, WorkerLoop, StoreSync):
             self._emit(task, "dependency_added")
             if task.state in NOT_STARTED and task.recurrence is None:
                 self._reconsider_not_started(task)
-            deferred = self._take_deferred()
-        self._after(deferred)
 
     def remove_dependency(self, task_id: str, dep_id: str) -> None:
-        with self._lock:
-            self._check_open()
+        with self._edit():
             task = self._get(task_id)
             if dep_id not in task.deps:
                 raise KeyError(f"task {task_id!r} does not depend on {dep_id!r}")
@@ -468,8 +459,6 @@ class Scheduler(DependencyRules, TimerLogic, RunLogic, WorkerLoop, StoreSync):
             self._emit(task, "dependency_removed")
             if task.state is S.PENDING:
                 self._evaluate_many((task_id,))
-            deferred = self._take_deferred()
-        self._after(deferred)
 
     def _unlink(self, task: Task, dep_id: str) -> None:
         task.deps.remove(dep_id)
@@ -503,8 +492,7 @@ class Scheduler(DependencyRules, TimerLogic, RunLogic, WorkerLoop, StoreSync):
 
     def remove(self, task_id: str) -> bool:
         """Take a task that is not running out of the engine; dependents lose the edge."""
-        with self._lock:
-            self._check_open()
+        with self._edit():
             task = self._get(task_id)
             if task.runs:
                 return False
@@ -522,14 +510,11 @@ class Scheduler(DependencyRules, TimerLogic, RunLogic, WorkerLoop, StoreSync):
             del self._tasks[task_id]
             self._emit(task, "removed")
             self._evaluate_many(dependents)
-            deferred = self._take_deferred()
-        self._after(deferred)
         return True
 
     # ------------------------------------------------------------------ control
     def cancel(self, task_id: str) -> bool:
-        with self._lock:
-            self._check_open()
+        with self._edit():
             task = self._get(task_id)
             if task.state.settled or task.cancel_requested:
                 return False
@@ -543,14 +528,11 @@ class Scheduler(DependencyRules, TimerLogic, RunLogic, WorkerLoop, StoreSync):
             else:
                 self._set_state(task, S.CANCELLED)
                 self._after_settled(task)
-            deferred = self._take_deferred()
-        self._after(deferred)
         return True
 
     def retry(self, task_id: str) -> bool:
         """Run a FAILED, SKIPPED or CANCELLED task again, with a fresh retry budget."""
-        with self._lock:
-            self._check_open()
+        with self._edit():
             task = self._get(task_id)
             if task.state not in (S.FAILED, S.SKIPPED, S.CANCELLED) or task.runs:
                 return False
@@ -572,8 +554,6 @@ class Scheduler(DependencyRules, TimerLogic, RunLogic, WorkerLoop, StoreSync):
                     if decision == SKIP:
                         self._set_state(task, S.SKIPPED)
             self._evaluate_many(rearmed)
-            deferred = self._take_deferred()
-        self._after(deferred)
         return True
 
     def _rearm_skipped_downstream(self, task: Task) -> list[str]:
@@ -588,8 +568,7 @@ class Scheduler(DependencyRules, TimerLogic, RunLogic, WorkerLoop, StoreSync):
 
     def run_now(self, task_id: str) -> bool:
         """Run a task that waits for its time now; a recurring task gets an extra run."""
-        with self._lock:
-            self._check_open()
+        with self._edit():
             task = self._get(task_id)
             if task.cancel_requested or task.state.settled and task.recurrence is None:
                 return False
@@ -612,13 +591,10 @@ class Scheduler(DependencyRules, TimerLogic, RunLogic, WorkerLoop, StoreSync):
                 self._make_ready(task)
             else:
                 return False
-            deferred = self._take_deferred()
-        self._after(deferred)
         return True
 
     def pause(self, task_id: str | None = None) -> None:
-        with self._lock:
-            self._check_open()
+        with self._edit():
             if task_id is None:
                 if not self._paused_all:
                     self._paused_all = True
@@ -631,12 +607,9 @@ class Scheduler(DependencyRules, TimerLogic, RunLogic, WorkerLoop, StoreSync):
                         self._ready.discard(task.ready)
                         task.ready = None
                     self._emit(task, "paused")
-            deferred = self._take_deferred()
-        self._after(deferred)
 
     def resume(self, task_id: str | None = None) -> None:
-        with self._lock:
-            self._check_open()
+        with self._edit():
             if task_id is None:
                 if self._paused_all:
                     self._paused_all = False
@@ -649,8 +622,6 @@ class Scheduler(DependencyRules, TimerLogic, RunLogic, WorkerLoop, StoreSync):
                     self._emit(task, "resumed")
                     if task.waiting_runs > 0 or task.retry_pending:
                         self._push_ready(task)
-            deferred = self._take_deferred()
-        self._after(deferred)
 
     # ------------------------------------------------------------------ listeners
     def on(self, kind: str, callback) -> Callable[[], None]:
@@ -732,6 +703,17 @@ class Scheduler(DependencyRules, TimerLogic, RunLogic, WorkerLoop, StoreSync):
             return self._tasks[task_id]
         except KeyError:
             raise KeyError(f"no task {task_id!r}") from None
+
+    @contextmanager
+    def _edit(self):
+        """Hold the lock for a scheduling or editing call; afterwards, outside the lock,
+        run deferred callbacks, deliver events and dispatch. A call refused with an
+        exception changes nothing, so there is nothing to deliver."""
+        with self._lock:
+            self._check_open()
+            yield
+            deferred = self._take_deferred()
+        self._after(deferred)
 
     def _check_open(self) -> None:
         if self._closed:

@@ -60,7 +60,8 @@ class StoreSync:
 
     def _finish_when_durable(self, run: Run) -> None:
         """Report a success only once it is on disk: the store's writer thread finishes
-        the run after its commit, so no worker waits on I/O (outside the lock)."""
+        the run after its commit, so no worker waits on I/O (outside the lock). With
+        ``SyncExecutor`` the caller commits and finishes it at once (deterministic)."""
         ctx = run.ctx
         record = Attempt(
             run.attempt,
@@ -74,6 +75,10 @@ class StoreSync:
             ctx.exit_code,
             ctx.worker,
         )
-        self._store.put_attempt(
-            self._attempt_row(run.task, record), on_commit=lambda: self._on_done(run, None, None)
-        )
+        row = self._attempt_row(run.task, record)
+        if self._sync:
+            self._store.put_attempt(row)
+            self._store.flush()
+            self._on_done(run, None, None)
+        else:
+            self._store.put_attempt(row, on_commit=lambda: self._on_done(run, None, None))

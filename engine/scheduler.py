@@ -111,7 +111,8 @@ class Scheduler(DependencyRules, TimerLogic, RunLogic, WorkerLoop, StoreSync):
         self._pump_again = False
         self._rng = random.Random()
         self._threads: list[threading.Thread] = []
-        self._delivery = EventDelivery(threaded=not isinstance(executor, SyncExecutor))
+        self._sync = isinstance(executor, SyncExecutor)  # everything on the calling thread
+        self._delivery = EventDelivery(threaded=not self._sync)
         self._store = store
         if store is not None:
             from .recovery import restore
@@ -304,6 +305,7 @@ class Scheduler(DependencyRules, TimerLogic, RunLogic, WorkerLoop, StoreSync):
     def _create(
         self, fn, run_at, name, deps, priority, retry, timeout, trigger_rule, recurrence, options
     ) -> str:
+        self._check_open()  # before the checks below: after shutdown, always RuntimeError
         fn = self._normalise_fn(fn)
         run_at = self._normalise_run_at(run_at)
         if isinstance(priority, bool) or not isinstance(priority, int):

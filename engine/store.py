@@ -347,8 +347,15 @@ class SQLiteStore:
             result.append(record)
         return result
 
-    def attempts(self, task_id: str | None = None, since: float | None = None, limit: int = 200):
-        """Stored attempts, newest first, as dicts (times are wall-clock epoch seconds)."""
+    def attempts(
+        self,
+        task_id: str | None = None,
+        since: float | None = None,
+        limit: int = 200,
+        until: float | None = None,
+    ):
+        """Stored attempts of every run, newest first, as dicts (times are wall-clock
+        epoch seconds); ``since``/``until`` bound their start time."""
         sql = "SELECT * FROM attempts WHERE 1=1"
         args: list = []
         if task_id is not None:
@@ -357,6 +364,9 @@ class SQLiteStore:
         if since is not None:
             sql += " AND started >= ?"
             args.append(since)
+        if until is not None:
+            sql += " AND started <= ?"
+            args.append(until)
         sql += " ORDER BY started DESC, number DESC LIMIT ?"
         args.append(limit)
         columns = ATTEMPT_COLUMNS

@@ -121,6 +121,12 @@ def _window_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"taskloom {_version()}")
     parser.add_argument("file", nargs="?", type=Path, help="workflow file (TOML)")
+    _store_arguments(parser)
+    parser.add_argument(
+        "--fresh",
+        action="store_true",
+        help="start a new run even if the last one did not finish (default: resume it)",
+    )
     parser.add_argument("--screenshot", type=Path, metavar="PNG", help="save a picture and exit")
     parser.add_argument(
         "--quit-after", type=float, metavar="SECONDS", help="close the window after this long"
@@ -160,7 +166,13 @@ def open_window(args) -> int:
     from gui.app import run_window  # Qt loads only for the window
 
     path = args.file if args.file is not None else taskloom.example_path("etl")
-    result = run_window(path, screenshot=args.screenshot, quit_after=args.quit_after)
+    result = run_window(
+        path,
+        screenshot=args.screenshot,
+        quit_after=args.quit_after,
+        db=args.db,
+        fresh=args.fresh,
+    )
     return int(result or 0)
 
 

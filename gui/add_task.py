@@ -1,12 +1,15 @@
 """The add-task dialog: every field checked as you type, problems explained next to it.
 
 It only builds a TaskSpec; the controller submits it (through the undo stack).
+Given a task's spec it is the Edit dialog: pre-filled, the id fixed, and a
+refused change shown next to the field it is about.
 """
 
 from __future__ import annotations
 
 import importlib
 import shlex
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 from PySide6.QtCore import QDateTime, Qt, Signal
@@ -34,7 +37,7 @@ from PySide6.QtWidgets import (
 
 from engine import RetryPolicy
 
-from .task_spec import TaskSpec, make_call, make_command
+from .task_spec import TaskSpec, make_call, make_command, target_text
 
 SCHEDULES = (
     ("now", "As soon as its dependencies allow"),
@@ -65,11 +68,16 @@ def _error_label() -> QLabel:
 class AddTaskDialog(QDialog):
     specReady = Signal(object)  # a TaskSpec
 
-    def __init__(self, existing_ids, parent=None):
+    def __init__(
+        self, existing_ids, parent=None, spec: TaskSpec | None = None, task_id=None, submit=None
+    ):
+        """``spec``/``task_id``: edit that task. ``submit(spec)`` -> None when done, or
+        (field, why) to keep the dialog open with the reason shown by that field."""
         super().__init__(parent)
-        self.setObjectName("addTaskDialog")
-        self.setWindowTitle("Add task")
-        self.existing = set(existing_ids)
+        self.setObjectName("editTaskDialog" if spec is not None else "addTaskDialog")
+        self.setWindowTitle(f"Edit {task_id}" if spec is not None else "Add task")
+        self.original, self.task_id, self.submit = spec, task_id, submit
+        self.existing = set(existing_ids) - {task_id}
         self.errors: dict[str, QLabel] = {}
         form = QFormLayout()
         form.setFieldGrowthPolicy(QFormLayout.FieldGrowthPolicy.AllNonFixedFieldsGrow)
@@ -154,11 +162,16 @@ class AddTaskDialog(QDialog):
         layout.addLayout(form)
         form.addRow(retry_box)
         self._row(form, "Timeout", self.timeout, "timeout")
-        form.addRow("Runs after", self.deps)
+        self._row(form, "Runs after", self.deps, "deps")
+        self.errors["submit"] = _error_label()
+        self.errors["submit"].setObjectName("submitError")
+        layout.addWidget(self.errors["submit"])
         self.buttons = QDialogButtonBox(
             QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel
         )
-        self.buttons.button(QDialogButtonBox.StandardButton.Ok).setText("Add task")
+        self.buttons.button(QDialogButtonBox.StandardButton.Ok).setText(
+            "Apply" if spec is not None else "Add task"
+        )
         self.buttons.accepted.connect(self.accept)
         self.buttons.rejected.connect(self.reject)
         layout.addWidget(self.buttons)
@@ -178,9 +191,41 @@ class AddTaskDialog(QDialog):
         self.at.dateTimeChanged.connect(self.validate)
         self.schedule.currentIndexChanged.connect(self._on_schedule_kind)
         self.kind_group.buttonToggled.connect(self._on_target_kind)
+        if spec is not None:
+            self._fill(spec, task_id)
         self._on_target_kind()
         self._on_schedule_kind()
         self.resize(520, self.sizeHint().height())
+
+    def _fill(self, spec: TaskSpec, task_id: str) -> None:
+        """Show an existing task's settings (the Edit dialog)."""
+        self.name.setText(task_id)
+        self.name.setReadOnly(True)  # an edit keeps the id: edges and history refer to it
+        self.name.setToolTip("The id stays the same; add a new task to use another name")
+        kind, text = target_text(spec.target) or ("command", "")
+        (self.kind_call if kind == "call" else self.kind_command).setChecked(True)
+        self.target.setText(text)
+        self.schedule.setCurrentIndex(max(0, self.schedule.findData(spec.schedule)))
+        if spec.at is not None:
+            self.at.setDateTime(QDateTime(spec.at.astimezone().replace(tzinfo=None)))
+        if spec.delay is not None:
+            self.delay.setText(_duration_text(spec.delay))
+        if spec.interval is not None:
+            self.interval.setText(_duration_text(spec.interval))
+        self.cron.setText(spec.cron or "")
+        self.tz.setText(spec.tz or "UTC")
+        self.priority.setValue(spec.priority)
+        if spec.retry is not None:
+            self.max_attempts.setValue(spec.retry.max_attempts)
+            self.backoff.setText(_duration_text(spec.retry.base))
+            self.factor.setValue(spec.retry.factor)
+            self.max_delay.setText(_duration_text(spec.retry.max_delay))
+        if spec.timeout is not None:
+            self.timeout.setText(_duration_text(spec.timeout))
+        for i in range(self.deps.count()):
+            item = self.deps.item(i)
+            if item.text() in spec.deps:
+                item.setCheckState(Qt.CheckState.Checked)
 
     def _row(self, form: QFormLayout, label: str, widget: QWidget, key: str) -> None:
         box = QWidget()
@@ -221,12 +266,16 @@ class AddTaskDialog(QDialog):
         elif self.kind_command.isChecked():
             try:
                 shlex.split(text)
-                target = make_command(text)
+                target = self._kept_target("command", text) or make_command(
+                    text, like=self.original.target if self.original else None
+                )
             except ValueError as exc:
                 problems["target"] = f"cannot split this command line: {exc}"
         else:
             try:
-                target = make_call(text)
+                target = self._kept_target("call", text) or make_call(
+                    text, like=self.original.target if self.original else None
+                )
             except (ValueError, TypeError) as exc:
                 problems["target"] = str(exc)
         spec_kw, preview = self._schedule(problems)
@@ -252,15 +301,30 @@ class AddTaskDialog(QDialog):
             for i in range(self.deps.count())
             if self.deps.item(i).checkState() == Qt.CheckState.Checked
         )
-        return TaskSpec(
+        fields = dict(
             name=name,
             target=target,
             priority=self.priority.value(),
             retry=retry,
             timeout=timeout,
             deps=deps,
-            **spec_kw,
+            at=None,
+            delay=None,
+            interval=None,
+            cron=None,
         )
+        fields.update(spec_kw)
+        if self.original is not None:  # keep what the dialog does not show (cwd, env, rules)
+            if retry is not None and self.original.retry is not None:
+                fields["retry"] = replace(retry, jitter=self.original.retry.jitter)
+            return replace(self.original, **fields)
+        return TaskSpec(**fields)
+
+    def _kept_target(self, kind: str, text: str):
+        """The task's own target when its text is unchanged (keeps cwd, env, args)."""
+        if self.original is not None and target_text(self.original.target) == (kind, text):
+            return self.original.target
+        return None
 
     def _schedule(self, problems) -> tuple[dict, str]:
         kind = self.schedule.currentData()
@@ -318,8 +382,24 @@ class AddTaskDialog(QDialog):
         spec = self.validate()
         if spec is None:
             return
+        if self.submit is not None:
+            refused = self.submit(spec)
+            if refused is not None:
+                self.show_refusal(*refused)
+                return
         self.specReady.emit(spec)
         super().accept()
+
+    def show_refusal(self, key: str, why: str) -> None:
+        """The engine said no: explain it next to the field (or above the buttons)."""
+        label = self.errors.get(key, self.errors["submit"])
+        label.setText(why)
+        label.show()
+
+
+def _duration_text(seconds: float) -> str:
+    durations = importlib.import_module("engine.durations")
+    return durations.format_duration(seconds)
 
 
 def _times(times, now: datetime, zone=None) -> str:

@@ -1,13 +1,30 @@
-"""Opening the window for a workflow file: ``taskloom FILE`` ends up here."""
+"""Opening the window for a workflow file: ``taskloom FILE`` ends up here.
+
+Each workflow runs on its run store (SQLite, in the user's data directory and
+named after the workflow, or ``--db``): opening it resumes an unfinished run
+(finished tasks stay finished) or starts a new one, and earlier runs' attempts
+stay there for the inspector and the timeline. Command output goes to a log
+folder beside the store.
+
+Closing the window, quitting, or opening another workflow stops the engine with
+``shutdown(cancel_running=True)``: running commands are terminated, their tasks
+are left READY in the store (the next open runs them again), and the store is
+closed once the engine has written its last state.
+"""
 
 from __future__ import annotations
 
 import os
 import sys
 import tempfile
+import threading
 from pathlib import Path
 
+from PySide6.QtCore import QEvent, QObject
+
 DEFAULT_WORKFLOW = Path(__file__).resolve().parent.parent / "resources" / "examples" / "etl.toml"
+# Errors opening a run: a store that cannot be used, or a task the engine refuses.
+OPEN_ERRORS = (RuntimeError, ValueError, KeyError, TypeError, OSError)
 
 
 def _ensure_platform(screenshot: str | None) -> None:
@@ -17,49 +34,133 @@ def _ensure_platform(screenshot: str | None) -> None:
         os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
 
+def store_paths(workflow_name: str, db: Path | None = None, data_dir: Path | None = None):
+    """(store file, log folder) for a workflow: ``db`` if given, else ``<name>.db`` in
+    ``data_dir`` (default: the user's data directory); logs in ``logs/<name>`` beside it."""
+    from taskloom.runs import default_db_path
+
+    if db is None:
+        default = default_db_path(workflow_name)
+        db = default if data_dir is None else Path(data_dir) / default.name
+    db = Path(db).expanduser()
+    return db, db.parent / "logs" / db.stem
+
+
+class _CloseWatcher(QObject):
+    """Stops the session's engine when its window closes (the title bar's X, Quit)."""
+
+    def __init__(self, session: WorkflowSession):
+        super().__init__(session.window)
+        self.session = session
+
+    def eventFilter(self, watched, event) -> bool:
+        if event.type() == QEvent.Type.Close:
+            self.session.stop()
+        return False
+
+
 class WorkflowSession:
-    """One loaded workflow: its engine and its window. Opening another replaces both."""
+    """One loaded workflow: its run (engine and store) and its window.
 
-    def __init__(self, workflow, settings=None):
-        from engine import Scheduler
+    Without ``db_path`` the engine has no store (nothing is kept after closing).
+    """
 
+    def __init__(self, workflow, settings=None, *, db_path=None, fresh=False, log_dir=None):
         from .main_window import MainWindow
 
         self.workflow = workflow
-        self.scheduler = Scheduler(workers=workflow.workers)
-        workflow.schedule_into(self.scheduler)
-        # The window subscribes before the engine starts, so its log has every run.
-        self.window = MainWindow(self.scheduler, settings=settings, title=workflow.name)
-        self.scheduler.start()
-        self.window.saveRequested.connect(self.save)
-
-    def save(self, path: str) -> None:
-        """Write the workflow with the dependencies as they are now in the engine."""
-        from engine.workflow import save
-
-        for tid, spec in self.workflow.tasks.items():
-            info = self.window.bridge.tasks.get(tid)
-            if info is not None:
-                spec.deps = list(info.deps)
+        self.db_path = None if db_path is None else Path(db_path)
+        if log_dir is not None:
+            Path(log_dir).mkdir(parents=True, exist_ok=True)
+        self.scheduler, self.store = self._open_run(fresh, log_dir)
+        self._stopper: threading.Thread | None = None
         try:
-            save(self.workflow, path)
-        except (OSError, ValueError) as exc:
-            self.window.statusBar().showMessage(f"⚠ Cannot save: {exc}", 8000)
-            return
-        self.window.statusBar().showMessage(f"Saved {path}", 4000)
+            # The window subscribes before the engine starts, so its log has every run.
+            self.window = MainWindow(
+                self.scheduler, settings=settings, title=workflow.name, workflow=workflow
+            )
+            self.scheduler.start()
+        except BaseException:
+            self.scheduler.shutdown(wait=True, cancel_running=True)
+            if self.store is not None:
+                self.store.close()
+            raise
+        self.window.installEventFilter(_CloseWatcher(self))
+        if self.note:
+            self.window.statusBar().showMessage(self.note, 8000)
 
-    def close(self) -> None:
-        self.window.close()
+    def _open_run(self, fresh: bool, log_dir):
+        log_dir = None if log_dir is None else str(log_dir)
+        workers = self.workflow.workers
+        if self.db_path is None:
+            from engine import Scheduler
+
+            scheduler = Scheduler(workers=workers, log_dir=log_dir)
+            self.workflow.schedule_into(scheduler)
+            self.resumed, self.note = False, ""
+            return scheduler, None
+        from taskloom.runs import open_run
+
+        opened = open_run(
+            self.workflow, self.db_path, fresh=fresh, workers=workers, log_dir=log_dir
+        )
+        self.resumed, self.note = opened.resumed, opened.note
+        return opened.scheduler, opened.store
+
+    @property
+    def stopped(self) -> bool:
+        return self._stopper is not None and not self._stopper.is_alive()
+
+    def stop(self) -> None:
+        """Stop the engine without blocking the GUI: running programs are terminated
+        (their tasks stay READY), then the store is closed. Idempotent."""
+        if self._stopper is not None:
+            return
+        self.window.timeline.detach_history()
+        # At once: nothing new starts and running programs get their SIGTERM; the
+        # thread then waits for them to end and for the store's last writes.
+        self.scheduler.shutdown(wait=False, cancel_running=True)
+        self._stopper = threading.Thread(
+            target=self._shut_down, name="taskloom-session-stop", daemon=True
+        )
+        self._stopper.start()
+
+    def _shut_down(self) -> None:
+        try:
+            self.scheduler.shutdown(wait=True, cancel_running=True)
+        finally:
+            if self.store is not None:
+                self.store.close()
+
+    def join(self, timeout: float | None = None) -> bool:
+        """Wait for ``stop()`` to finish; True once the engine and the store are closed."""
+        if self._stopper is not None:
+            self._stopper.join(timeout)
+        return self.stopped
+
+    def close(self, wait: bool = True) -> None:
+        """Close the window and stop the engine; with ``wait``, until both are done."""
+        self.window.close()  # the close watcher calls stop()
+        self.stop()
         self.window.deleteLater()
-        self.scheduler.shutdown(wait=False)
+        if wait:
+            self.join()
 
 
 class Sessions:
-    """The open workflow; File > Open replaces it (new engine, new window)."""
+    """The open workflow; File > Open replaces it (new run, new window).
 
-    def __init__(self, settings=None):
+    ``db`` and ``fresh`` apply to the first workflow opened (the command line's);
+    later ones use their own store in ``data_dir`` (default: the user's data dir).
+    """
+
+    def __init__(self, settings=None, *, db=None, fresh: bool = False, data_dir=None):
         self.settings = settings
+        self.db = None if db is None else Path(db)
+        self.fresh = fresh
+        self.data_dir = data_dir
         self.current: WorkflowSession | None = None
+        self.closing: list[WorkflowSession] = []  # replaced sessions still stopping
 
     def open(self, path) -> bool:
         from engine.workflow import WorkflowError, load
@@ -71,26 +172,64 @@ class Sessions:
                 raise
             self.current.window.statusBar().showMessage(f"⚠ {exc}", 10000)
             return False
-        old, self.current = self.current, WorkflowSession(workflow, self.settings)
-        self.current.window.openRequested.connect(self.open)
-        self.current.window.show()
-        if old is not None:
-            old.close()
+        first = self.current is None
+        db_path, log_dir = store_paths(workflow.name, self.db if first else None, self.data_dir)
+        old = self.current
+        if (
+            old is not None
+            and old.db_path is not None
+            and old.db_path.resolve() == db_path.resolve()
+        ):
+            # The same store: the old engine must have written its last state (its
+            # interrupted tasks READY) before the new run reads it.
+            old.stop()
+            old.join()
+        try:
+            session = WorkflowSession(
+                workflow,
+                self.settings,
+                db_path=db_path,
+                fresh=self.fresh and first,
+                log_dir=log_dir,
+            )
+        except OPEN_ERRORS as exc:
+            if old is None:
+                raise
+            old.window.statusBar().showMessage(f"⚠ Cannot open {path}: {exc}", 10000)
+            return False
+        self.current = session
+        session.window.openRequested.connect(self.open)
+        session.window.show()
+        if old is not None:  # after the new window shows, so the app never has none
+            old.close(wait=False)
+            self.closing.append(old)
         return True
 
     def close(self) -> None:
+        """Close the open workflow and wait until every engine has stopped."""
         if self.current is not None:
-            self.current.close()
+            self.current.close(wait=True)
             self.current = None
+        for session in self.closing:
+            session.join()
+        self.closing.clear()
 
 
 def run_window(
-    path: str | None, screenshot: str | None = None, quit_after: float | None = None
+    path: str | None,
+    screenshot: str | None = None,
+    quit_after: float | None = None,
+    db: str | Path | None = None,
+    fresh: bool = False,
 ) -> int:
     """Show the window for the workflow at ``path`` (default: the bundled ETL example).
 
-    With ``screenshot``, save a picture of the window after ``quit_after`` seconds
-    (default 3) and exit 0. Returns the process exit code.
+    The run lives in ``db`` (default: ``<user data dir>/taskloom/<workflow>.db``):
+    an unfinished run is resumed unless ``fresh``. With ``screenshot``, save a
+    picture of the window after ``quit_after`` seconds (default 3) and exit 0; a
+    screenshot always starts a fresh run, in a throwaway store unless ``db`` is
+    given, so it shows work happening and leaves the user's history alone.
+    Returns the process exit code.
     """
     _ensure_platform(screenshot)
     from PySide6.QtCore import QSettings, QTimer
@@ -102,14 +241,20 @@ def run_window(
     app.setApplicationName("Taskloom")
     app.setOrganizationName("Taskloom")
     settings = None
+    data_dir = None
     if screenshot:  # a reproducible picture: default geometry, not the user's saved one
-        ini = Path(tempfile.mkdtemp(prefix="taskloom-")) / "screenshot.ini"
-        settings = QSettings(str(ini), QSettings.Format.IniFormat)
-    sessions = Sessions(settings)
+        scratch = Path(tempfile.mkdtemp(prefix="taskloom-"))
+        settings = QSettings(str(scratch / "screenshot.ini"), QSettings.Format.IniFormat)
+        data_dir = scratch
+        fresh = True
+    sessions = Sessions(settings, db=db, fresh=fresh, data_dir=data_dir)
     try:
         sessions.open(path or DEFAULT_WORKFLOW)
     except WorkflowError as exc:
         print(exc, file=sys.stderr)
+        return 2
+    except OPEN_ERRORS as exc:
+        print(f"{path or DEFAULT_WORKFLOW}: {exc}", file=sys.stderr)
         return 2
     code = {"value": 0}
 

@@ -9,8 +9,19 @@ from __future__ import annotations
 
 from PySide6.QtGui import QUndoCommand
 
+ENGINE_REFUSALS = (KeyError, ValueError, TypeError, RuntimeError)
+
 
 class _AppliedCommand(QUndoCommand):
+    """Subclasses give ``apply()`` and ``revert()``; Qt calls ``redo()``/``undo()``.
+
+    A step the engine can no longer take (a task removed meanwhile by something
+    that could not be undone) is reported through ``report`` and dropped from the
+    stack, instead of raising inside Qt's event loop.
+    """
+
+    report = None  # report(text, is_error); the controller sets it when pushing
+
     def __init__(self, text: str):
         super().__init__(text)
         self._applied = True  # already done by the controller before push()
@@ -19,10 +30,40 @@ class _AppliedCommand(QUndoCommand):
         if self._applied:
             self._applied = False
             return
-        self.apply()
+        self._guarded(self.apply, "redo")
+
+    def undo(self) -> None:
+        self._guarded(self.revert, "undo")
+
+    def _guarded(self, step, verb: str) -> None:
+        try:
+            step()
+        except ENGINE_REFUSALS as exc:
+            self.setObsolete(True)
+            if self.report is not None:
+                self.report(f"Cannot {verb} “{self.text()}”: {exc}", True)
 
     def apply(self) -> None:
         raise NotImplementedError
+
+    def revert(self) -> None:
+        raise NotImplementedError
+
+
+class AppliedGroup(_AppliedCommand):
+    """Several applied commands as one undo step (Python-held, not Qt child commands)."""
+
+    def __init__(self, text: str):
+        super().__init__(text)
+        self.commands: list[_AppliedCommand] = []
+
+    def apply(self) -> None:
+        for command in self.commands:
+            command.apply()
+
+    def revert(self) -> None:
+        for command in reversed(self.commands):
+            command.revert()
 
 
 class AddDependencyCommand(_AppliedCommand):
@@ -33,7 +74,7 @@ class AddDependencyCommand(_AppliedCommand):
     def apply(self) -> None:
         self.scheduler.add_dependency(self.downstream, self.upstream)
 
-    def undo(self) -> None:
+    def revert(self) -> None:
         self.scheduler.remove_dependency(self.downstream, self.upstream)
 
 
@@ -45,19 +86,105 @@ class RemoveDependencyCommand(_AppliedCommand):
     def apply(self) -> None:
         self.scheduler.remove_dependency(self.downstream, self.upstream)
 
-    def undo(self) -> None:
+    def revert(self) -> None:
         self.scheduler.add_dependency(self.downstream, self.upstream)
 
 
 class AddTaskCommand(_AppliedCommand):
     """Undo removes the task from the engine; redo schedules it again under the same id."""
 
-    def __init__(self, scheduler, spec, task_id: str):
+    def __init__(self, scheduler, spec, task_id: str, specs: dict | None = None):
         super().__init__(f"add task {task_id}")
         self.scheduler, self.spec, self.task_id = scheduler, spec, task_id
+        self.specs = specs if specs is not None else {}
 
     def apply(self) -> None:
         self.spec.submit(self.scheduler, name=self.task_id)
+        self.specs[self.task_id] = self.spec
 
-    def undo(self) -> None:
+    def revert(self) -> None:
         self.scheduler.remove(self.task_id)
+        self.specs.pop(self.task_id, None)
+
+
+def _restore_dependents(scheduler, task_id: str, dependents) -> list[str]:
+    """Make ``dependents`` wait for ``task_id`` again; returns those that no longer can."""
+    lost = []
+    for dependent in dependents:
+        try:
+            scheduler.add_dependency(dependent, task_id)
+        except (ValueError, KeyError, RuntimeError):
+            lost.append(dependent)  # it ran meanwhile, or is gone
+    return lost
+
+
+class RemoveTaskCommand(_AppliedCommand):
+    """Undo schedules the task again under its id, with its settings and both kinds of edge."""
+
+    def __init__(self, scheduler, specs: dict, spec, task_id: str, dependents, report):
+        super().__init__(f"remove task {task_id}")
+        self.scheduler, self.specs, self.spec, self.task_id = scheduler, specs, spec, task_id
+        self.dependents = tuple(dependents)
+        self.report = report  # report(text, is_error): edges that could not come back
+
+    def apply(self) -> None:
+        self.scheduler.remove(self.task_id)
+        self.specs.pop(self.task_id, None)
+
+    def revert(self) -> None:
+        self.spec.submit(self.scheduler, name=self.task_id)
+        self.specs[self.task_id] = self.spec
+        lost = _restore_dependents(self.scheduler, self.task_id, self.dependents)
+        if lost:
+            self.report(
+                f"{', '.join(lost)} already started: they no longer wait for {self.task_id}", True
+            )
+
+
+class EditTaskCommand(_AppliedCommand):
+    """The engine has no update call: an edit is remove + add under the same id."""
+
+    def __init__(self, scheduler, specs: dict, old, new, task_id: str, dependents, report):
+        super().__init__(f"edit task {task_id}")
+        self.scheduler, self.specs, self.task_id = scheduler, specs, task_id
+        self.old, self.new, self.dependents, self.report = old, new, tuple(dependents), report
+
+    def _swap(self, spec) -> None:
+        try:
+            removed = self.scheduler.remove(self.task_id)
+        except KeyError:
+            removed = True  # already gone (a failed swap being put back)
+        if not removed:
+            raise RuntimeError(f"{self.task_id} is running: it cannot be changed now")
+        spec.submit(self.scheduler, name=self.task_id)
+        self.specs[self.task_id] = spec
+        lost = _restore_dependents(self.scheduler, self.task_id, self.dependents)
+        if lost:
+            self.report(
+                f"{', '.join(lost)} already started: they no longer wait for {self.task_id}", True
+            )
+
+    def apply(self) -> None:
+        self._swap(self.new)
+
+    def revert(self) -> None:
+        self._swap(self.old)
+
+
+class MoveNodesCommand(_AppliedCommand):
+    """One drag gesture: nodes pinned where they were dropped.
+
+    ``moves`` maps a task id to (position before, position after); a position is
+    an (x, y) pin or None (placed by the layout).
+    """
+
+    def __init__(self, placer, moves: dict):
+        names = ", ".join(sorted(moves)[:3]) + ("…" if len(moves) > 3 else "")
+        super().__init__(f"move {names}")
+        self.placer, self.moves = placer, dict(moves)
+
+    def apply(self) -> None:
+        self.placer.pin_many({tid: after for tid, (_before, after) in self.moves.items()})
+
+    def revert(self) -> None:
+        self.placer.pin_many({tid: before for tid, (before, _after) in self.moves.items()})

@@ -6,12 +6,28 @@ controller does it, reporting refusals as messages.
 
 from __future__ import annotations
 
+import networkx as nx
 from PySide6.QtCore import QObject, Signal
 from PySide6.QtGui import QUndoStack
 
-from engine import CycleError
+from engine import CycleError, TaskState
 
-from .commands import AddDependencyCommand, AddTaskCommand, RemoveDependencyCommand
+from .commands import (
+    AddDependencyCommand,
+    AddTaskCommand,
+    AppliedGroup,
+    EditTaskCommand,
+    MoveNodesCommand,
+    RemoveDependencyCommand,
+    RemoveTaskCommand,
+)
+
+S = TaskState
+# The engine has no update call, so an edit removes and re-adds the task: only
+# while it has not started, or once it has settled.
+EDITABLE = frozenset(
+    {S.PENDING, S.SCHEDULED, S.READY, S.SUCCEEDED, S.FAILED, S.SKIPPED, S.CANCELLED}
+)
 
 
 class Controller(QObject):
@@ -22,6 +38,13 @@ class Controller(QObject):
         super().__init__(parent)
         self.scheduler = scheduler
         self.undo_stack = QUndoStack(self)
+        # How each task was defined (dialog or workflow file): what undo of a
+        # removal, an edit and Save need. A task scheduled by other code has none.
+        self.specs: dict = {}
+
+    def _push(self, command) -> None:
+        command.report = self.message.emit  # a step that fails later says why
+        self.undo_stack.push(command)
 
     # -- graph edits (undoable) ---------------------------------------------------
     def connect_tasks(self, upstream: str, downstream: str) -> bool:
@@ -39,7 +62,7 @@ class Controller(QObject):
         except (ValueError, KeyError, RuntimeError) as exc:
             self.message.emit(f"Refused: {_describe(exc)}", True)
             return False
-        self.undo_stack.push(AddDependencyCommand(self.scheduler, upstream, downstream))
+        self._push(AddDependencyCommand(self.scheduler, upstream, downstream))
         self.message.emit(f"{downstream} now runs after {upstream}", False)
         return True
 
@@ -49,7 +72,7 @@ class Controller(QObject):
         except (ValueError, KeyError, RuntimeError) as exc:
             self.message.emit(f"Cannot remove the edge: {_describe(exc)}", True)
             return False
-        self.undo_stack.push(RemoveDependencyCommand(self.scheduler, upstream, downstream))
+        self._push(RemoveDependencyCommand(self.scheduler, upstream, downstream))
         self.message.emit(f"{downstream} no longer waits for {upstream}", False)
         return True
 
@@ -59,9 +82,116 @@ class Controller(QObject):
         except (ValueError, TypeError, KeyError, RuntimeError) as exc:
             self.message.emit(f"Cannot add the task: {_describe(exc)}", True)
             return None
-        self.undo_stack.push(AddTaskCommand(self.scheduler, spec, tid))
+        self.specs[tid] = spec
+        self._push(AddTaskCommand(self.scheduler, spec, tid, self.specs))
         self.message.emit(f"Added {tid}", False)
         return tid
+
+    def remove_tasks(self, ids) -> int:
+        """Remove tasks (one undo step for all); a running task is refused, with the reason."""
+        step = AppliedGroup(f"remove {', '.join(ids)}")
+        removed = sum(self._remove_task(tid, step) for tid in ids)
+        if step.commands:  # only what can be put back is undoable
+            self._push(step)
+        return removed
+
+    def _remove_task(self, tid: str, step: AppliedGroup) -> bool:
+        try:
+            info = self.scheduler.task(tid)
+            if not self.scheduler.remove(tid):
+                self.message.emit(
+                    f"{tid} is running: cancel it, or wait until it has finished", True
+                )
+                return False
+        except (KeyError, RuntimeError) as exc:
+            self.message.emit(f"Cannot remove {tid}: {_describe(exc)}", True)
+            return False
+        spec = self.specs.get(tid)
+        if spec is None:
+            # Nothing to re-create it from: say so, and keep it out of the undo stack.
+            self.message.emit(
+                f"Removed {tid}. This cannot be undone: the window does not know its definition",
+                True,
+            )
+            return True
+        spec = _with_deps(spec, info.deps)
+        step.commands.append(
+            RemoveTaskCommand(
+                self.scheduler, self.specs, spec, tid, info.dependents, self.message.emit
+            )
+        )
+        self.specs.pop(tid, None)
+        self.message.emit(f"Removed {tid}", False)
+        return True
+
+    def can_edit(self, tid: str) -> str | None:
+        """Why ``tid`` cannot be edited now, or None if it can."""
+        if tid not in self.specs:
+            return f"{tid} was not defined in this window or its workflow file"
+        try:
+            state = self.scheduler.task(tid).state
+        except (KeyError, RuntimeError) as exc:
+            return _describe(exc)
+        if state not in EDITABLE:
+            return f"{tid} is {state.name.lower()}: edit it before it starts or once it has settled"
+        return None
+
+    def edit_task(self, tid: str, new) -> tuple[str, str] | None:
+        """Replace ``tid``'s definition (remove + add, one undo step).
+
+        Returns None when done, or (field, why) when refused; the engine is left as it was.
+        """
+        why = self.can_edit(tid)
+        if why is not None:
+            return "submit", why
+        cycle = self._cycle_through(tid, new.deps)
+        if cycle:  # removing the task first would hide it, and cost its dependents their edge
+            self.cycleRefused.emit(cycle)
+            return "deps", f"{' → '.join(cycle)} would be a cycle"
+        old = _with_deps(self.specs[tid], self.scheduler.task(tid).deps)
+        dependents = self.scheduler.task(tid).dependents
+        command = EditTaskCommand(
+            self.scheduler, self.specs, old, new, tid, dependents, self.message.emit
+        )
+        try:
+            command.apply()
+        except (CycleError, ValueError, TypeError, KeyError, RuntimeError) as exc:
+            try:  # put the old definition back: the edit never happened
+                command.revert()
+            except (ValueError, TypeError, KeyError, RuntimeError) as again:
+                self.message.emit(f"{tid} could not be restored: {_describe(again)}", True)
+            if isinstance(exc, CycleError):
+                self.cycleRefused.emit(list(exc.path))
+                return "deps", f"{' → '.join(exc.path)} would be a cycle"
+            return _field_of(exc), _describe(exc)
+        self._push(command)
+        self.message.emit(f"Changed {tid}", False)
+        return None
+
+    def _cycle_through(self, tid: str, deps) -> list[str] | None:
+        """The cycle that making ``tid`` wait for ``deps`` would close, if any."""
+        graph = self._graph()
+        for dep in deps:
+            if dep in graph and tid in graph:
+                try:
+                    path = nx.shortest_path(graph, tid, dep)
+                except nx.NetworkXNoPath:
+                    continue
+                return [*path, tid]
+        return None
+
+    def _graph(self) -> nx.DiGraph:
+        tasks = self.scheduler.tasks()
+        graph = nx.DiGraph()
+        graph.add_nodes_from(t.id for t in tasks)
+        graph.add_edges_from((d, t.id) for t in tasks for d in t.deps)
+        return graph
+
+    def move_nodes(self, placer, moves: dict) -> None:
+        """Record one drag gesture (already shown) as one undo step."""
+        moves = {tid: (a, b) for tid, (a, b) in moves.items() if a != b}
+        if moves:
+            self._push(MoveNodesCommand(placer, moves))
 
     # -- run control (not undoable: you cannot un-run a task) ---------------------
     def cancel(self, ids) -> int:
@@ -69,6 +199,27 @@ class Controller(QObject):
 
     def retry(self, ids) -> int:
         return self._each(ids, self.scheduler.retry, "retry")
+
+    def retry_failed(self, ids=()) -> int:
+        """Retry every FAILED task upstream of (or among) ``ids``, or all of them.
+
+        The engine re-arms a retried task's SKIPPED downstream, so this also runs
+        everything that was skipped because of those failures.
+        """
+        tasks = {t.id: t for t in self.scheduler.tasks()}
+        if ids:
+            graph = self._graph()
+            around = set()
+            for tid in ids:
+                if tid in graph:
+                    around |= nx.ancestors(graph, tid) | {tid}
+        else:
+            around = set(tasks)
+        failed = sorted(t for t in around if tasks[t].state is S.FAILED)
+        if not failed:
+            self.message.emit("No failed task to retry", False)
+            return 0
+        return self._each(failed, self.scheduler.retry, "retry")
 
     def run_now(self, ids) -> int:
         return self._each(ids, self.scheduler.run_now, "run now")
@@ -116,6 +267,27 @@ class Controller(QObject):
             return self.scheduler.task(tid).state.name.lower()
         except (KeyError, RuntimeError):
             return "gone"
+
+
+def _with_deps(spec, deps):
+    from dataclasses import replace
+
+    return replace(spec, deps=tuple(deps))
+
+
+def _field_of(exc: BaseException) -> str:
+    """Which dialog field an engine refusal is about (best guess from its message)."""
+    text = str(exc).lower()
+    for words, key in (
+        (("interval", "delay", "run_at", "cron", "time zone", "timezone"), "schedule"),
+        (("timeout",), "timeout"),
+        (("depend", "unknown", "cycle"), "deps"),
+        (("name",), "name"),
+        (("callable", "reference", "command", "argv"), "target"),
+    ):
+        if any(word in text for word in words):
+            return key
+    return "submit"
 
 
 def _describe(exc: BaseException) -> str:

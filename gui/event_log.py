@@ -58,15 +58,13 @@ class EventLogModel(QAbstractTableModel):
             if column == 2:
                 return event.task_id
             if column == 3:
-                glyph = (
-                    STATE_GLYPHS.get(event.state, "") if event.kind == event.state.value else "•"
-                )
+                glyph = STATE_GLYPHS.get(event.state, "") if _is_state(event) else "•"
                 return f"{glyph} {event.kind}"
             if column == 4:
                 return event.attempt or ""
             if column == 5:
                 return event.error or ""
-        is_state = event.kind == event.state.value
+        is_state = _is_state(event)
         if role == Qt.ItemDataRole.ForegroundRole and column == 3 and is_state:
             colour = QColor(STATE_COLOURS[event.state])
             # Keep the state colour readable on the table's background, light or dark.
@@ -175,3 +173,8 @@ class EventLog(QWidget):
 
     def row_count(self) -> int:
         return self.proxy.rowCount()
+
+
+def _is_state(event) -> bool:
+    """A change of state (engine-wide events such as a paused dispatcher have none)."""
+    return event.state is not None and event.kind == event.state.value

@@ -1,13 +1,21 @@
-"""The inspector: everything about the selected task, and its attempts with their output."""
+"""The inspector: everything about the selected task, and its attempts with their output.
+
+The attempts list shows this run's attempts from the engine and, with a run
+store, earlier runs' attempts (and this run's from before a restart) from the
+store, oldest first, with their run number. The store is read once per selected
+task: attempts of finished runs never change.
+"""
 
 from __future__ import annotations
 
+import sqlite3
 import time
 
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtGui import QColor, QFont
+from PySide6.QtGui import QColor, QFont, QPalette
 from PySide6.QtWidgets import (
     QAbstractItemView,
+    QCheckBox,
     QFormLayout,
     QHeaderView,
     QLabel,
@@ -22,14 +30,20 @@ from PySide6.QtWidgets import (
 
 from engine import TaskInfo, TaskState
 
+from .run_history import PastAttempt, from_memory, store_of, stored_attempts, wall_offset
 from .style import (
     OUTCOME_COLOURS,
     RECURRING_MARK,
     STATE_COLOURS,
     STATE_GLYPHS,
     STATE_LABELS,
+    link_colours,
     text_colour_on,
 )
+
+EARLIER_KEPT = 100  # stored attempts listed per task
+COLUMNS = ["#", "started", "took", "outcome", "exit", "run"]
+RUN_COLUMN = COLUMNS.index("run")
 
 
 def describe_delay(seconds: float) -> str:
@@ -75,13 +89,22 @@ class Inspector(QWidget):
             form.addRow(key.capitalize(), label)
         self.attempt_list = QTreeWidget()
         self.attempt_list.setObjectName("attempts")
-        self.attempt_list.setHeaderLabels(["#", "started", "took", "outcome", "exit"])
+        self.attempt_list.setHeaderLabels(COLUMNS)
         self.attempt_list.setRootIsDecorated(False)
         self.attempt_list.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
         self.attempt_list.header().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
         self.attempt_list.header().setStretchLastSection(True)
         self.attempt_list.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self.attempt_list.currentItemChanged.connect(self._show_attempt)
+        self.store = store_of(bridge.scheduler)
+        self.attempt_list.setColumnHidden(RUN_COLUMN, self.store is None)
+        self.earlier_runs = QCheckBox("Earlier runs")
+        self.earlier_runs.setObjectName("showEarlierRuns")
+        self.earlier_runs.setToolTip("Also list attempts from earlier runs kept in the run store")
+        self.earlier_runs.setChecked(True)
+        self.earlier_runs.setVisible(self.store is not None)
+        self.earlier_runs.toggled.connect(lambda _on: self.refresh())
+        self._stored: dict[str, list[PastAttempt]] = {}  # per task, read once
         self.output = QPlainTextEdit()
         self.output.setObjectName("attemptOutput")
         self.output.setReadOnly(True)
@@ -102,9 +125,15 @@ class Inspector(QWidget):
         top_scroll.setWidgetResizable(True)
         top_scroll.setFrameShape(QScrollArea.Shape.NoFrame)
         top_scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        attempts_box = QWidget()
+        attempts_layout = QVBoxLayout(attempts_box)
+        attempts_layout.setContentsMargins(0, 0, 0, 0)
+        attempts_layout.setSpacing(2)
+        attempts_layout.addWidget(self.earlier_runs)
+        attempts_layout.addWidget(self.attempt_list)
         split = QSplitter(Qt.Orientation.Vertical)
         split.addWidget(top_scroll)
-        split.addWidget(self.attempt_list)
+        split.addWidget(attempts_box)
         split.addWidget(self.output)
         split.setStretchFactor(0, 2)
         split.setStretchFactor(1, 1)
@@ -117,6 +146,9 @@ class Inspector(QWidget):
         self.show_task(None)
 
     def show_task(self, tid: str | None) -> None:
+        if tid != self.task_id:  # a new task starts on its latest attempt
+            self.attempt_list.clear()
+            self._attempts = []
         self.task_id = tid
         self.refresh()
 
@@ -132,7 +164,7 @@ class Inspector(QWidget):
             self._attempts = []
             return
         self._show_info(info)
-        self._show_attempts(self.bridge.attempts(info.id))
+        self._show_attempts(self._rows(info.id))
 
     def tick(self) -> None:
         """Refresh only the countdown (called every second)."""
@@ -140,7 +172,7 @@ class Inspector(QWidget):
         if info is None:
             return
         if info.state is TaskState.RUNNING:  # its attempt's duration grows
-            self._show_attempts(self.bridge.attempts(info.id))
+            self._show_attempts(self._rows(info.id))
         self.fields["next run"].setText(self._next_run_text(info))
 
     def _next_run_text(self, info: TaskInfo) -> str:
@@ -162,58 +194,114 @@ class Inspector(QWidget):
         self.fields["priority"].setText(str(info.priority))
         self.fields["attempts"].setText(str(info.attempt))
         self.fields["recurring"].setText(f"{RECURRING_MARK} yes" if info.recurring else "no")
-        self.fields["after"].setText(_links(info.deps))
-        self.fields["before"].setText(_links(info.dependents))
+        self.fields["after"].setText(self._links(info.deps))
+        self.fields["before"].setText(self._links(info.dependents))
         self.fields["error"].setText(info.error or "—")
 
-    def _show_attempts(self, attempts) -> None:
+    def _rows(self, tid: str) -> list[PastAttempt]:
+        """This run's attempts from memory, plus stored ones it does not hold, oldest first."""
+        offset = wall_offset(self.bridge.scheduler.clock)
+        run = None if self.store is None else self.store.run
+        rows = [from_memory(tid, a, run, offset) for a in self.bridge.attempts(tid)]
+        if self.store is None or not self.earlier_runs.isChecked():
+            return rows
+        if tid not in self._stored:
+            known = {(run, row.number) for row in rows}
+            try:
+                self._stored[tid] = stored_attempts(self.store, tid, known, EARLIER_KEPT)
+            except sqlite3.Error:  # the store closed with the session
+                return rows
+        known = {row.number for row in rows}
+        stored = [r for r in self._stored[tid] if not (r.run == run and r.number in known)]
+        return sorted(stored + rows, key=lambda r: (r.started, r.run or 0, r.number))
+
+    def _show_attempts(self, attempts: list[PastAttempt]) -> None:
         current = self.attempt_list.currentItem()
         keep = current.data(0, Qt.ItemDataRole.UserRole) if current else None
+        keep_key = self._key(self._attempts[keep]) if keep is not None else None
         self._attempts = attempts
         self.attempt_list.clear()
-        now = self.bridge.clock_now()
+        offset = wall_offset(self.bridge.scheduler.clock)
+        wall_now = self.bridge.clock_now() + offset
+        this_run = None if self.store is None else self.store.run
+        faded = self.palette().color(QPalette.ColorGroup.Disabled, QPalette.ColorRole.Text)
+        select = None
         for index, attempt in enumerate(attempts):
-            took = (attempt.ended if attempt.ended is not None else now) - attempt.started
-            started = time.strftime(
-                "%H:%M:%S", time.localtime(self.bridge.clock_to_wall(attempt.started))
-            )
+            ended = attempt.ended if attempt.ended is not None else wall_now
+            earlier = attempt.run != this_run
             item = QTreeWidgetItem(
                 [
                     str(attempt.number),
-                    started,
-                    f"{took:.2f} s",
+                    _when(attempt.started, wall_now),
+                    f"{max(0.0, ended - attempt.started):.2f} s",
                     attempt.outcome,
                     "" if attempt.exit_code is None else str(attempt.exit_code),
+                    "" if attempt.run is None else str(attempt.run),
                 ]
             )
             item.setData(0, Qt.ItemDataRole.UserRole, index)
+            if earlier:
+                for column in range(len(COLUMNS)):
+                    item.setForeground(column, faded)
+                item.setToolTip(0, f"run {attempt.run} (an earlier run)")
             item.setForeground(3, QColor(OUTCOME_COLOURS.get(attempt.outcome, "#888888")))
             self.attempt_list.addTopLevelItem(item)
+            if keep_key is not None and self._key(attempt) == keep_key:
+                select = index
         if attempts:
-            row = keep if keep is not None and keep < len(attempts) else len(attempts) - 1
+            row = select if select is not None else len(attempts) - 1
             self.attempt_list.setCurrentItem(self.attempt_list.topLevelItem(row))
         else:
             self.output.clear()
+
+    @staticmethod
+    def _key(attempt: PastAttempt) -> tuple:
+        return (attempt.run, attempt.number)
 
     def _show_attempt(self, item, _previous=None) -> None:
         if item is None:
             return
         attempt = self._attempts[item.data(0, Qt.ItemDataRole.UserRole)]
         parts = []
+        if attempt.run is not None and self.store is not None and attempt.run != self.store.run:
+            parts.append(f"run {attempt.run}, attempt {attempt.number}: {attempt.outcome}")
         if attempt.error:
             parts.append(attempt.error)
         if attempt.output:
             parts.append("── output ──\n" + attempt.output.rstrip())
         if attempt.traceback:
             parts.append("── traceback ──\n" + attempt.traceback.rstrip())
+        details = []
+        if attempt.exit_code is not None:
+            details.append(f"exit code: {attempt.exit_code}")
+        if attempt.worker:
+            details.append(f"worker: {attempt.worker}")
         if attempt.log_path:
-            parts.append(f"log: {attempt.log_path}")
+            details.append(f"log: {attempt.log_path}")
+        if details:
+            parts.append("\n".join(details))
         self.output.setPlainText(
             "\n\n".join(parts) or f"attempt {attempt.number}: {attempt.outcome}"
         )
 
+    def changeEvent(self, event) -> None:
+        # Links carry their colour in the HTML: re-render them for the new palette.
+        if event.type() == event.Type.PaletteChange and self.task_id:
+            self.refresh()
+        super().changeEvent(event)
 
-def _links(ids) -> str:
+    def _links(self, ids) -> str:
+        return _links(ids, link_colours(self.palette())[0])
+
+
+def _when(started: float, wall_now: float) -> str:
+    """A start time: the clock time today, the date too for an older one."""
+    fmt = "%H:%M:%S" if wall_now - started < 20 * 3600 else "%d %b %H:%M"
+    return time.strftime(fmt, time.localtime(started))
+
+
+def _links(ids, colour: QColor) -> str:
     if not ids:
         return "—"
-    return ", ".join(f'<a href="{tid}">{tid}</a>' for tid in ids)
+    style = f"color:{colour.name()}"
+    return ", ".join(f'<a href="{tid}" style="{style}">{tid}</a>' for tid in ids)

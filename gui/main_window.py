@@ -7,6 +7,8 @@ engine. State arrives only through the EngineBridge.
 from __future__ import annotations
 
 import time
+from dataclasses import replace
+from pathlib import Path
 
 from PySide6.QtCore import QByteArray, QSettings, QStringListModel, Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QGuiApplication, QKeySequence
@@ -27,12 +29,14 @@ from engine import TaskState
 from .bridge import EngineBridge
 from .controller import Controller
 from .event_log import EventLog
+from .graph.export import export_graph
 from .graph.scene import GraphScene
 from .graph.view import GraphView
 from .icons import icon
 from .inspector import Inspector
 from .legend import Legend
 from .status import StatusPanel
+from .task_spec import from_workflow, to_workflow
 from .timeline import Timeline
 
 S = TaskState
@@ -45,7 +49,14 @@ class MainWindow(QMainWindow):
     openRequested = Signal(str)  # a workflow file the user wants to open
     saveRequested = Signal(str)
 
-    def __init__(self, scheduler, parent=None, settings: QSettings | None = None, title: str = ""):
+    def __init__(
+        self,
+        scheduler,
+        parent=None,
+        settings: QSettings | None = None,
+        title: str = "",
+        workflow=None,
+    ):
         super().__init__(parent)
         self.setObjectName("mainWindow")
         self.scheduler = scheduler
@@ -56,6 +67,8 @@ class MainWindow(QMainWindow):
         self.controller = Controller(scheduler, self)
         self.dispatcher_paused = False
         self.selected: list[str] = []
+        self.workflow = None  # the engine.workflow.Workflow shown, if it came from a file
+        self._file_specs: dict = {}  # specs as read from it (unchanged tasks are kept as written)
 
         self.scene = GraphScene(self)
         self.graph_view = GraphView(self.scene)
@@ -71,6 +84,7 @@ class MainWindow(QMainWindow):
         self.inspector = Inspector(self.bridge)
         self.inspector.setMinimumWidth(300)
         self.timeline = Timeline(self.bridge.clock_now, self.bridge.attempts)
+        self.timeline.attach_history(scheduler)  # past runs from the store, if it has one
         self.event_log = EventLog(self._clock_text)
         self.inspector_dock = self._dock(
             "Inspector", self.inspector, Qt.DockWidgetArea.RightDockWidgetArea
@@ -102,6 +116,8 @@ class MainWindow(QMainWindow):
         self.status_panel = StatusPanel(self.statusBar(), self.bridge)
         self._wire()
 
+        if workflow is not None:
+            self.attach_workflow(workflow)
         # First picture from the snapshot the bridge took.
         self._on_structure()
         self.timeline.set_upcoming(self.bridge.upcoming)
@@ -170,6 +186,38 @@ class MainWindow(QMainWindow):
             lambda: self.controller.retry(self.selected),
             "Run the selected failed, skipped or cancelled tasks again",
         )
+        self.act_retry_failed = a(
+            "retryFailed",
+            "Retry failed",
+            "retry-failed",
+            "Ctrl+Shift+R",
+            lambda: self.controller.retry_failed(self.selected),
+            "Retry the failed tasks upstream of the selection (or all), and so what they skipped",
+        )
+        self.act_edit = a(
+            "editTask",
+            "Edit task…",
+            "edit-task",
+            "Ctrl+E",
+            self.edit_task_dialog,
+            "Change the selected task (before it starts, or once it has settled)",
+        )
+        self.act_remove = a(
+            "removeTask",
+            "Remove task",
+            "remove-task",
+            "",
+            lambda: self.controller.remove_tasks(list(self.selected)),
+            "Take the selected tasks out of the engine (Delete)",
+        )
+        self.act_export = a(
+            "exportGraph",
+            "Export graph…",
+            "export-graph",
+            "",
+            self._export_graph,
+            "Save a picture of the whole graph (PNG or SVG)",
+        )
         self.act_run_now = a(
             "runNow",
             "Run now",
@@ -223,11 +271,11 @@ class MainWindow(QMainWindow):
             self.addAction(action)
         self.act_delete_edge = a(
             "deleteEdge",
-            "Delete edge",
+            "Delete",
             "delete-edge",
             "Delete",
-            self._delete_selected_edge,
-            "Remove the selected dependency",
+            self._delete_selection,
+            "Remove the selected dependency, or else the selected tasks",
         )
         self.act_zoom_in = a("zoomIn", "Zoom in", "zoom-in", "Ctrl+=", self.graph_view.zoom_in)
         self.act_zoom_in.setShortcuts([QKeySequence("Ctrl+="), QKeySequence("Ctrl++")])
@@ -286,15 +334,23 @@ class MainWindow(QMainWindow):
 
         menus = self.menuBar()
         file_menu = menus.addMenu("&File")
-        file_menu.addActions([self.act_open, self.act_save])
+        file_menu.addActions([self.act_open, self.act_save, self.act_export])
         file_menu.addSeparator()
         quit_action = file_menu.addAction("Quit", QKeySequence.StandardKey.Quit)
         quit_action.triggered.connect(self.close)
         edit = menus.addMenu("&Edit")
         edit.addActions([self.act_undo, self.act_redo, self.act_delete_edge, self.act_find])
         task = menus.addMenu("&Task")
+        task.addActions([self.act_add, self.act_edit, self.act_remove])
+        task.addSeparator()
         task.addActions(
-            [self.act_add, self.act_run_now, self.act_cancel, self.act_retry, self.act_pause_task]
+            [
+                self.act_run_now,
+                self.act_cancel,
+                self.act_retry,
+                self.act_retry_failed,
+                self.act_pause_task,
+            ]
         )
         task.addSeparator()
         task.addAction(self.act_pause_all)
@@ -316,6 +372,8 @@ class MainWindow(QMainWindow):
         v.selectionChanged.connect(self._on_selection)
         v.connectRequested.connect(self.controller.connect_tasks)
         v.deleteEdgeRequested.connect(self.controller.disconnect_tasks)
+        v.deleteTasksRequested.connect(self.controller.remove_tasks)
+        v.nodesMoved.connect(lambda moves: self.controller.move_nodes(self.scene, moves))
         v.edgeSelected.connect(lambda _edge: self._update_actions())
         v.activated.connect(lambda tid: self.inspector_dock.show())
         v.menuRequested.connect(self._task_menu)
@@ -341,6 +399,10 @@ class MainWindow(QMainWindow):
             self.inspector.refresh()
         if any(t in changed for t in self.selected):
             self._update_actions()
+        elif self.act_retry_failed.isEnabled() or any(
+            i.state is S.FAILED for i in changed.values()
+        ):
+            self._update_retry_failed()
 
     def _apply_recolour(self) -> None:
         changed, self._pending_recolour = self._pending_recolour, {}
@@ -386,11 +448,34 @@ class MainWindow(QMainWindow):
             any(i.state in RUNNABLE_NOW or i.recurring and i.state is not S.PENDING for i in infos)
         )
         self.act_pause_task.setEnabled(bool(infos))
-        self.act_delete_edge.setEnabled(self.scene.selected_edge is not None)
+        self._update_retry_failed()
+        self.act_edit.setEnabled(len(infos) == 1 and self.controller.can_edit(infos[0].id) is None)
+        self.act_edit.setStatusTip(
+            (self.controller.can_edit(infos[0].id) or "Change the selected task")
+            if len(infos) == 1
+            else "Select one task to edit it"
+        )
+        self.act_remove.setEnabled(any(s is not S.RUNNING for s in states))
+        self.act_delete_edge.setEnabled(self.scene.selected_edge is not None or bool(infos))
+
+    def _update_retry_failed(self) -> None:
+        self.act_retry_failed.setEnabled(
+            any(i.state is S.FAILED for i in self.bridge.tasks.values())
+        )
 
     def _task_menu(self, global_pos) -> None:
         menu = QMenu(self)
-        menu.addActions([self.act_run_now, self.act_cancel, self.act_retry, self.act_pause_task])
+        menu.addActions(
+            [
+                self.act_run_now,
+                self.act_cancel,
+                self.act_retry,
+                self.act_retry_failed,
+                self.act_pause_task,
+            ]
+        )
+        menu.addSeparator()
+        menu.addActions([self.act_edit, self.act_remove])
         menu.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
         menu.popup(global_pos)
         self.task_menu = menu
@@ -401,9 +486,12 @@ class MainWindow(QMainWindow):
         self.act_pause_all.setText("Resume all" if paused else "Pause all")
         self._refresh_status()
 
-    def _delete_selected_edge(self) -> None:
+    def _delete_selection(self) -> None:
+        """Delete: the selected edge if there is one, else the selected tasks."""
         if self.scene.selected_edge is not None:
             self.controller.disconnect_tasks(*self.scene.selected_edge)
+        elif self.selected:
+            self.controller.remove_tasks(list(self.selected))
 
     def _focus_search(self) -> None:
         self.search.setFocus(Qt.FocusReason.ShortcutFocusReason)
@@ -431,15 +519,117 @@ class MainWindow(QMainWindow):
         dialog.open()
         self.add_dialog = dialog
 
+    def edit_task_dialog(self) -> None:
+        from .add_task import AddTaskDialog
+
+        if len(self.selected) != 1:
+            return
+        tid = self.selected[0]
+        why = self.controller.can_edit(tid)
+        if why is not None:
+            self._show_message(f"Cannot edit: {why}", True)
+            return
+        spec = self.controller.specs[tid]
+        spec = replace(spec, deps=tuple(self.bridge.tasks[tid].deps))
+        dialog = AddTaskDialog(
+            list(self.bridge.tasks),
+            self,
+            spec=spec,
+            task_id=tid,
+            submit=lambda new: self.controller.edit_task(tid, new),
+        )
+        dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        dialog.open()
+        self.edit_dialog = dialog
+
+    def _export_graph(self) -> None:
+        path, _ = QFileDialog.getSaveFileName(
+            self, "Export graph", "graph.png", "PNG image (*.png);;SVG drawing (*.svg)"
+        )
+        if path:
+            self.export_graph(path)
+
+    def export_graph(self, path) -> bool:
+        try:
+            export_graph(self.scene, path)
+        except (OSError, ValueError) as exc:
+            self._show_message(f"Cannot export: {exc}", True)
+            return False
+        self._show_message(f"Exported the graph to {path}", False)
+        return True
+
     def _open_workflow(self) -> None:
         path, _ = QFileDialog.getOpenFileName(self, "Open workflow", "", "Workflows (*.toml)")
         if path:
             self.openRequested.emit(path)
 
     def _save_workflow(self) -> None:
-        path, _ = QFileDialog.getSaveFileName(self, "Save workflow", "", "Workflows (*.toml)")
-        if path:
+        start = str(self.workflow.path) if self.workflow and self.workflow.path else ""
+        path, _ = QFileDialog.getSaveFileName(self, "Save workflow", start, "Workflows (*.toml)")
+        if not path:
+            return
+        if self.workflow is not None:
+            self.save_workflow(path)
+        else:
             self.saveRequested.emit(path)
+
+    # -- the workflow file ---------------------------------------------------------------
+    def attach_workflow(self, workflow) -> None:
+        """Show ``workflow`` (already scheduled on the engine): its definitions make
+        removals and edits undoable, its ``pos`` keys place nodes, and Save writes it."""
+        self.workflow = workflow
+        for tid, task in workflow.tasks.items():
+            self.controller.specs[tid] = from_workflow(task, workflow.base_dir)
+        self._file_specs = dict(self.controller.specs)
+        self.scene.pin_many(dict(workflow.positions))
+
+    def sync_workflow(self, workflow) -> list[str]:
+        """Make ``workflow`` what the window shows: tasks added, edited and removed here,
+        edges as they are in the engine, dragged positions. Returns tasks left out."""
+        tasks = {t.id: t for t in self.scheduler.tasks()}  # now, not as last painted
+        base = workflow.base_dir
+        left_out = []
+        kept = {}
+        for tid in [
+            *workflow.tasks,
+            *(t for t in self.controller.specs if t not in workflow.tasks),
+        ]:
+            if tid not in tasks:
+                continue  # removed in the window
+            spec = self.controller.specs.get(tid)
+            if spec is None:
+                kept[tid] = workflow.tasks[tid]
+                kept[tid].deps = list(tasks[tid].deps)
+                continue
+            try:
+                kept[tid] = to_workflow(spec, tid, tasks[tid].deps, base)
+            except ValueError:
+                left_out.append(tid)
+        workflow.tasks = kept
+        workflow.positions = {}
+        for tid in kept:
+            pin = self.scene.pins.get(tid)
+            kept[tid].pos = None
+            if pin is not None:
+                workflow.set_position(tid, round(pin[0], 1), round(pin[1], 1))
+        return left_out
+
+    def save_workflow(self, path=None) -> bool:
+        """Write the workflow as shown (atomically); explains a failure in the status bar."""
+        from engine.workflow import Workflow, save
+
+        if self.workflow is None:
+            name = Path(path).stem if path else "workflow"
+            self.workflow = Workflow(name=name, workers=self.scheduler.workers)
+        left_out = self.sync_workflow(self.workflow)
+        try:
+            saved = save(self.workflow, path)
+        except (OSError, ValueError) as exc:
+            self._show_message(f"Cannot save: {exc}", True)
+            return False
+        note = f" (left out {', '.join(left_out)}: Python objects)" if left_out else ""
+        self._show_message(f"Saved {saved}{note}", bool(left_out))
+        return True
 
     # -- theme and settings -------------------------------------------------------------
     def _apply_theme(self) -> None:

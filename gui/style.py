@@ -47,6 +47,7 @@ OUTCOME_COLOURS = {
     "succeeded": STATE_COLOURS[S.SUCCEEDED],
     "failed": STATE_COLOURS[S.FAILED],
     "cancelled": STATE_COLOURS[S.CANCELLED],
+    "interrupted": "#999999",  # stopped by closing the window; the task runs again on resume
 }
 
 ENTRY_COLOURS = {
@@ -75,3 +76,44 @@ def text_colour_on(fill: QColor) -> QColor:
 def is_dark(palette: QPalette | None = None) -> bool:
     palette = palette or QGuiApplication.palette()
     return palette.color(QPalette.ColorRole.Window).lightness() < 128
+
+
+def contrast(a: QColor, b: QColor) -> float:
+    """WCAG contrast ratio of two colours (1 to 21)."""
+
+    def luminance(c: QColor) -> float:
+        def channel(v: float) -> float:
+            v /= 255.0
+            return v / 12.92 if v <= 0.03928 else ((v + 0.055) / 1.055) ** 2.4
+
+        return 0.2126 * channel(c.red()) + 0.7152 * channel(c.green()) + 0.0722 * channel(c.blue())
+
+    light, dark = sorted((luminance(a), luminance(b)), reverse=True)
+    return (light + 0.05) / (dark + 0.05)
+
+
+def readable_on(colour: QColor, background: QColor, minimum: float = 4.5) -> QColor:
+    """``colour``, lightened or darkened (same hue) until it reads on ``background``."""
+    result = QColor(colour)
+    towards_light = background.lightness() < 128
+    for _ in range(20):
+        if contrast(result, background) >= minimum:
+            break
+        result = result.lighter(125) if towards_light else result.darker(125)
+        if towards_light and result.value() == 255:  # lighter() stops at full value
+            h, s, v, a = result.getHsv()
+            result = QColor.fromHsv(h, max(0, s - 20), v, a)
+    return result
+
+
+def link_colours(palette: QPalette | None = None) -> tuple[QColor, QColor]:
+    """The palette's Link and LinkVisited colours, made readable on its Base colour.
+
+    A palette made dark by changing Window/Base/Text keeps Qt's default dark blue
+    links, unreadable on a dark background; this keeps the hue and fixes the contrast.
+    """
+    palette = palette or QGuiApplication.palette()
+    base = palette.color(QPalette.ColorRole.Window)
+    link = palette.color(QPalette.ColorRole.Link)
+    visited = palette.color(QPalette.ColorRole.LinkVisited)
+    return readable_on(link, base), readable_on(visited, base)

@@ -1,39 +1,52 @@
-"""The timeline: what ran in the last 30 s and what the engine will run next.
+"""The timeline: a Gantt of attempts (this run and earlier ones) and what runs next.
 
-One lane per task. Finished attempts are bars coloured by outcome (from the
-event stream); upcoming heap entries are markers by kind (scheduled, retry with
-its attempt number, recurring); an entry past its due time is marked late.
-The time axis moves with now; the wheel zooms the horizon.
+One lane per task. Attempts are bars coloured by outcome: this run's from the
+event stream, earlier runs' (and this run's older ones) from the run store, read
+for the visible window only and at most every few seconds. Upcoming heap
+entries are markers by kind (scheduled, retry with its attempt number,
+recurring); an entry past its due time is marked late.
+
+The window follows now (now sits a fifth from the left) until the user pans it:
+drag, Shift+wheel or a horizontal wheel, or the arrow keys. "Now" or Home
+follows now again; Ctrl+wheel or +/- zooms from 1 minute to 24 hours.
 """
 
 from __future__ import annotations
 
+import math
+import sqlite3
+import time
 from collections import deque
 
 from PySide6.QtCore import QPointF, QRectF, QSize, Qt, QTimer, Signal
 from PySide6.QtGui import QColor, QFont, QFontMetrics, QPainter, QPainterPath, QPalette, QPen
-from PySide6.QtWidgets import QScrollArea, QToolTip, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QApplication, QScrollArea, QToolButton, QToolTip, QVBoxLayout, QWidget
 
 from engine import Entry, Event
 
+from .run_history import WindowHistory, store_of, wall_offset
 from .style import ENTRY_COLOURS, OUTCOME_COLOURS, RECURRING_MARK
 
-PAST = 30.0  # seconds of history on the left of "now"
 LANE_HEIGHT = 24
 LABEL_WIDTH = 130
 AXIS_HEIGHT = 24
-HORIZONS = (10.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1800.0, 3600.0, 4 * 3600.0, 86400.0)
+NOW_AT = 0.2  # where now sits while following, as a fraction of the width
+SPANS = (60.0, 150.0, 300.0, 600.0, 1800.0, 3600.0, 3 * 3600.0, 6 * 3600.0, 12 * 3600.0, 86400.0)
+DEFAULT_SPAN = 150.0  # 30 s of history, 2 min ahead
+PAN_STEP = 0.1  # of the span, per wheel notch or arrow key
 END_KINDS = {
     "succeeded": "succeeded",
     "failed": "failed",
     "retry_wait": "failed",
     "cancelled": "cancelled",
+    "ready": "interrupted",  # running -> ready only when shutdown interrupted the attempt
 }
 LATE_COLOUR = QColor("#D55E00")
+EARLIER_RUN_ALPHA = 150  # earlier runs' bars are a little faded
 
 
 class TimelineModel:
-    """Lanes, upcoming entries and recent attempt bars; fed by the bridge, read by the painter."""
+    """Lanes, upcoming entries and attempt bars; fed by the bridge, read by the painter."""
 
     def __init__(self, attempts_of=None):
         self.attempts_of = attempts_of  # tid -> list[Attempt], to seed history of known tasks
@@ -42,6 +55,7 @@ class TimelineModel:
         self.entries: dict[str, list[Entry]] = {}
         self.attempts_next: dict[str, int] = {}
         self.bars: dict[str, deque] = {}  # tid -> deque[[start, end|None, outcome, attempt]]
+        self.history: WindowHistory | None = None  # stored attempts of the visible window
 
     def set_tasks(self, tasks) -> None:
         for tid in tasks:
@@ -83,30 +97,97 @@ class TimelineModel:
                     bars[-1][1] = event.at
                     bars[-1][2] = END_KINDS[event.kind]
 
+    def stored_bars(self, tid: str):
+        """Stored attempts of the task not also shown from the event stream."""
+        if self.history is None:
+            return ()
+        rows = self.history.bars.get(tid, ())
+        live = {bar[3] for bar in self.bars.get(tid, ())}
+        run = self.history.run
+        return [row for row in rows if not (row[4] == run and row[3] in live)]
+
 
 class TimelineCanvas(QWidget):
     taskClicked = Signal(str)
-    horizonChanged = Signal(float)
+    viewChanged = Signal()  # the span or the window's position changed
 
     def __init__(self, model: TimelineModel, clock_now, parent=None):
         super().__init__(parent)
         self.model = model
         self.clock_now = clock_now
-        self.horizon = 120.0
+        self.wall_offset = lambda: time.time() - clock_now()  # wall = clock + offset
+        self.span = DEFAULT_SPAN
+        self.following = True
+        self.start = 0.0  # the left edge on the scheduler clock, while not following
         self.selected: str | None = None
         self._hits: list[tuple[QRectF, str, str]] = []  # (rect, task, tooltip)
+        self._press: tuple[float, float] | None = None  # (x, left edge) at the mouse press
+        self._dragging = False
         self.setMouseTracking(True)
         self.setMinimumHeight(LANE_HEIGHT)
+        self.setFocusPolicy(Qt.FocusPolicy.ClickFocus)
 
+    # -- the window ---------------------------------------------------------------
+    @property
+    def horizon(self) -> float:
+        """Seconds ahead of now shown while following."""
+        return self.span * (1 - NOW_AT)
+
+    def window(self, now: float | None = None) -> tuple[float, float]:
+        """(left, right) of the visible window on the scheduler clock."""
+        now = self.clock_now() if now is None else now
+        left = now - self.span * NOW_AT if self.following else self.start
+        return left, left + self.span
+
+    def plot_width(self) -> float:
+        return max(1.0, self.width() - LABEL_WIDTH - 8)
+
+    def x_of(self, t: float, now: float) -> float:
+        left, _ = self.window(now)
+        return LABEL_WIDTH + (t - left) / self.span * self.plot_width()
+
+    def t_of(self, x: float, now: float) -> float:
+        left, _ = self.window(now)
+        return left + (x - LABEL_WIDTH) / self.plot_width() * self.span
+
+    def pan(self, seconds: float) -> None:
+        """Move the window by ``seconds`` (negative: back in time); stops following now."""
+        left, _ = self.window()
+        self.start = left + seconds
+        self.following = False
+        self._changed()
+
+    def follow_now(self) -> None:
+        self.following = True
+        self._changed()
+
+    def zoom(self, steps: int, anchor_x: float | None = None) -> None:
+        """Step through SPANS; a panned window keeps the time under ``anchor_x`` in place."""
+        index = min(range(len(SPANS)), key=lambda i: abs(SPANS[i] - self.span))
+        self.set_span(SPANS[max(0, min(len(SPANS) - 1, index + steps))], anchor_x)
+
+    def set_span(self, seconds: float, anchor_x: float | None = None) -> None:
+        seconds = max(SPANS[0], min(SPANS[-1], float(seconds)))
+        if seconds == self.span:
+            return
+        if not self.following:
+            now = self.clock_now()
+            x = LABEL_WIDTH + self.plot_width() / 2 if anchor_x is None else anchor_x
+            fraction = (x - LABEL_WIDTH) / self.plot_width()
+            self.start = self.t_of(x, now) - fraction * seconds
+        self.span = seconds
+        self._changed()
+
+    def _changed(self) -> None:
+        self.update()
+        self.viewChanged.emit()
+
+    # -- painting -----------------------------------------------------------------
     def sizeHint(self) -> QSize:
         return QSize(600, max(LANE_HEIGHT, len(self.model.lanes) * LANE_HEIGHT))
 
     def update_height(self) -> None:
         self.setFixedHeight(max(LANE_HEIGHT, len(self.model.lanes) * LANE_HEIGHT))
-
-    def x_of(self, t: float, now: float) -> float:
-        width = max(1.0, self.width() - LABEL_WIDTH - 8)
-        return LABEL_WIDTH + (t - now + PAST) / (self.horizon + PAST) * width
 
     def paintEvent(self, event) -> None:
         painter = QPainter(self)
@@ -116,12 +197,12 @@ class TimelineCanvas(QWidget):
         faint = QColor(text)
         faint.setAlpha(28)
         now = self.clock_now()
+        left, right_t = self.window(now)
         clip = event.rect()
         first = max(0, clip.top() // LANE_HEIGHT)
         last = min(len(self.model.lanes), clip.bottom() // LANE_HEIGHT + 1)
         self._hits = []
         metrics = QFontMetrics(self.font())
-        x_now = self.x_of(now, now)
         right = self.width() - 8
         for row in range(first, last):
             tid = self.model.lanes[row]
@@ -145,23 +226,113 @@ class TimelineCanvas(QWidget):
                 Qt.AlignmentFlag.AlignVCenter | Qt.AlignmentFlag.AlignLeft,
                 label,
             )
-            self._paint_bars(painter, tid, top, now, right)
-            self._paint_entries(painter, tid, top, now, right)
-        painter.setPen(QPen(palette.color(QPalette.ColorRole.Highlight), 2))
-        painter.drawLine(QPointF(x_now, clip.top()), QPointF(x_now, clip.bottom() + 1))
+            self._paint_stored(painter, tid, top, now, (left, right_t), right)
+            self._paint_bars(painter, tid, top, now, (left, right_t), right)
+            self._paint_entries(painter, tid, top, now, (left, right_t), right)
+        self._paint_run_starts(painter, now, (left, right_t), clip)
+        if left <= now <= right_t:
+            x_now = self.x_of(now, now)
+            painter.setPen(QPen(palette.color(QPalette.ColorRole.Highlight), 2))
+            painter.drawLine(QPointF(x_now, clip.top()), QPointF(x_now, clip.bottom() + 1))
         painter.end()
 
-    def _paint_bars(self, painter, tid, top, now, right) -> None:
+    def _paint_run_starts(self, painter, now, window, clip) -> None:
+        """A dashed line where each stored run began, labelled with its number."""
+        history = self.model.history
+        if history is None or not history.run_starts:
+            return
+        left, right_t = window
+        text = self.palette().color(QPalette.ColorRole.Text)
+        line = QColor(text)
+        line.setAlpha(110)
+        pen = QPen(line, 1, Qt.PenStyle.DashLine)
+        small = QFont(self.font())
+        small.setPointSizeF(max(7.0, small.pointSizeF() - 1.5))
+        painter.setFont(small)
+        metrics = QFontMetrics(small)
+        labelled_to = -math.inf
+        for run, start in sorted(history.run_starts.items(), key=lambda item: item[1]):
+            if not left <= start <= right_t:
+                continue
+            x = self.x_of(start, now) - 2  # just left of the run's first bar
+            painter.setPen(pen)
+            painter.drawLine(QPointF(x, clip.top()), QPointF(x, clip.bottom() + 1))
+            label = f"run {run}"
+            box = QRectF(x + 2, 1, metrics.horizontalAdvance(label) + 6, metrics.height())
+            if box.left() < labelled_to:
+                continue  # runs close together: the line alone
+            labelled_to = box.right()
+            background = self.palette().color(QPalette.ColorRole.Base)
+            background.setAlpha(200)
+            painter.fillRect(box, background)
+            painter.setPen(text)
+            painter.drawText(box, Qt.AlignmentFlag.AlignCenter, label)
+        painter.setFont(self.font())
+
+    def _bar_rect(self, start, finish, top, now, right) -> QRectF:
+        x0 = max(LABEL_WIDTH, self.x_of(start, now))
+        x1 = min(right, max(x0 + 3, self.x_of(finish, now)))
+        return QRectF(x0, top + 6, x1 - x0, LANE_HEIGHT - 12)
+
+    def _paint_stored(self, painter, tid, top, now, window, right) -> None:
+        """Stored attempts; neighbours that would overlap on screen merge into one bar
+        (a day of a busy task is hundreds of bars a pixel apart)."""
+        left, right_t = window
+        current_run = self.model.history.run if self.model.history else None
+        scale = self.plot_width() / self.span
+        segments: list[list] = []  # [x0, x1, outcome, earlier, first, last, count]
+        for bar in self.model.stored_bars(tid):
+            start, end, outcome = bar[0], bar[1], bar[2]
+            if start > right_t:
+                break
+            finish = start if end is None else end
+            if finish < left:
+                continue
+            x0 = max(LABEL_WIDTH, LABEL_WIDTH + (start - left) * scale)
+            x1 = min(right, max(x0 + 3, LABEL_WIDTH + (finish - left) * scale))
+            earlier = bar[4] != current_run
+            last = segments[-1] if segments else None
+            if last and x0 <= last[1] + 1 and last[2] == outcome and last[3] == earlier:
+                last[1] = max(last[1], x1)
+                last[5] = bar
+                last[6] += 1
+            else:
+                segments.append([x0, x1, outcome, earlier, bar, bar, 1])
+        painter.setPen(Qt.PenStyle.NoPen)
+        for x0, x1, outcome, earlier, first, last, count in segments:
+            colour = QColor(OUTCOME_COLOURS.get(outcome, "#888888"))
+            if earlier:
+                colour.setAlpha(EARLIER_RUN_ALPHA)
+            painter.setBrush(colour)
+            rect = QRectF(x0, top + 6, x1 - x0, LANE_HEIGHT - 12)
+            painter.drawRoundedRect(rect, 3, 3)
+            self._hits.append(
+                (rect.adjusted(-2, -4, 2, 4), tid, self._stored_tip(tid, first, last, count))
+            )
+
+    def _stored_tip(self, tid, first, last, count) -> str:
+        offset = self.wall_offset()
+        current_run = self.model.history.run if self.model.history else None
+
+        def when(t):
+            return time.strftime("%d %b %H:%M:%S", time.localtime(t + offset))
+
+        start, end, outcome, number, run = first
+        which = f"run {run} · " if run != current_run else ""
+        if count > 1:
+            return f"{tid}: {count} attempts {outcome}, {when(start)} – {when(last[0])}"
+        took = "" if end is None else f", {end - start:.2f} s"
+        return f"{tid} {which}attempt {number}: {outcome}{took} ({when(start)})"
+
+    def _paint_bars(self, painter, tid, top, now, window, right) -> None:
+        left, right_t = window
         for start, end, outcome, attempt in self.model.bars.get(tid, ()):
             finish = now if end is None else end
-            if finish < now - PAST:
+            if finish < left or start > right_t:
                 continue
-            x0 = max(LABEL_WIDTH, self.x_of(start, now))
-            x1 = min(right, max(x0 + 3, self.x_of(finish, now)))
-            rect = QRectF(x0, top + 6, x1 - x0, LANE_HEIGHT - 12)
-            colour = QColor(OUTCOME_COLOURS.get(outcome, "#888888"))
+            rect = self._bar_rect(start, finish, top, now, right)
             painter.setPen(Qt.PenStyle.NoPen)
-            painter.setBrush(colour)
+            painter.setBrush(QColor(OUTCOME_COLOURS.get(outcome, "#888888")))
             painter.drawRoundedRect(rect, 3, 3)
             took = finish - start
             self._hits.append(
@@ -172,9 +343,12 @@ class TimelineCanvas(QWidget):
                 )
             )
 
-    def _paint_entries(self, painter, tid, top, now, right) -> None:
+    def _paint_entries(self, painter, tid, top, now, window, right) -> None:
+        left, right_t = window
         mid = top + LANE_HEIGHT / 2
         for entry in self.model.entries.get(tid, ()):
+            if not self.following and not left <= entry.run_at <= right_t:
+                continue  # a panned window shows only what falls inside it
             late = entry.run_at < now
             x = self.x_of(entry.run_at, now)
             beyond = x > right
@@ -208,68 +382,119 @@ class TimelineCanvas(QWidget):
                 )
             )
 
+    # -- input --------------------------------------------------------------------
+    def mousePressEvent(self, event) -> None:
+        if event.button() == Qt.MouseButton.LeftButton:
+            self._press = (event.position().x(), self.window()[0])
+            self._dragging = False
+
     def mouseMoveEvent(self, event) -> None:
         pos = event.position()
+        if self._press is not None and event.buttons() & Qt.MouseButton.LeftButton:
+            dx = pos.x() - self._press[0]
+            if self._dragging or abs(dx) >= QApplication.startDragDistance():
+                self._dragging = True  # drag the time axis: earlier is to the left
+                self.setCursor(Qt.CursorShape.ClosedHandCursor)
+                self.start = self._press[1] - dx / self.plot_width() * self.span
+                self.following = False
+                self._changed()
+            return
         for rect, _tid, tip in reversed(self._hits):
             if rect.contains(pos):
                 QToolTip.showText(event.globalPosition().toPoint(), tip, self)
                 return
         QToolTip.hideText()
 
-    def mousePressEvent(self, event) -> None:
-        row = int(event.position().y() // LANE_HEIGHT)
-        if 0 <= row < len(self.model.lanes):
-            self.taskClicked.emit(self.model.lanes[row])
+    def mouseReleaseEvent(self, event) -> None:
+        clicked = self._press is not None and not self._dragging
+        self._press = None
+        self._dragging = False
+        self.unsetCursor()
+        if clicked and event.button() == Qt.MouseButton.LeftButton:
+            row = int(event.position().y() // LANE_HEIGHT)
+            if 0 <= row < len(self.model.lanes):
+                self.taskClicked.emit(self.model.lanes[row])
 
     def wheelEvent(self, event) -> None:
-        # Ctrl+wheel zooms the time axis; a plain wheel scrolls the lanes.
-        if not event.modifiers() & Qt.KeyboardModifier.ControlModifier:
-            event.ignore()
+        # Ctrl+wheel zooms; Shift+wheel or a horizontal wheel pans; a plain wheel
+        # scrolls the lanes (the scroll area gets it).
+        delta = event.angleDelta()
+        modifiers = event.modifiers()
+        if modifiers & Qt.KeyboardModifier.ControlModifier and delta.y():
+            self.zoom(1 if delta.y() < 0 else -1, event.position().x())
+            event.accept()
             return
-        step = 1 if event.angleDelta().y() < 0 else -1
-        index = min(range(len(HORIZONS)), key=lambda i: abs(HORIZONS[i] - self.horizon))
-        index = max(0, min(len(HORIZONS) - 1, index + step))
-        self.horizonChanged.emit(HORIZONS[index])
+        sideways = delta.x() or (delta.y() if modifiers & Qt.KeyboardModifier.ShiftModifier else 0)
+        if sideways:
+            self.pan(-sideways / 120 * PAN_STEP * self.span)  # wheel up/left: back in time
+            event.accept()
+            return
+        event.ignore()
+
+    def keyPressEvent(self, event) -> None:
+        key = event.key()
+        if key == Qt.Key.Key_Home:
+            self.follow_now()
+        elif key in (Qt.Key.Key_Left, Qt.Key.Key_Right):
+            self.pan((-1 if key == Qt.Key.Key_Left else 1) * PAN_STEP * self.span)
+        elif key in (Qt.Key.Key_Plus, Qt.Key.Key_Equal, Qt.Key.Key_Minus):
+            self.zoom(1 if key == Qt.Key.Key_Minus else -1)
+        else:
+            super().keyPressEvent(event)
+            return
         event.accept()
 
 
 class TimelineAxis(QWidget):
+    """Tick labels: relative to now while following, wall-clock times when panned."""
+
     def __init__(self, canvas: TimelineCanvas, parent=None):
         super().__init__(parent)
         self.canvas = canvas
         self.setFixedHeight(AXIS_HEIGHT)
+        self.now_button = QToolButton(self)
+        self.now_button.setObjectName("timelineNow")
+        self.now_button.setText("Now")
+        self.now_button.setToolTip("Follow now again (Home)")
+        self.now_button.setAutoRaise(True)
+        self.now_button.setGeometry(2, 1, 44, AXIS_HEIGHT - 2)
+        self.now_button.clicked.connect(canvas.follow_now)
+        self.now_button.setVisible(False)
 
     def paintEvent(self, event) -> None:
+        self.now_button.setVisible(not self.canvas.following)
         painter = QPainter(self)
         painter.setRenderHint(QPainter.RenderHint.Antialiasing)
         text = self.palette().color(QPalette.ColorRole.Text)
-        now = self.canvas.clock_now()
         canvas = self.canvas
+        now = canvas.clock_now()
+        left, right = canvas.window(now)
         room = max(2, int((self.width() - LABEL_WIDTH) / 70))  # a label needs ~70 px
-        step = _tick_step(canvas.horizon + PAST, room)
+        step = _tick_step(canvas.span, room)
         painter.setPen(text)
         small = QFont(self.font())
         small.setPointSizeF(max(7.0, small.pointSizeF() - 1))
         painter.setFont(small)
-        painter.drawText(
-            QRectF(6, 0, LABEL_WIDTH - 10, AXIS_HEIGHT),
-            Qt.AlignmentFlag.AlignVCenter,
-            f"next {_short(canvas.horizon)}",
-        )
-        t = -PAST - (-PAST % step) + step if -PAST % step else -PAST
-        while t <= canvas.horizon:
-            x = canvas.x_of(now + t, now)
+        offset = canvas.wall_offset()
+        if canvas.following:
+            cell = QRectF(6, 0, LABEL_WIDTH - 10, AXIS_HEIGHT)
+            caption = f"next {_short(canvas.horizon)}"
+        else:
+            cell = QRectF(50, 0, LABEL_WIDTH - 54, AXIS_HEIGHT)
+            caption = time.strftime("%a %d %b", time.localtime(left + offset))
+        painter.drawText(cell, Qt.AlignmentFlag.AlignVCenter, caption)
+        for t, label in _ticks(left, right, now, step, offset, canvas.following):
+            x = canvas.x_of(t, now)
             painter.drawLine(QPointF(x, AXIS_HEIGHT - 6), QPointF(x, AXIS_HEIGHT))
-            label = "now" if abs(t) < 1e-9 else f"{'+' if t > 0 else '−'}{_short(abs(t))}"
             painter.drawText(
-                QRectF(min(x - 40, self.width() - 80), 0, 80, AXIS_HEIGHT - 6),
+                QRectF(max(LABEL_WIDTH, min(x - 40, self.width() - 80)), 0, 80, AXIS_HEIGHT - 6),
                 Qt.AlignmentFlag.AlignCenter,
                 label,
             )
-            t += step
-        painter.setPen(QPen(self.palette().color(QPalette.ColorRole.Highlight), 2))
-        x_now = canvas.x_of(now, now)
-        painter.drawLine(QPointF(x_now, AXIS_HEIGHT - 8), QPointF(x_now, AXIS_HEIGHT))
+        if left <= now <= right:
+            painter.setPen(QPen(self.palette().color(QPalette.ColorRole.Highlight), 2))
+            x_now = canvas.x_of(now, now)
+            painter.drawLine(QPointF(x_now, AXIS_HEIGHT - 8), QPointF(x_now, AXIS_HEIGHT))
         painter.end()
 
 
@@ -293,31 +518,77 @@ class Timeline(QWidget):
         layout.addWidget(self.axis)
         layout.addWidget(self.scroll)
         self.canvas.taskClicked.connect(self.taskClicked)
-        self.canvas.horizonChanged.connect(self.set_horizon)
+        self.canvas.viewChanged.connect(self.axis.update)
+        self._dirty = True
+        self._painted_now = -math.inf
+        self.canvas.viewChanged.connect(self._touch)
         self._timer = QTimer(self)
         self._timer.setInterval(100)  # the axis moves with now
         self._timer.timeout.connect(self._tick)
         self._timer.start()
 
+    def attach_history(self, scheduler) -> None:
+        """Draw attempts from the scheduler's run store too (earlier runs, older attempts)."""
+        store = store_of(scheduler)
+        if store is None:
+            return
+        clock = scheduler.clock
+        self.model.history = WindowHistory(store, clock)
+        self.canvas.wall_offset = lambda: wall_offset(clock)
+
+    def detach_history(self) -> None:
+        """The store is about to close: stop reading it."""
+        self.model.history = None
+
     def _tick(self) -> None:
-        if self.isVisible():
+        if not self.isVisible():
+            return
+        history = self.model.history
+        if history is not None and history.due() and history.needs_read(*self.canvas.window()):
+            self.read_history()
+        # Repaint when something changed or now moved by half a pixel: a day-wide
+        # window needs a new picture every ~40 s, not ten times a second.
+        now = self.canvas.clock_now()
+        moved = abs(now - self._painted_now) * self.canvas.plot_width() / self.canvas.span
+        if self._dirty or moved >= 0.5:
+            self._dirty = False
+            self._painted_now = now
             self.canvas.update()
             self.axis.update()
 
+    def _touch(self) -> None:
+        self._dirty = True
+
+    def read_history(self) -> None:
+        """Read the store for the visible window now (the tick does it when needed)."""
+        history = self.model.history
+        if history is None:
+            return
+        self._dirty = True
+        try:
+            history.read(*self.canvas.window())
+        except sqlite3.Error:  # the store was closed under us: keep what we have
+            self.model.history = None
+        self.canvas.update()
+
     def set_tasks(self, tasks) -> None:
+        self._dirty = True
         before = len(self.model.lanes)
         self.model.set_tasks(tasks)
         if len(self.model.lanes) != before:
             self.canvas.update_height()
 
     def remove_tasks(self, ids) -> None:
+        self._dirty = True
         self.model.remove(ids)
         self.canvas.update_height()
 
     def set_upcoming(self, entries) -> None:
+        self._dirty = True
         self.model.set_upcoming(entries)
 
     def add_events(self, events) -> None:
+        self._dirty = True
         self.model.add_events(events)
 
     def select(self, tid: str | None) -> None:
@@ -327,10 +598,29 @@ class Timeline(QWidget):
             self.scroll.ensureVisible(0, row * LANE_HEIGHT + LANE_HEIGHT // 2, 0, LANE_HEIGHT)
         self.canvas.update()
 
-    def set_horizon(self, seconds: float) -> None:
-        self.canvas.horizon = seconds
-        self.canvas.update()
-        self.axis.update()
+    def set_span(self, seconds: float) -> None:
+        self.canvas.set_span(seconds)
+
+    def follow_now(self) -> None:
+        self.canvas.follow_now()
+
+
+def _ticks(left, right, now, step, offset, following):
+    """(time, label) pairs: "now", "−30 s", "+1 min" while following; wall-clock
+    times aligned to local ``step`` boundaries when panned."""
+    if following:
+        t = math.ceil((left - now) / step) * step
+        while now + t <= right:
+            label = "now" if abs(t) < 1e-9 else f"{'+' if t > 0 else '−'}{_short(abs(t))}"
+            yield now + t, label
+            t += step
+        return
+    local = time.localtime(left + offset).tm_gmtoff  # align to local midnight, hours, ...
+    wall = math.ceil((left + offset + local) / step) * step - local
+    fmt = "%H:%M:%S" if step < 60 else "%H:%M"
+    while wall - offset <= right:
+        yield wall - offset, time.strftime(fmt, time.localtime(wall))
+        wall += step
 
 
 def _marker(kind: str, x: float, y: float) -> QPainterPath:

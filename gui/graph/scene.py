@@ -11,7 +11,7 @@ import math
 import threading
 
 import networkx as nx
-from PySide6.QtCore import QPointF, QRectF, Qt, Signal
+from PySide6.QtCore import QElapsedTimer, QPointF, QRectF, Qt, QTimer, Signal
 from PySide6.QtGui import QBrush, QColor, QGuiApplication, QPainterPath, QPalette
 from PySide6.QtWidgets import QGraphicsPathItem, QGraphicsScene
 
@@ -22,6 +22,8 @@ from .layout import NODE_HEIGHT, NODE_WIDTH, Layout, LayoutCache, compute_layout
 
 NOT_STARTED = frozenset({TaskState.PENDING, TaskState.SCHEDULED, TaskState.READY})
 BACKGROUND_LAYOUT_NODES = 400  # above this, lay out off the GUI thread
+CHUNKED_NODES = 400  # above this many new nodes, create them in slices between events
+SLICE_MS = 30  # longest time one slice of node creation may hold the GUI thread
 MARGIN = 60.0
 ACCEPT_COLOUR = QColor("#009E73")
 REFUSE_COLOUR = QColor("#D55E00")
@@ -45,6 +47,19 @@ class GraphScene(QGraphicsScene):
         self._detail = True
         self.selected: list[str] = []
         self.selected_edge: tuple[str, str] | None = None
+        # Positions a person dragged nodes to (top-left corner); the layout fills in the rest.
+        self.pins: dict[str, tuple[float, float]] = {}
+        self._unbuilt: list[str] = []  # tasks whose node items are still to be made
+        self._layout_waiting: Layout | None = None  # ready before all nodes were built
+        self._build_timer = QTimer(self)
+        self._build_timer.setSingleShot(True)
+        self._build_timer.timeout.connect(self._build_slice)
+        self._place_timer = QTimer(self)
+        self._place_timer.setSingleShot(True)
+        self._place_timer.timeout.connect(self._place_waiting)
+        self._edges_timer = QTimer(self)
+        self._edges_timer.setSingleShot(True)
+        self._edges_timer.timeout.connect(self._rebuild_edges)
         self._layoutReady.connect(self._on_layout_ready, Qt.ConnectionType.QueuedConnection)
 
         self.edges_item = QGraphicsPathItem()
@@ -54,6 +69,13 @@ class GraphScene(QGraphicsScene):
         self.heads_item.setPen(Qt.PenStyle.NoPen)
         self.edge_highlight = QGraphicsPathItem()  # the selected edge, drawn over the rest
         self.edge_highlight.setZValue(0.8)
+        self._moving: set[str] = set()  # nodes being dragged: their edges drawn apart
+        self._moving_edges: list[tuple[str, str]] = []
+        self.moving_edges_item = QGraphicsPathItem()
+        self.moving_edges_item.setZValue(0)
+        self.moving_heads_item = QGraphicsPathItem()
+        self.moving_heads_item.setZValue(0.5)
+        self.moving_heads_item.setPen(Qt.PenStyle.NoPen)
         self.halo = QGraphicsPathItem()  # rings around selected nodes
         self.halo.setZValue(0.9)
         self.halo.setBrush(Qt.BrushStyle.NoBrush)
@@ -66,6 +88,8 @@ class GraphScene(QGraphicsScene):
         for item in (
             self.edges_item,
             self.heads_item,
+            self.moving_edges_item,
+            self.moving_heads_item,
             self.edge_highlight,
             self.halo,
             self.target_ring,
@@ -86,6 +110,8 @@ class GraphScene(QGraphicsScene):
         # Exactly 1 px: a 1.2 px cosmetic pen made a 2,000-node repaint 20x slower (432 ms).
         self.edges_item.setPen(cosmetic_pen(edge, 1.0))
         self.heads_item.setBrush(QBrush(edge))
+        self.moving_edges_item.setPen(cosmetic_pen(edge, 1.0))
+        self.moving_heads_item.setBrush(QBrush(edge))
         self.edge_highlight.setPen(cosmetic_pen(SELECT_COLOUR, 3.0))
         self.halo.setPen(cosmetic_pen(SELECT_COLOUR, 3.0))
         for tid, node in self.nodes.items():
@@ -102,14 +128,18 @@ class GraphScene(QGraphicsScene):
         self.graph = graph
         for tid in [t for t in self.nodes if t not in tasks]:
             self.removeItem(self.nodes.pop(tid))
-        for tid, info in tasks.items():
-            node = self.nodes.get(tid)
-            if node is None:
-                node = self.nodes[tid] = NodeItem(tid)
-                node.set_detail(self._detail)
-                node.setVisible(False)  # until the layout places it
-                self.addItem(node)
-            node.set_info(info, self.base)
+        # Pins of removed tasks stay: undoing the removal puts the node back where it was.
+        missing = [tid for tid in tasks if tid not in self.nodes]
+        for tid, node in self.nodes.items():
+            node.set_info(tasks[tid], self.base)
+        # Thousands of new nodes take a second or more to make: build them in
+        # slices from a zero timer so the window keeps painting and answering.
+        self._unbuilt = missing
+        self._layout_waiting = None
+        if len(missing) <= CHUNKED_NODES:
+            self._build_slice(budget_ms=None)
+        else:
+            self._build_timer.start(0)
         self.selected = [t for t in self.selected if t in tasks]
         if self.selected_edge and not graph.has_edge(*self.selected_edge):
             self.selected_edge = None
@@ -127,6 +157,40 @@ class GraphScene(QGraphicsScene):
                 target=self._layout_in_background, args=(key, list(tasks), edges), daemon=True
             ).start()
 
+    @property
+    def building(self) -> bool:
+        """True while node items are still being made (the layout waits for them)."""
+        return bool(self._unbuilt)
+
+    def _build_slice(self, budget_ms: int | None = SLICE_MS) -> None:
+        clock = QElapsedTimer()
+        clock.start()
+        while self._unbuilt:
+            # Fifty at a time between clock checks (about 6 ms on our machine).
+            batch, self._unbuilt = self._unbuilt[:50], self._unbuilt[50:]
+            for tid in batch:
+                info = self.tasks.get(tid)
+                if info is None or tid in self.nodes:
+                    continue
+                node = self.nodes[tid] = NodeItem(tid)
+                node.set_detail(self._detail)
+                node.setVisible(False)  # until the layout places it
+                node.set_info(info, self.base)
+                self.addItem(node)
+            if budget_ms is not None and clock.elapsed() >= budget_ms and self._unbuilt:
+                self._build_timer.start(0)
+                return
+        if self._layout_waiting is not None:
+            if budget_ms is None:
+                self._place_waiting()
+            else:
+                self._place_timer.start(0)  # placing thousands gets a slice of its own
+
+    def _place_waiting(self) -> None:
+        if self._layout_waiting is not None and not self._unbuilt:
+            layout, self._layout_waiting = self._layout_waiting, None
+            self._apply_layout(layout)
+
     def _layout_in_background(self, key, nodes, edges) -> None:
         layout = compute_layout(nodes, edges)
         self.cache.put(key, layout)
@@ -140,34 +204,106 @@ class GraphScene(QGraphicsScene):
             self._apply_layout(layout)
 
     def _apply_layout(self, layout: Layout) -> None:
+        if self._unbuilt:  # nodes still being made: place them all at once when done
+            self._layout_waiting = layout
+            return
         self.layout = layout
-        # Explicit scene rect first: otherwise Qt grows the rect (and re-indexes) per move.
-        self.setSceneRect(
-            QRectF(-MARGIN, -MARGIN, layout.width + 2 * MARGIN, layout.height + 2 * MARGIN)
-        )
         # Moving thousands of items one by one re-balances the BSP tree each time
         # (5,000 nodes took over 20 s); switch the index off for the bulk move and
-        # rebuild it once.
+        # rebuild it once. Off before the scene rect too: a new rect re-indexes (80 ms).
         self.setItemIndexMethod(QGraphicsScene.ItemIndexMethod.NoIndex)
+        # Explicit scene rect first: otherwise Qt grows the rect (and re-indexes) per move.
+        self._update_scene_rect()
         for tid, node in self.nodes.items():
-            x, y = layout.positions.get(tid, (0.0, 0.0))
-            node.setPos(x, y)
+            node.setPos(*self.position_of(tid))
             node.setVisible(True)
         self.setItemIndexMethod(QGraphicsScene.ItemIndexMethod.BspTreeIndex)
-        self._rebuild_edges()
+        if len(self.nodes) > CHUNKED_NODES:
+            self._edges_timer.start(0)  # thousands of curves: a slice of their own
+        else:
+            self._rebuild_edges()
         self._update_halo()
         self.layoutApplied.emit()
 
+    # -- positions a person chose ---------------------------------------------------
+    def position_of(self, tid: str) -> tuple[float, float]:
+        """Where ``tid`` belongs: its pin if dragged, else its place in the layout."""
+        pin = self.pins.get(tid)
+        if pin is not None:
+            return pin
+        return self.layout.positions.get(tid, (0.0, 0.0)) if self.layout else (0.0, 0.0)
+
+    def pin_many(self, pins: dict) -> None:
+        """Pin tasks at (x, y), or hand them back to the layout with None."""
+        for tid, xy in pins.items():
+            if xy is None:
+                self.pins.pop(tid, None)
+            else:
+                self.pins[tid] = (float(xy[0]), float(xy[1]))
+            node = self.nodes.get(tid)
+            if node is not None and self.layout is not None:
+                node.setPos(*self.position_of(tid))
+        self._update_scene_rect()
+        self._rebuild_edges()
+        self._update_halo()
+
+    def preview_positions(self, positions: dict) -> None:
+        """Show nodes at these positions while they are being dragged (not pinned yet).
+
+        Only the edges touching them are redrawn per mouse move (in their own item):
+        rebuilding all 5,000 edges of a big graph took 65 ms a move.
+        """
+        moving = set(positions)
+        if moving != self._moving:
+            self._moving = moving
+            self._rebuild_edges()  # once per gesture: every edge but the moving ones
+        for tid, (x, y) in positions.items():
+            self.nodes[tid].setPos(x, y)
+        edges, heads = QPainterPath(), QPainterPath()
+        for up, down in self._moving_edges:
+            add_edge(edges, heads, self.nodes[up].output_point(), self.nodes[down].input_point())
+        self.moving_edges_item.setPath(edges)
+        self.moving_heads_item.setPath(heads)
+        self._update_halo()
+
+    def end_preview(self, rebuild: bool = True) -> None:
+        """The drag is over: all edges in the shared path again (``rebuild=False``
+        when a ``pin_many`` that rebuilds them follows at once)."""
+        self._moving = set()
+        self.moving_edges_item.setPath(QPainterPath())
+        self.moving_heads_item.setPath(QPainterPath())
+        if rebuild:
+            self._rebuild_edges()
+
+    def _update_scene_rect(self) -> None:
+        layout = self.layout
+        rect = QRectF(0, 0, layout.width, layout.height) if layout else QRectF()
+        for tid, (x, y) in self.pins.items():
+            if tid in self.nodes:
+                rect = rect.united(QRectF(x, y, NODE_WIDTH, NODE_HEIGHT))
+        self.setSceneRect(rect.adjusted(-MARGIN, -MARGIN, MARGIN, MARGIN))
+
+    def _route(self, up: str, down: str):
+        """Slots a long edge passes through; none once a person moved either end."""
+        if self.layout is None or up in self.pins or down in self.pins:
+            return ()
+        return self.layout.routes.get((up, down), ())
+
     def _rebuild_edges(self) -> None:
         edges, heads = QPainterPath(), QPainterPath()
-        routes = self.layout.routes if self.layout is not None else {}
+        self._moving_edges = []
         for up, down in self.graph.edges:
+            if up not in self.nodes or down not in self.nodes:
+                continue  # still being built
+            if up in self._moving or down in self._moving:
+                self._moving_edges.append((up, down))  # drawn by preview_positions
+                continue
             add_edge(
                 edges,
                 heads,
                 self.nodes[up].output_point(),
                 self.nodes[down].input_point(),
-                routes.get((up, down), ()),
+                self._route(up, down),
             )
         self.edges_item.setPath(edges)
         self.heads_item.setPath(heads)
@@ -180,18 +316,23 @@ class GraphScene(QGraphicsScene):
         for tid, info in changed.items():
             node = self.nodes.get(tid)
             old = self.tasks.get(tid)
-            if node is None or old is None or old.deps != info.deps:
-                structural = True
+            if old is None or old.deps != info.deps:
+                structural = True  # (a known task with no node yet is still being built)
             self.tasks[tid] = info
             if node is not None:
                 node.set_info(info, self.base)
         return structural
 
     # -- level of detail ---------------------------------------------------------
+    @property
+    def detail(self) -> bool:
+        return self._detail
+
     def set_detail(self, detail: bool) -> None:
         if detail != self._detail:
             self._detail = detail
             self.heads_item.setVisible(detail)  # specks when zoomed out, and costly to fill
+            self.moving_heads_item.setVisible(detail)
             for node in self.nodes.values():
                 node.set_detail(detail)
 
@@ -228,13 +369,14 @@ class GraphScene(QGraphicsScene):
         """The edge whose curve passes within ``tolerance`` scene units of ``point``."""
         best, best_distance = None, tolerance
         px, py = point.x(), point.y()
-        routes = self.layout.routes if self.layout is not None else {}
         for up, down in self.graph.edges:
+            if up not in self.nodes or down not in self.nodes:
+                continue
             # Cheap box test on the end points first: a click must not build 5,000 curves.
             a, b = self.nodes[up].output_point(), self.nodes[down].input_point()
-            ys = [a.y(), b.y(), *(y for _x, y in routes.get((up, down), ()))]
+            ys = [a.y(), b.y(), *(y for _x, y in self._route(up, down))]
             if not (
-                a.x() - tolerance <= px <= b.x() + tolerance
+                min(a.x(), b.x()) - tolerance <= px <= max(a.x(), b.x()) + tolerance
                 and min(ys) - tolerance <= py <= max(ys) + tolerance
             ):
                 continue
@@ -248,8 +390,9 @@ class GraphScene(QGraphicsScene):
 
     def edge_path(self, up: str, down: str) -> QPainterPath:
         """The curve of one edge as drawn (through its route, if it skips layers)."""
-        via = self.layout.routes.get((up, down), ()) if self.layout is not None else ()
-        return routed_curve(self.nodes[up].output_point(), self.nodes[down].input_point(), via)
+        return routed_curve(
+            self.nodes[up].output_point(), self.nodes[down].input_point(), self._route(up, down)
+        )
 
     def node_at(self, point: QPointF) -> str | None:
         for item in self.items(point):

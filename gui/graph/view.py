@@ -9,7 +9,7 @@ from __future__ import annotations
 import shiboken6
 from PySide6.QtCore import QPoint, QPointF, QRectF, Qt, QTimer, Signal
 from PySide6.QtGui import QMouseEvent, QPainter, QPainterPath, QWheelEvent
-from PySide6.QtWidgets import QGraphicsView
+from PySide6.QtWidgets import QApplication, QGraphicsView
 
 from .items import ROLE_ID, ROLE_KIND
 from .overview import Overview
@@ -35,6 +35,9 @@ class GraphView(QGraphicsView):
     activated = Signal(str)  # double-click on a task
     menuRequested = Signal(QPoint)  # right-click on a task (now selected); global position
     connectHint = Signal(str)  # what releasing here would do, while dragging a connection
+    # One drag of nodes ended: {task id: (pin before or None, (x, y) now)}; already shown.
+    nodesMoved = Signal(dict)
+    deleteTasksRequested = Signal(list)  # Delete with tasks (and no edge) selected
 
     def __init__(self, scene: GraphScene, parent=None):
         super().__init__(scene, parent)
@@ -49,6 +52,7 @@ class GraphView(QGraphicsView):
         self.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
         self._connect_from: str | None = None
         self._connect_target: str | None = None
+        self._move: _NodeDrag | None = None
         self._fit_pending = True  # fit the first layout once it exists
         self._following_fit = True  # keep fitting on resize until the user zooms
         self._cycle_timer = QTimer(self)
@@ -191,9 +195,11 @@ class GraphView(QGraphicsView):
             ids = self.selected()
             if event.modifiers() & Qt.KeyboardModifier.ControlModifier:
                 ids = [t for t in ids if t != tid] if tid in ids else [*ids, tid]
-            else:
-                ids = [tid]
+            elif tid not in ids:
+                ids = [tid]  # pressing on a selected node keeps the group, to drag it
             self.select(ids)
+            if tid in ids:
+                self._move = _NodeDrag(self, event.position().toPoint(), ids)
             event.accept()
             return
         scene_point = self.mapToScene(event.position().toPoint())
@@ -207,6 +213,10 @@ class GraphView(QGraphicsView):
         super().mousePressEvent(event)  # start panning
 
     def mouseMoveEvent(self, event: QMouseEvent) -> None:
+        if self._move is not None:
+            self._move.to(event.position().toPoint())
+            event.accept()
+            return
         if self._connect_from is None:
             super().mouseMoveEvent(event)
             return
@@ -214,6 +224,16 @@ class GraphView(QGraphicsView):
         event.accept()
 
     def mouseReleaseEvent(self, event: QMouseEvent) -> None:
+        if self._move is not None:
+            move, self._move = self._move, None
+            move.to(event.position().toPoint())
+            moves = move.finish()
+            if moves:
+                self.nodesMoved.emit(moves)
+            elif not event.modifiers() & Qt.KeyboardModifier.ControlModifier:
+                self.select([move.pressed])  # a click (no drag) on a group selects just one
+            event.accept()
+            return
         if self._connect_from is None:
             super().mouseReleaseEvent(event)
             return
@@ -251,8 +271,17 @@ class GraphView(QGraphicsView):
             self._step_selection(*ARROWS[key])
             event.accept()
             return
+        if key == Qt.Key.Key_Escape and self._move is not None:
+            self._move.cancel()
+            self._move = None
+            event.accept()
+            return
         if key in (Qt.Key.Key_Delete, Qt.Key.Key_Backspace) and self.graph_scene.selected_edge:
             self.deleteEdgeRequested.emit(*self.graph_scene.selected_edge)
+            event.accept()
+            return
+        if key in (Qt.Key.Key_Delete, Qt.Key.Key_Backspace) and self.selected():
+            self.deleteTasksRequested.emit(self.selected())
             event.accept()
             return
         super().keyPressEvent(event)
@@ -342,3 +371,49 @@ class GraphView(QGraphicsView):
 
     def visible_scene_rect(self) -> QRectF:
         return self.mapToScene(self.viewport().rect()).boundingRect()
+
+
+class _NodeDrag:
+    """Moving the selected nodes with the mouse: shown live, pinned on release."""
+
+    def __init__(self, view: GraphView, press: QPoint, ids: list[str]):
+        self.view, self.press = view, press
+        self.pressed = view.graph_scene.node_at(view.mapToScene(press)) or ids[0]
+        scene = view.graph_scene
+        self.ids = [t for t in ids if t in scene.nodes]
+        self.origin = {t: (scene.nodes[t].x(), scene.nodes[t].y()) for t in self.ids}
+        self.before = {t: scene.pins.get(t) for t in self.ids}
+        self.moving = False
+
+    def to(self, point: QPoint) -> None:
+        if not self.moving:
+            if (point - self.press).manhattanLength() < QApplication.startDragDistance():
+                return  # still a click
+            self.moving = True
+            self.view.viewport().setCursor(Qt.CursorShape.ClosedHandCursor)
+        delta = self.view.mapToScene(point) - self.view.mapToScene(self.press)
+        scene = self.view.graph_scene
+        scene.preview_positions(
+            {
+                t: (x + delta.x(), y + delta.y())
+                for t, (x, y) in self.origin.items()
+                if t in scene.nodes  # a task removed mid-drag drops out
+            }
+        )
+
+    def finish(self) -> dict:
+        """Pin the dragged nodes where they are; {id: (pin before, pin now)} if they moved."""
+        if not self.moving:
+            return {}
+        self.view.viewport().unsetCursor()
+        scene = self.view.graph_scene
+        now = {t: (scene.nodes[t].x(), scene.nodes[t].y()) for t in self.ids if t in scene.nodes}
+        scene.end_preview(rebuild=False)
+        scene.pin_many(now)
+        return {t: (self.before[t], xy) for t, xy in now.items()}
+
+    def cancel(self) -> None:
+        self.view.viewport().unsetCursor()
+        scene = self.view.graph_scene
+        scene.preview_positions({t: xy for t, xy in self.origin.items() if t in scene.nodes})
+        scene.end_preview()

@@ -116,6 +116,64 @@ def test_right_click_offers_the_task_actions(qtbot, make_window, manual_schedule
     assert view.selected() == ["later"]
     menu = window.task_menu
     assert menu.isVisible()
-    names = [a.objectName() for a in menu.actions()]
-    assert names == ["runNow", "cancelTask", "retryTask", "pauseTask"]
+    names = [a.objectName() for a in menu.actions() if not a.isSeparator()]
     menu.close()
+    assert names == [
+        "runNow",
+        "cancelTask",
+        "retryTask",
+        "retryFailed",
+        "pauseTask",
+        "editTask",
+        "removeTask",
+    ]
+
+
+def test_retry_failed_reruns_upstream_failures_and_what_they_skipped(
+    qtbot, make_window, manual_scheduler
+):
+    manual_scheduler.add(fail, name="fetch")
+    manual_scheduler.add(noop, name="parse", deps=["fetch"])
+    manual_scheduler.add(fail, name="other")
+    manual_scheduler.start()
+    window = make_window(manual_scheduler)
+    wait_state(qtbot, window, "parse", S.SKIPPED)
+    wait_state(qtbot, window, "other", S.FAILED)
+    assert window.act_retry_failed.isEnabled()
+
+    window.select_tasks(["parse"])  # a skipped task: its upstream failure is retried
+    window.act_retry_failed.trigger()
+    assert manual_scheduler.task("fetch").attempt == 2  # ran again (and failed again)
+    assert manual_scheduler.task("other").attempt == 1  # not upstream of the selection
+    assert "Retry: fetch" in window.statusBar().currentMessage()
+
+    window.select_tasks([])  # nothing selected: every failed task
+    qtbot.keyClick(
+        window.graph_view,
+        Qt.Key.Key_R,
+        Qt.KeyboardModifier.ControlModifier | Qt.KeyboardModifier.ShiftModifier,
+    )
+    assert manual_scheduler.task("fetch").attempt == 3
+    assert manual_scheduler.task("other").attempt == 2
+
+
+def test_retry_failed_rearms_skipped_downstream(qtbot, make_window, manual_scheduler):
+    attempts = []
+
+    def flaky():
+        attempts.append(1)
+        if len(attempts) == 1:
+            raise RuntimeError("first time fails")
+
+    runs.clear()
+    manual_scheduler.add(flaky, name="fetch")
+    manual_scheduler.add(noop, name="parse", deps=["fetch"])
+    manual_scheduler.start()
+    window = make_window(manual_scheduler)
+    wait_state(qtbot, window, "parse", S.SKIPPED)
+    window.act_retry_failed.trigger()
+    manual_scheduler.clock.advance(0)
+    assert manual_scheduler.task("parse").state is S.SUCCEEDED
+    assert runs == ["noop"]
+    wait_state(qtbot, window, "parse", S.SUCCEEDED)
+    assert not window.act_retry_failed.isEnabled()

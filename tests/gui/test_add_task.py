@@ -86,3 +86,47 @@ def test_dialog_adds_a_command_task_and_undo_removes_it(qtbot, make_window, manu
     assert "load" not in {t.id for t in manual_scheduler.tasks()}
     window.act_redo.trigger()
     assert manual_scheduler.task("load").deps == ("extract",)
+
+
+def test_edit_dialog_keeps_what_it_does_not_show(qtbot, tmp_path):
+    from engine.command import Command
+    from gui.task_spec import TaskSpec
+
+    original = TaskSpec(
+        name="load",
+        target=Command(["python3", "load.py"], cwd=str(tmp_path), env={"MODE": "full"}),
+        schedule="every",
+        interval=300.0,
+        priority=2,
+        deps=("extract",),
+        trigger_rule="all_done",
+    )
+    dialog = AddTaskDialog(["extract", "load"], spec=original, task_id="load")
+    qtbot.addWidget(dialog)
+    assert dialog.windowTitle() == "Edit load" and ok_button(dialog).text() == "Apply"
+    assert dialog.interval.text() == "5m" and dialog.target.text() == "python3 load.py"
+    assert dialog.errors["name"].isHidden()  # its own id is not "already taken"
+    unchanged = dialog.validate()
+    assert unchanged.target is original.target and unchanged.trigger_rule == "all_done"
+    assert unchanged.deps == ("extract",)
+    dialog.target.setText("python3 load.py --full")
+    changed = dialog.validate()
+    assert changed.target.argv == ["python3", "load.py", "--full"]
+    assert changed.target.cwd == str(tmp_path) and changed.target.env == {"MODE": "full"}
+
+
+def test_dialog_shows_a_refusal_by_the_field_and_stays_open(qtbot):
+    calls = []
+
+    def refuse(spec):
+        calls.append(spec)
+        return ("schedule", "the engine says no")
+
+    dialog = AddTaskDialog([], submit=refuse)
+    qtbot.addWidget(dialog)
+    dialog.show()
+    dialog.target.setText("python3 -c pass")
+    ok_button(dialog).click()
+    assert calls and dialog.isVisible()
+    assert dialog.errors["schedule"].text() == "the engine says no"
+    dialog.reject()

@@ -89,7 +89,8 @@ def test_nodes_are_built_in_items_and_edges_one_cosmetic_path(qtbot):
     edge_items = [
         i for i in scene.items() if isinstance(i, QGraphicsPathItem) and not isinstance(i, NodeItem)
     ]
-    assert len(edge_items) == 7  # edges, heads and five feedback paths: never one per edge
+    # edges and heads (also of a drag in progress) and five feedback paths: never one per edge
+    assert len(edge_items) == 9
     assert scene.itemIndexMethod() == QGraphicsScene.ItemIndexMethod.BspTreeIndex
     assert scene.sceneRect().contains(node.sceneBoundingRect())
 
@@ -239,3 +240,87 @@ def test_arrow_keys_walk_the_graph(qtbot):
     qtbot.keyClick(view, Qt.Key.Key_Left)
     assert view.selected() == ["a"]
     view.close()
+
+
+def test_thousands_of_nodes_are_made_in_slices_between_events(qtbot):
+    from PySide6.QtCore import QElapsedTimer, QTimer
+
+    from gui.graph.scene import CHUNKED_NODES, SLICE_MS
+
+    scene = GraphScene()
+    ids = [f"n{i}" for i in range(3000)]
+    edges = [(f"n{i}", f"n{i + 1}") for i in range(0, 2999, 3)]
+    ticks = []
+    clock = QElapsedTimer()
+    ticker = QTimer()
+    ticker.setInterval(0)
+    ticker.timeout.connect(lambda: ticks.append(clock.elapsed()))
+    clock.start()
+    ticker.start()
+    with qtbot.waitSignal(scene.layoutApplied, timeout=20_000):
+        scene.set_tasks(tasks_of(edges, ids))
+        assert scene.building and len(scene.nodes) <= CHUNKED_NODES  # returned at once
+    ticker.stop()
+    assert len(ticks) >= 3  # other events ran while the nodes were being made
+    assert not scene.building and set(scene.nodes) == set(ids)
+    assert all(node.isVisible() for node in scene.nodes.values())
+    assert scene.nodes["n1"].x() > scene.nodes["n0"].x()  # placed by the layout
+    qtbot.waitUntil(lambda: not scene.edges_item.path().isEmpty(), timeout=5000)
+    assert SLICE_MS <= 50
+
+
+def test_dragged_positions_survive_a_new_layout(qtbot):
+    scene = GraphScene()
+    tasks = tasks_of([("a", "b")])
+    scene.set_tasks(tasks)
+    scene.pin_many({"b": (400.0, 250.0)})
+    assert scene.nodes["b"].pos().x() == 400.0
+    assert scene.sceneRect().contains(400.0 + 100, 250.0 + 20)  # room for the moved node
+    scene.set_tasks({**tasks, "c": info("c", ["a"])})  # structure change: new layout
+    assert (scene.nodes["b"].x(), scene.nodes["b"].y()) == (400.0, 250.0)
+    scene.pin_many({"b": None})  # handed back to the layout
+    assert (scene.nodes["b"].x(), scene.nodes["b"].y()) == scene.layout.positions["b"]
+
+
+def test_export_graph_as_svg_and_png(qtbot, tmp_path):
+    from PySide6.QtGui import QImage
+
+    from gui.graph.export import export_graph, png_size
+
+    scene = GraphScene()
+    scene.set_tasks(tasks_of([("extract_orders", "load_warehouse")], ["audit_log"]))
+    scene.set_detail(False)  # zoomed out: the export still shows the names
+    svg = export_graph(scene, tmp_path / "graph.svg")
+    text = svg.read_text(encoding="utf-8")
+    assert text.lstrip().startswith("<?xml") and "<svg" in text
+    for name in ("extract_orders", "load_warehouse", "audit_log"):
+        assert name in text
+    assert not scene.detail  # the view's level of detail is put back
+
+    png = export_graph(scene, tmp_path / "graph.png")
+    image = QImage(str(png))
+    rect = scene.sceneRect()
+    assert (image.width(), image.height()) == (round(rect.width()), round(rect.height()))
+    assert png_size(scene).width() == image.width()
+    colours = {
+        image.pixelColor(x, y).name()
+        for x in range(0, image.width(), 7)
+        for y in (image.height() // 2,)
+    }
+    assert len(colours) > 3  # not a blank picture: nodes in their state colours
+    try:
+        export_graph(scene, tmp_path / "graph.jpg")
+    except ValueError as exc:
+        assert ".png or .svg" in str(exc)
+    else:
+        raise AssertionError("an unknown format must be refused")
+
+
+def test_export_action_writes_the_file(qtbot, make_window, manual_scheduler, tmp_path):
+    manual_scheduler.add(print, name="only_task")
+    window = make_window(manual_scheduler)
+    assert window.export_graph(tmp_path / "g.svg")
+    assert "only_task" in (tmp_path / "g.svg").read_text(encoding="utf-8")
+    assert "Exported" in window.statusBar().currentMessage()
+    assert not window.export_graph(tmp_path / "missing_dir" / "g.png")
+    assert "Cannot export" in window.statusBar().currentMessage()

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import re
+
+from PySide6.QtGui import QColor, QGuiApplication, QPalette
 from PySide6.QtWidgets import QApplication
 
 from engine import Event, RetryPolicy, TaskState
 from gui.event_log import EventLog
+from gui.style import contrast
 
 S = TaskState
 
@@ -109,3 +113,33 @@ def test_window_log_receives_engine_events(qtbot, make_window, manual_scheduler)
     assert kinds[-2:] == ["running", "succeeded"]
     seqs = [e.seq for e in log.model.events]
     assert seqs == sorted(seqs)
+
+
+def link_colour(label) -> QColor:
+    match = re.search(r'style="color:(#[0-9a-fA-F]{6})"', label.text())
+    assert match, label.text()
+    return QColor(match.group(1))
+
+
+def test_dependency_links_stay_readable_in_the_dark_theme(qtbot, make_window, manual_scheduler):
+    manual_scheduler.add(noop, name="a")
+    manual_scheduler.add(noop, name="b", deps=["a"])
+    window = make_window(manual_scheduler)
+    window.select_tasks(["b"])
+    after = window.inspector.fields["after"]
+    light = link_colour(after)
+    original = QGuiApplication.palette()
+    assert light == original.color(QPalette.ColorRole.Link)  # the palette's own link colour
+    dark = QPalette(original)  # dark window and text, Qt's default dark-blue links kept
+    dark.setColor(QPalette.ColorRole.Window, QColor("#202124"))
+    dark.setColor(QPalette.ColorRole.Base, QColor("#17181A"))
+    dark.setColor(QPalette.ColorRole.Text, QColor("#E8EAED"))
+    dark.setColor(QPalette.ColorRole.WindowText, QColor("#E8EAED"))
+    try:
+        QApplication.setPalette(dark)
+        qtbot.waitUntil(lambda: link_colour(after) != light, timeout=2000)
+        assert contrast(QColor("#0000FF"), QColor("#202124")) < 3  # what it was: unreadable
+        assert contrast(link_colour(after), QColor("#202124")) >= 4.5
+    finally:
+        QApplication.setPalette(original)
+    qtbot.waitUntil(lambda: link_colour(after) == light, timeout=2000)

@@ -17,6 +17,11 @@ ACTIONS = {
     "pauseAll": "Ctrl+P",
     "openWorkflow": "Ctrl+O",
     "saveWorkflow": "Ctrl+S",
+    "retryFailed": "Ctrl+Shift+R",
+    "editTask": "Ctrl+E",
+    "removeTask": "",
+    "deleteEdge": "Del",
+    "exportGraph": "",
 }
 
 

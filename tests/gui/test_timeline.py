@@ -1,13 +1,14 @@
-"""The timeline: markers for upcoming entries by kind, late entries, bars for attempts, clicks."""
+"""The timeline: markers for upcoming entries by kind, late entries, bars for attempts, clicks,
+zooming and panning back in time."""
 
 from __future__ import annotations
 
 from PySide6.QtCore import QEvent, QPoint, QPointF, Qt
-from PySide6.QtGui import QMouseEvent
+from PySide6.QtGui import QMouseEvent, QWheelEvent
 from PySide6.QtWidgets import QApplication, QToolTip
 
 from engine import Entry, RetryPolicy, TaskState
-from gui.timeline import LABEL_WIDTH, LANE_HEIGHT, PAST
+from gui.timeline import DEFAULT_SPAN, LABEL_WIDTH, LANE_HEIGHT, NOW_AT, SPANS
 
 S = TaskState
 
@@ -43,7 +44,9 @@ def test_upcoming_entries_attempt_bars_and_click(qtbot, make_window, manual_sche
     # Markers sit where their time is: 'later' (40 s) right of 'tick' (15 s).
     now = manual_scheduler.clock.now()
     assert timeline.canvas.x_of(now + 40, now) > timeline.canvas.x_of(now + 15, now)
-    assert timeline.canvas.x_of(now - PAST, now) == LABEL_WIDTH  # the axis starts 30 s ago
+    past = DEFAULT_SPAN * NOW_AT
+    assert past == 30.0
+    assert timeline.canvas.x_of(now - past, now) == LABEL_WIDTH  # the axis starts 30 s ago
 
     row = timeline.model.lane_index["later"]
     qtbot.mouseClick(
@@ -69,12 +72,95 @@ def test_entry_past_due_is_marked_late(qtbot, make_window, manual_scheduler):
     assert not any("late" in tip for tip in tips(timeline))
 
 
-def test_ctrl_wheel_zooms_the_horizon(qtbot, make_window, manual_scheduler):
+def wheel(widget, dy=0, dx=0, modifiers=Qt.KeyboardModifier.NoModifier, x=400.0):
+    pos = QPointF(x, 5)
+    event = QWheelEvent(
+        pos,
+        widget.mapToGlobal(pos),
+        QPoint(0, 0),
+        QPoint(dx, dy),
+        Qt.MouseButton.NoButton,
+        modifiers,
+        Qt.ScrollPhase.NoScrollPhase,
+        False,
+    )
+    QApplication.sendEvent(widget, event)
+    return event
+
+
+def test_ctrl_wheel_zooms_from_one_minute_to_a_day(qtbot, make_window, manual_scheduler):
+    window = make_window(manual_scheduler)
+    canvas = window.timeline.canvas
+    assert canvas.span == DEFAULT_SPAN and canvas.following
+    wheel(canvas, dy=-120, modifiers=Qt.KeyboardModifier.ControlModifier)
+    assert canvas.span == 300.0
+    for _ in range(20):
+        wheel(canvas, dy=-120, modifiers=Qt.KeyboardModifier.ControlModifier)
+    assert canvas.span == SPANS[-1] == 86400.0
+    for _ in range(20):
+        wheel(canvas, dy=120, modifiers=Qt.KeyboardModifier.ControlModifier)
+    assert canvas.span == SPANS[0] == 60.0
+    assert canvas.following  # zooming while following keeps now in view
+    now = manual_scheduler.clock.now()
+    assert canvas.window(now) == (now - 12.0, now + 48.0)
+
+
+def test_panning_back_and_home_follows_now_again(qtbot, make_window, manual_scheduler):
     window = make_window(manual_scheduler)
     timeline = window.timeline
-    before = timeline.canvas.horizon
-    timeline.canvas.horizonChanged.emit(600.0)
-    assert timeline.canvas.horizon == 600.0 != before
+    canvas = timeline.canvas
+    manual_scheduler.clock.advance(1000)
+    now = manual_scheduler.clock.now()
+    before = canvas.window(now)
+    wheel(canvas, dy=120, modifiers=Qt.KeyboardModifier.ShiftModifier)  # back in time
+    assert not canvas.following
+    assert canvas.window(now)[0] == before[0] - 0.1 * DEFAULT_SPAN
+    wheel(canvas, dx=-120)  # a horizontal wheel the other way
+    assert canvas.window(now) == before
+    # Drag right by a quarter of the plot: the window moves a quarter span back.
+    y = 5
+    start = QPoint(LABEL_WIDTH + 100, y)
+    qtbot.mousePress(canvas, Qt.MouseButton.LeftButton, pos=start)
+    quarter = int(canvas.plot_width() / 4)
+    move = QMouseEvent(
+        QEvent.Type.MouseMove,
+        QPointF(start.x() + quarter, y),
+        canvas.mapToGlobal(QPointF(start.x() + quarter, y)),
+        Qt.MouseButton.LeftButton,
+        Qt.MouseButton.LeftButton,
+        Qt.KeyboardModifier.NoModifier,
+    )
+    QApplication.sendEvent(canvas, move)
+    qtbot.mouseRelease(canvas, Qt.MouseButton.LeftButton, pos=QPoint(start.x() + quarter, y))
+    moved = before[0] - canvas.window(now)[0]
+    assert abs(moved - quarter / canvas.plot_width() * DEFAULT_SPAN) < 1e-6
+    # Time passes; a panned window stays where it is, and the Now button shows.
+    manual_scheduler.clock.advance(60)
+    assert canvas.window()[0] == canvas.window(now)[0]
+    timeline.axis.repaint()
+    assert timeline.axis.now_button.isVisible()
+    canvas.setFocus()
+    qtbot.keyClick(canvas, Qt.Key.Key_Home)
+    assert canvas.following
+    later = manual_scheduler.clock.now()
+    assert canvas.window() == (later - 30.0, later + 120.0)
+    timeline.axis.repaint()
+    assert not timeline.axis.now_button.isVisible()
+
+
+def test_zooming_a_panned_window_keeps_the_time_under_the_mouse(
+    qtbot, make_window, manual_scheduler
+):
+    window = make_window(manual_scheduler)
+    canvas = window.timeline.canvas
+    manual_scheduler.clock.advance(10_000)
+    canvas.pan(-3000)
+    now = manual_scheduler.clock.now()
+    x = LABEL_WIDTH + canvas.plot_width() * 0.75
+    under = canvas.t_of(x, now)
+    wheel(canvas, dy=-120, modifiers=Qt.KeyboardModifier.ControlModifier, x=x)
+    assert canvas.span == 300.0
+    assert abs(canvas.t_of(x, now) - under) < 1e-6
 
 
 def test_hovering_a_marker_shows_its_tooltip(qtbot, make_window, manual_scheduler):

@@ -1,0 +1,151 @@
+"""Attempts from the run store, for the inspector and the timeline.
+
+The store keeps every attempt of every run with wall-clock epoch times; the
+views draw on the scheduler clock (monotonic seconds). Reads happen in the GUI
+thread on the store's shared connection, so they are small and infrequent: a
+task's latest attempts when it is selected, or one time window every few seconds.
+"""
+
+from __future__ import annotations
+
+import inspect
+import time
+from typing import NamedTuple
+
+
+class PastAttempt(NamedTuple):
+    """One attempt as the views show it; times are wall-clock epoch seconds."""
+
+    run: int | None  # None: this run, known only from memory (no store)
+    task_id: str
+    number: int
+    started: float
+    ended: float | None
+    outcome: str
+    error: str | None
+    traceback: str | None
+    output: str | None
+    log_path: str | None
+    exit_code: int | None
+    worker: str | None
+
+
+def store_of(scheduler):
+    """The scheduler's store, or None (a scheduler without one, or an older engine)."""
+    return getattr(scheduler, "store", None)
+
+
+def wall_offset(clock) -> float:
+    """wall = mono + offset on this clock (a ManualClock has its own wall time)."""
+    return clock.wall().timestamp() - clock.now()
+
+
+def from_store(row: dict) -> PastAttempt:
+    return PastAttempt(
+        row["run"],
+        row["task_id"],
+        row["number"],
+        row["started"],
+        row["ended"],
+        row["outcome"],
+        row["error"],
+        row["traceback"],
+        row["output"],
+        row["log_path"],
+        row["exit_code"],
+        row["worker"],
+    )
+
+
+def from_memory(task_id: str, attempt, run: int | None, offset: float) -> PastAttempt:
+    """An engine Attempt (scheduler clock) as a PastAttempt (wall clock)."""
+    ended = None if attempt.ended is None else attempt.ended + offset
+    return PastAttempt(
+        run,
+        task_id,
+        attempt.number,
+        attempt.started + offset,
+        ended,
+        attempt.outcome,
+        attempt.error,
+        attempt.traceback,
+        attempt.output,
+        attempt.log_path,
+        attempt.exit_code,
+        attempt.worker,
+    )
+
+
+def stored_attempts(store, task_id: str, skip: set[tuple[int, int]], keep: int) -> list:
+    """The task's latest ``keep`` stored attempts that are not in ``skip`` ((run, number)
+    pairs already known from memory), oldest first."""
+    rows = store.attempts(task_id, limit=keep + len(skip))
+    found = [from_store(r) for r in rows if (r["run"], r["number"]) not in skip]
+    return found[:keep][::-1]
+
+
+class WindowHistory:
+    """Stored attempts overlapping the timeline's window, re-read at most every
+    ``min_interval`` seconds (real time) and only when the window is not covered."""
+
+    def __init__(self, store, clock, limit: int = 5000, min_interval: float = 3.0):
+        self.store = store
+        self.clock = clock
+        self.limit = limit
+        self.min_interval = min_interval
+        self.bars: dict[str, list[tuple]] = {}  # tid -> [(start, end, outcome, number, run)]
+        self.run_starts: dict[int, float] = {}  # run -> its first attempt's start, in range
+        self.covered: tuple[float, float] | None = None  # scheduler-clock range read
+        self.truncated = False  # the limit cut the read short: the oldest part is missing
+        self.reads = 0
+        self._last_read = -float("inf")
+        # A store whose attempts() takes ``until`` reads just the window; without it
+        # the read runs from the window's start to now, newest first, up to ``limit``.
+        try:
+            self._until = "until" in inspect.signature(store.attempts).parameters
+        except (TypeError, ValueError):
+            self._until = False
+
+    @property
+    def run(self) -> int | None:
+        return getattr(self.store, "run", None)
+
+    def needs_read(self, t0: float, t1: float) -> bool:
+        if self.covered is None:
+            return True
+        c0, c1 = self.covered
+        # Attempts of this run arrive as events; re-read a window that reaches past
+        # the last read only now and then, for attempts the event tail did not keep.
+        if t0 < c0:
+            return True
+        return t1 > c1 and time.monotonic() - self._last_read >= 4 * self.min_interval
+
+    def due(self) -> bool:
+        return time.monotonic() - self._last_read >= self.min_interval
+
+    def read(self, t0: float, t1: float) -> None:
+        """Read the attempts that started in [t0 - span, t1] (the margin catches long
+        attempts that began before the window); to now if the store has no ``until``."""
+        span = max(1.0, t1 - t0)
+        offset = wall_offset(self.clock)
+        since = t0 - span
+        if self._until:
+            rows = self.store.attempts(since=since + offset, until=t1 + offset, limit=self.limit)
+        else:
+            rows = self.store.attempts(since=since + offset, limit=self.limit)
+        self.truncated = len(rows) >= self.limit
+        bars: dict[str, list[tuple]] = {}
+        run_starts: dict[int, float] = {}
+        for row in reversed(rows):  # oldest first
+            start = row["started"] - offset
+            end = None if row["ended"] is None else row["ended"] - offset
+            bars.setdefault(row["task_id"], []).append(
+                (start, end, row["outcome"], row["number"], row["run"])
+            )
+            run_starts.setdefault(row["run"], start)
+        self.bars = bars
+        self.run_starts = run_starts
+        oldest = rows[-1]["started"] - offset if self.truncated and rows else since
+        self.covered = (oldest, t1 if self._until else max(t1, self.clock.now()))
+        self._last_read = time.monotonic()
+        self.reads += 1

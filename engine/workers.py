@@ -24,12 +24,12 @@ _FUTURES_DIR = os.path.dirname(concurrent.futures.__file__)
 
 def _task_traceback(exc: BaseException) -> str:
     """A task's traceback from its own first frame: the engine's and the executor's
-    frames above it are noise to the person reading it (the last frame always stays)."""
+    frames above it are noise to the person reading it. An error raised by the
+    engine itself for the task (a command's exit code) gets no frames at all."""
     tb = exc.__traceback__
-    while tb is not None and tb.tb_next is not None:
-        filename = tb.tb_frame.f_code.co_filename
-        if not filename.startswith((_ENGINE_DIR, _FUTURES_DIR)):
-            break
+    while tb is not None and tb.tb_frame.f_code.co_filename.startswith(
+        (_ENGINE_DIR, _FUTURES_DIR)
+    ):
         tb = tb.tb_next
     return "".join(traceback.format_exception(type(exc), exc, tb))
 

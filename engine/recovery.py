@@ -82,6 +82,9 @@ def restore(scheduler, store) -> None:
         task = tasks.get(task_id)
         if task is not None:
             task.history = [_attempt_from_row(row, offset) for row in stored]
+            # An attempt row can reach the disk in a commit before its task's row does:
+            # never number a new attempt like one already recorded.
+            task.attempt = max(task.attempt, stored[-1]["number"])
 
     pending = []
     for rec in records:

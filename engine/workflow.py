@@ -218,10 +218,13 @@ class Workflow:
                     heapq.heappush(ready, index[child])
         return placed
 
-    def schedule_into(self, scheduler) -> dict[str, str]:
-        """Schedule every task on ``scheduler``; returns {table key: engine task id}."""
-        ids: dict[str, str] = {}
+    def schedule_into(self, scheduler, skip=()) -> dict[str, str]:
+        """Schedule every task (but those in ``skip``, already in the engine) on
+        ``scheduler``; returns {table key: engine task id}."""
+        ids: dict[str, str] = {tid: tid for tid in skip}
         for tid in self.order():
+            if tid in skip:
+                continue
             task = self.tasks[tid]
             fn = task.action(self.base_dir)
             common = dict(

@@ -4,7 +4,9 @@
 the user's data directory, named after the workflow (``--db`` overrides it).
 Opening a workflow resumes its last run when that run did not finish (after a
 crash, a kill or Ctrl-C: finished tasks stay finished, interrupted attempts are
-retried); when it did finish, or the file's task list changed, a new run starts.
+retried; tasks a kill kept from being added are added); when it did finish, when
+``fresh`` is asked for, or when the file no longer has a task the run has, a new
+run starts.
 Past attempts are kept for ``taskloom history`` either way.
 """
 
@@ -41,11 +43,16 @@ def open_run(workflow, db_path: Path, *, fresh: bool = False, **scheduler_kwargs
     store = SQLiteStore(db_path)
     scheduler = Scheduler(store=store, **scheduler_kwargs)
     restored = {info.id: info for info in scheduler.tasks()}
-    unfinished = [info.id for info in restored.values() if info.recurring or not info.state.settled]
-    same_tasks = set(restored) == set(workflow.tasks)
-    if restored and not fresh and same_tasks and unfinished:
-        done = len(restored) - len(unfinished)
-        note = f"resuming the unfinished run in {db_path}: {done} of {len(restored)} tasks done"
+    missing = set(workflow.tasks) - set(restored)  # a kill while the run was being set up
+    removed = set(restored) - set(workflow.tasks)  # the file changed since
+    finished = not missing and all(
+        info.state.settled and not info.recurring for info in restored.values()
+    )
+    if restored and not (fresh or removed or finished):
+        workflow.schedule_into(scheduler, skip=set(restored))
+        done = sum(1 for info in restored.values() if info.state.settled and not info.recurring)
+        total = len(workflow.tasks)
+        note = f"resuming the unfinished run in {db_path}: {done} of {total} tasks done"
         return OpenedRun(scheduler, store, True, note)
     if restored:
         scheduler.shutdown()

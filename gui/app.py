@@ -221,6 +221,8 @@ def run_window(
     quit_after: float | None = None,
     db: str | Path | None = None,
     fresh: bool = False,
+    theme: str | None = None,
+    select: str | None = None,
 ) -> int:
     """Show the window for the workflow at ``path`` (default: the bundled ETL example).
 
@@ -229,6 +231,9 @@ def run_window(
     picture of the window after ``quit_after`` seconds (default 3) and exit 0; a
     screenshot always starts a fresh run, in a throwaway store unless ``db`` is
     given, so it shows work happening and leaves the user's history alone.
+    ``theme`` ("light", "dark" or "system"; default: $TASKLOOM_THEME, else
+    system) is applied before the window is built. ``select`` pre-selects a task
+    (for pictures that show the inspector with its attempts).
     Returns the process exit code.
     """
     _ensure_platform(screenshot)
@@ -240,6 +245,13 @@ def run_window(
     app = QApplication.instance() or QApplication(sys.argv[:1])
     app.setApplicationName("Taskloom")
     app.setOrganizationName("Taskloom")
+    from .style import apply_theme
+
+    try:
+        apply_theme(app, theme or os.environ.get("TASKLOOM_THEME"))
+    except ValueError as exc:
+        print(exc, file=sys.stderr)
+        return 2
     settings = None
     data_dir = None
     if screenshot:  # a reproducible picture: default geometry, not the user's saved one
@@ -257,6 +269,12 @@ def run_window(
         print(f"{path or DEFAULT_WORKFLOW}: {exc}", file=sys.stderr)
         return 2
     code = {"value": 0}
+    if select:
+        window = sessions.current.window
+        if select not in window.bridge.tasks:
+            print(f"--select: no task {select!r} in the workflow", file=sys.stderr)
+        else:
+            window.select_tasks([select])
 
     def finish() -> None:
         if screenshot:

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from PySide6.QtCore import QAbstractTableModel, QModelIndex, QSortFilterProxyModel, Qt
-from PySide6.QtGui import QBrush, QColor
+from PySide6.QtCore import QAbstractTableModel, QEvent, QModelIndex, QSortFilterProxyModel, Qt
+from PySide6.QtGui import QBrush, QFontMetrics, QGuiApplication, QPalette
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QComboBox,
@@ -17,11 +17,15 @@ from PySide6.QtWidgets import (
 
 from engine import Event, TaskState
 
-from .style import STATE_COLOURS, STATE_GLYPHS, is_dark
+from .style import STATE_GLYPHS, kind_label, state_text_colour
 
 OTHER_KINDS = ("dependency_added", "dependency_removed", "paused", "resumed", "removed")
 KINDS = tuple(s.value for s in TaskState) + OTHER_KINDS
-COLUMNS = ("seq", "time", "task", "event", "attempt", "detail")
+COLUMNS = ("seq", "time", "task", "event", "#", "detail")
+TASK_COLUMN_WIDTHS = (64, 140)  # the task column shares what is left with the detail
+DETAIL_MIN_WIDTH = 70
+SAMPLE_TEXT = {0: "00000", 1: "00:00:00.000", 3: "↻ retry wait", 4: "#"}
+HEADER_TIPS = {4: "attempt number"}
 
 
 class EventLogModel(QAbstractTableModel):
@@ -32,7 +36,16 @@ class EventLogModel(QAbstractTableModel):
         self.capacity = capacity
         self.events: list[Event] = []
         self.clock_to_text = clock_to_text or (lambda at: f"{at:.3f}")
-        self.dark = is_dark()
+        self.text_colours: dict[TaskState, QBrush] = {}
+        self.set_palette(QGuiApplication.palette())
+
+    def set_palette(self, palette: QPalette) -> None:
+        """Pick state text colours that read on this palette's rows (both shades)."""
+        rows = (
+            palette.color(QPalette.ColorRole.Base),
+            palette.color(QPalette.ColorRole.AlternateBase),
+        )
+        self.text_colours = {s: QBrush(state_text_colour(s, rows)) for s in TaskState}
 
     def rowCount(self, parent=QModelIndex()) -> int:  # noqa: B008 - Qt's signature
         return 0 if parent.isValid() else len(self.events)
@@ -41,8 +54,12 @@ class EventLogModel(QAbstractTableModel):
         return 0 if parent.isValid() else len(COLUMNS)
 
     def headerData(self, section, orientation, role=Qt.ItemDataRole.DisplayRole):
-        if role == Qt.ItemDataRole.DisplayRole and orientation == Qt.Orientation.Horizontal:
+        if orientation != Qt.Orientation.Horizontal:
+            return None
+        if role == Qt.ItemDataRole.DisplayRole:
             return COLUMNS[section]
+        if role == Qt.ItemDataRole.ToolTipRole:
+            return HEADER_TIPS.get(section)
         return None
 
     def data(self, index, role=Qt.ItemDataRole.DisplayRole):
@@ -59,16 +76,14 @@ class EventLogModel(QAbstractTableModel):
                 return event.task_id
             if column == 3:
                 glyph = STATE_GLYPHS.get(event.state, "") if _is_state(event) else "•"
-                return f"{glyph} {event.kind}"
+                return f"{glyph} {kind_label(event.kind)}"
             if column == 4:
                 return event.attempt or ""
             if column == 5:
                 return event.error or ""
         is_state = _is_state(event)
         if role == Qt.ItemDataRole.ForegroundRole and column == 3 and is_state:
-            colour = QColor(STATE_COLOURS[event.state])
-            # Keep the state colour readable on the table's background, light or dark.
-            return QBrush(colour.lighter(150) if self.dark else colour.darker(115))
+            return self.text_colours[event.state]
         if role == Qt.ItemDataRole.ToolTipRole and column == 5 and event.error:
             return event.error
         return None
@@ -130,7 +145,7 @@ class EventLog(QWidget):
         self.kind_filter.setObjectName("eventKindFilter")
         self.kind_filter.addItem("all events", "")
         for kind in KINDS:
-            self.kind_filter.addItem(kind, kind)
+            self.kind_filter.addItem(kind_label(kind), kind)
         self.table = QTableView()
         self.table.setModel(self.proxy)
         self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
@@ -140,10 +155,12 @@ class EventLog(QWidget):
         self.table.setAlternatingRowColors(True)
         self.table.setShowGrid(False)
         header = self.table.horizontalHeader()
-        header.setStretchLastSection(True)
         header.setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
-        for column, width in enumerate((52, 100, 130, 110, 60)):
-            self.table.setColumnWidth(column, width)
+        # The detail column takes what is left (a stretched last section would keep
+        # its 100 px default and force a horizontal scroll bar).
+        header.setSectionResizeMode(COLUMNS.index("detail"), QHeaderView.ResizeMode.Stretch)
+        self._size_columns()
+        self.table.viewport().installEventFilter(self)  # refit the task column on resize
         filters = QHBoxLayout()
         filters.setContentsMargins(0, 0, 0, 0)
         filters.addWidget(self.task_filter, 2)
@@ -154,6 +171,28 @@ class EventLog(QWidget):
         layout.addWidget(self.table)
         self.task_filter.textChanged.connect(self._refilter)
         self.kind_filter.currentIndexChanged.connect(self._refilter)
+
+    def _size_columns(self) -> None:
+        """Fixed columns just wide enough for their longest usual text (measured once:
+        sizing to contents re-measures rows on every batch of events)."""
+        cell = QFontMetrics(self.table.font())
+        head = QFontMetrics(self.table.horizontalHeader().font())
+        for column, sample in SAMPLE_TEXT.items():
+            width = max(cell.horizontalAdvance(sample), head.horizontalAdvance(COLUMNS[column]))
+            self.table.setColumnWidth(column, width + 14)  # cell padding
+        self._fit_task_column()
+
+    def _fit_task_column(self) -> None:
+        """The task column takes what the fixed columns leave, minus room for the detail."""
+        fixed = sum(self.table.columnWidth(c) for c in SAMPLE_TEXT)
+        room = self.table.viewport().width() - fixed - DETAIL_MIN_WIDTH
+        low, high = TASK_COLUMN_WIDTHS
+        self.table.setColumnWidth(2, max(low, min(high, room)))
+
+    def eventFilter(self, watched, event) -> bool:
+        if watched is self.table.viewport() and event.type() == QEvent.Type.Resize:
+            self._fit_task_column()
+        return False
 
     def _refilter(self, *_):
         self.proxy.set_filter(self.task_filter.text(), self.kind_filter.currentData())
@@ -167,7 +206,7 @@ class EventLog(QWidget):
 
     def changeEvent(self, event) -> None:
         if event.type() == event.Type.PaletteChange:
-            self.model.dark = is_dark(self.palette())
+            self.model.set_palette(self.table.palette())
             self.table.viewport().update()
         super().changeEvent(event)
 

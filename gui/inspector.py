@@ -22,6 +22,7 @@ from PySide6.QtWidgets import (
     QPlainTextEdit,
     QScrollArea,
     QSplitter,
+    QStackedWidget,
     QTreeWidget,
     QTreeWidgetItem,
     QVBoxLayout,
@@ -31,34 +32,22 @@ from PySide6.QtWidgets import (
 from engine import TaskInfo, TaskState
 
 from .run_history import PastAttempt, from_memory, store_of, stored_attempts, wall_offset
+from .run_summary import RunSummary, describe_delay  # noqa: F401 - describe_delay re-exported
 from .style import (
-    OUTCOME_COLOURS,
     RECURRING_MARK,
-    STATE_COLOURS,
     STATE_GLYPHS,
     STATE_LABELS,
+    is_dark,
     link_colours,
+    outcome_colour,
+    readable_on,
+    state_colour,
     text_colour_on,
 )
 
 EARLIER_KEPT = 100  # stored attempts listed per task
 COLUMNS = ["#", "started", "took", "outcome", "exit", "run"]
 RUN_COLUMN = COLUMNS.index("run")
-
-
-def describe_delay(seconds: float) -> str:
-    """'in 4.2 s', 'in 3 min', 'due 2 s ago'."""
-    late = seconds < 0
-    seconds = abs(seconds)
-    if seconds < 60:
-        text = f"{seconds:.1f} s"
-    elif seconds < 3600:
-        text = f"{seconds / 60:.1f} min"
-    elif seconds < 86400:
-        text = f"{seconds / 3600:.1f} h"
-    else:
-        text = f"{seconds / 86400:.1f} d"
-    return f"due {text} ago" if late else f"in {text}"
 
 
 class Inspector(QWidget):
@@ -139,9 +128,19 @@ class Inspector(QWidget):
         split.setStretchFactor(1, 1)
         split.setStretchFactor(2, 1)
         split.setSizes([250, 110, 160])
+        # With nothing selected, the run at a glance instead of empty fields.
+        self.summary = RunSummary(bridge)
+        self.summary.taskActivated.connect(self.taskActivated)
+        summary_scroll = QScrollArea()
+        summary_scroll.setWidget(self.summary)
+        summary_scroll.setWidgetResizable(True)
+        summary_scroll.setFrameShape(QScrollArea.Shape.NoFrame)
+        self.pages = QStackedWidget()
+        self.pages.addWidget(split)
+        self.pages.addWidget(summary_scroll)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(8, 8, 8, 8)
-        layout.addWidget(split)
+        layout.addWidget(self.pages)
         self._attempts = []
         self.show_task(None)
 
@@ -156,6 +155,9 @@ class Inspector(QWidget):
         info = self.bridge.tasks.get(self.task_id) if self.task_id else None
         for label in self.fields.values():
             label.setText("—")
+        self.pages.setCurrentIndex(1 if self.task_id is None else 0)
+        if self.task_id is None:
+            self.summary.refresh()
         if info is None:
             self.title.setText("No task selected" if not self.task_id else f"{self.task_id} (gone)")
             self.state.setText("")
@@ -168,7 +170,10 @@ class Inspector(QWidget):
 
     def tick(self) -> None:
         """Refresh only the countdown (called every second)."""
-        info = self.bridge.tasks.get(self.task_id) if self.task_id else None
+        if self.task_id is None:
+            self.summary.refresh()
+            return
+        info = self.bridge.tasks.get(self.task_id)
         if info is None:
             return
         if info.state is TaskState.RUNNING:  # its attempt's duration grows
@@ -183,7 +188,7 @@ class Inspector(QWidget):
 
     def _show_info(self, info: TaskInfo) -> None:
         self.title.setText(info.name or info.id)
-        fill = QColor(STATE_COLOURS[info.state])
+        fill = state_colour(info.state, is_dark(self.palette()))
         ink = text_colour_on(fill).name()
         paused = " · paused" if info.paused else ""
         self.state.setText(
@@ -218,6 +223,8 @@ class Inspector(QWidget):
     def _show_attempts(self, attempts: list[PastAttempt]) -> None:
         current = self.attempt_list.currentItem()
         keep = current.data(0, Qt.ItemDataRole.UserRole) if current else None
+        if keep is not None and keep == len(self._attempts) - 1:
+            keep = None  # the newest attempt was shown: show the newest again
         keep_key = self._key(self._attempts[keep]) if keep is not None else None
         self._attempts = attempts
         self.attempt_list.clear()
@@ -225,6 +232,8 @@ class Inspector(QWidget):
         wall_now = self.bridge.clock_now() + offset
         this_run = None if self.store is None else self.store.run
         faded = self.palette().color(QPalette.ColorGroup.Disabled, QPalette.ColorRole.Text)
+        base = self.palette().color(QPalette.ColorRole.Base)
+        dark = is_dark(self.palette())
         select = None
         for index, attempt in enumerate(attempts):
             ended = attempt.ended if attempt.ended is not None else wall_now
@@ -244,7 +253,7 @@ class Inspector(QWidget):
                 for column in range(len(COLUMNS)):
                     item.setForeground(column, faded)
                 item.setToolTip(0, f"run {attempt.run} (an earlier run)")
-            item.setForeground(3, QColor(OUTCOME_COLOURS.get(attempt.outcome, "#888888")))
+            item.setForeground(3, readable_on(outcome_colour(attempt.outcome, dark), base))
             self.attempt_list.addTopLevelItem(item)
             if keep_key is not None and self._key(attempt) == keep_key:
                 select = index
@@ -286,7 +295,7 @@ class Inspector(QWidget):
 
     def changeEvent(self, event) -> None:
         # Links carry their colour in the HTML: re-render them for the new palette.
-        if event.type() == event.Type.PaletteChange and self.task_id:
+        if event.type() == event.Type.PaletteChange and hasattr(self, "pages"):
             self.refresh()
         super().changeEvent(event)
 

@@ -7,12 +7,19 @@ so the legend never forces the window wider than the screen.
 from __future__ import annotations
 
 from PySide6.QtCore import QPoint, QRect, QSize, Qt
-from PySide6.QtGui import QColor
 from PySide6.QtWidgets import QLabel, QLayout, QSizePolicy, QWidget
 
 from engine import TaskState
 
-from .style import RECURRING_MARK, STATE_COLOURS, STATE_GLYPHS, STATE_LABELS, text_colour_on
+from .style import (
+    RECURRING_MARK,
+    STATE_GLYPHS,
+    STATE_LABELS,
+    is_dark,
+    state_colour,
+    state_outline,
+    text_colour_on,
+)
 
 
 class FlowLayout(QLayout):
@@ -83,15 +90,28 @@ class Legend(QWidget):
         policy = QSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Preferred)
         policy.setHeightForWidth(True)
         self.setSizePolicy(policy)
+        self.chips: dict[TaskState, QLabel] = {}
         for state in TaskState:
-            fill = QColor(STATE_COLOURS[state])
-            chip = QLabel(f"{STATE_GLYPHS[state]} {STATE_LABELS[state]}")
-            chip.setStyleSheet(
-                f"background:{fill.name()}; color:{text_colour_on(fill).name()};"
-                f"border:1px solid {fill.darker(140).name()}; border-radius:8px; padding:1px 7px;"
-            )
+            chip = self.chips[state] = QLabel(f"{STATE_GLYPHS[state]} {STATE_LABELS[state]}")
+            chip.setObjectName(f"legend_{state.value}")
             layout.addWidget(chip)
+        self._style_chips()
         note = QLabel(f"{RECURRING_MARK} recurring · #n attempt")
         note.setToolTip("Drag from a task's ○ port onto another task to make it wait for the first")
         note.setEnabled(False)
         layout.addWidget(note)
+
+    def _style_chips(self) -> None:
+        dark = is_dark(self.palette())
+        for state, chip in self.chips.items():
+            fill = state_colour(state, dark)
+            chip.setStyleSheet(
+                f"background:{fill.name()}; color:{text_colour_on(fill).name()};"
+                f"border:1px solid {state_outline(state, dark).name()};"
+                " border-radius:8px; padding:1px 7px;"
+            )
+
+    def changeEvent(self, event) -> None:
+        if event.type() == event.Type.PaletteChange and hasattr(self, "chips"):
+            self._style_chips()  # the dark theme has its own cancelled grey
+        super().changeEvent(event)

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from PySide6.QtGui import QPalette
 from PySide6.QtWidgets import QLabel, QStatusBar
 
 from engine import TaskState
 
-from .style import STATE_COLOURS, STATE_GLYPHS, STATE_LABELS
+from .style import STATE_GLYPHS, STATE_LABELS, state_text_colour
 
 
 class StatusPanel:
@@ -28,10 +29,11 @@ class StatusPanel:
     def update(self, dispatcher_paused: bool) -> None:
         counts = self.bridge.state_counts()
         parts = []
+        window = self.counts.palette().color(QPalette.ColorRole.Window)
         for state in TaskState:
             n = counts[state]
             if n:
-                colour = STATE_COLOURS[state]
+                colour = state_text_colour(state, [window]).name()
                 parts.append(
                     f'<span style="color:{colour}">{STATE_GLYPHS[state]}</span> '
                     f"{n} {STATE_LABELS[state]}"

@@ -57,8 +57,46 @@ ENTRY_COLOURS = {
 }
 
 
-def state_colour(state: TaskState) -> QColor:
-    return QColor(STATE_COLOURS[state])
+# Dark theme only: #4D4D4D all but vanished on a near-black background.
+DARK_FILLS = {S.CANCELLED: "#80868B"}
+DARK_OUTLINES = {S.CANCELLED: "#C4C7CC"}
+
+
+def state_colour(state: TaskState, dark: bool = False) -> QColor:
+    """The fill of a node or pill in ``state`` (a lighter grey for cancelled on dark)."""
+    return QColor(DARK_FILLS.get(state, STATE_COLOURS[state]) if dark else STATE_COLOURS[state])
+
+
+def state_outline(state: TaskState, dark: bool = False) -> QColor:
+    """The outline drawn around a ``state`` fill."""
+    if dark and state in DARK_OUTLINES:
+        return QColor(DARK_OUTLINES[state])
+    return state_colour(state, dark).darker(140)
+
+
+def outcome_colour(outcome: str, dark: bool = False) -> QColor:
+    if dark and outcome == "cancelled":
+        return state_colour(S.CANCELLED, dark)
+    return QColor(OUTCOME_COLOURS.get(outcome, "#888888"))
+
+
+def state_text_colour(state: TaskState, backgrounds) -> QColor:
+    """The state's colour as text: same hue, >= 4.5:1 against every background given
+    (a table's Base and AlternateBase). Fills stay as they are; only text changes."""
+    backgrounds = [QColor(b) for b in backgrounds]
+    dark = backgrounds[0].lightness() < 128
+    colour = state_colour(state, dark)
+    for _ in range(4):
+        for background in backgrounds:
+            colour = readable_on(colour, background)
+        if all(contrast(colour, b) >= 4.5 for b in backgrounds):
+            break
+    return colour
+
+
+def kind_label(kind: str) -> str:
+    """An event kind as people read it: "retry wait", not "retry_wait"."""
+    return kind.replace("_", " ")
 
 
 def text_colour_on(fill: QColor) -> QColor:
@@ -117,3 +155,84 @@ def link_colours(palette: QPalette | None = None) -> tuple[QColor, QColor]:
     link = palette.color(QPalette.ColorRole.Link)
     visited = palette.color(QPalette.ColorRole.LinkVisited)
     return readable_on(link, base), readable_on(visited, base)
+
+
+# -- forcing a theme (``taskloom --theme``, TASKLOOM_THEME) ---------------------------
+THEMES = ("system", "light", "dark")
+
+_DARK_PALETTE = {
+    "Window": "#202124",
+    "WindowText": "#E8EAED",
+    "Base": "#17181A",
+    "AlternateBase": "#26282B",
+    "Text": "#E8EAED",
+    "Button": "#2B2D31",
+    "ButtonText": "#E8EAED",
+    "BrightText": "#FFFFFF",
+    "Highlight": "#3B82F6",
+    "HighlightedText": "#FFFFFF",
+    "ToolTipBase": "#2B2D31",
+    "ToolTipText": "#E8EAED",
+    "PlaceholderText": "#9AA0A6",
+    "Link": "#8AB4F8",
+    "LinkVisited": "#C58AF9",
+    "Mid": "#3C4043",
+    "Dark": "#111214",
+    "Light": "#4A4D52",
+    "Midlight": "#35373B",
+    "Shadow": "#000000",
+}
+_LIGHT_PALETTE = {
+    "Window": "#EFEFEF",
+    "WindowText": "#000000",
+    "Base": "#FFFFFF",
+    "AlternateBase": "#F5F5F5",
+    "Text": "#000000",
+    "Button": "#EFEFEF",
+    "ButtonText": "#000000",
+    "BrightText": "#FFFFFF",
+    "Highlight": "#308CC6",
+    "HighlightedText": "#FFFFFF",
+    "ToolTipBase": "#FFFFDC",
+    "ToolTipText": "#000000",
+    "PlaceholderText": "#7F7F7F",
+    "Link": "#0000FF",
+    "LinkVisited": "#FF00FF",
+    "Mid": "#B8B8B8",
+    "Dark": "#9F9F9F",
+    "Light": "#FFFFFF",
+    "Midlight": "#CACACA",
+    "Shadow": "#767676",
+}
+_DISABLED_TEXT = {"dark": "#7F8489", "light": "#8C8C8C"}
+
+
+def theme_palette(theme: str) -> QPalette:
+    """A complete light or dark palette (the same on every platform and style)."""
+    palette = QPalette()
+    for role, colour in (_DARK_PALETTE if theme == "dark" else _LIGHT_PALETTE).items():
+        palette.setColor(getattr(QPalette.ColorRole, role), QColor(colour))
+    for role in ("WindowText", "Text", "ButtonText"):
+        palette.setColor(
+            QPalette.ColorGroup.Disabled,
+            getattr(QPalette.ColorRole, role),
+            QColor(_DISABLED_TEXT[theme]),
+        )
+    return palette
+
+
+def apply_theme(app, theme: str | None) -> str:
+    """Force ``theme`` ("light" or "dark") on ``app``; "system" (or None) leaves the
+    desktop's choice. Call before building windows. Returns the theme applied."""
+    from PySide6.QtCore import Qt
+
+    theme = (theme or "system").strip().lower()
+    if theme not in THEMES:
+        raise ValueError(f"unknown theme {theme!r}: choose one of {', '.join(THEMES)}")
+    if theme == "system":
+        return theme
+    scheme = Qt.ColorScheme.Dark if theme == "dark" else Qt.ColorScheme.Light
+    if hasattr(app.styleHints(), "setColorScheme"):  # Qt >= 6.8: native widgets follow too
+        app.styleHints().setColorScheme(scheme)
+    app.setPalette(theme_palette(theme))
+    return theme

@@ -6,9 +6,11 @@ for the visible window only and at most every few seconds. Upcoming heap
 entries are markers by kind (scheduled, retry with its attempt number,
 recurring); an entry past its due time is marked late.
 
-The window follows now (now sits a fifth from the left) until the user pans it:
-drag, Shift+wheel or a horizontal wheel, or the arrow keys. "Now" or Home
-follows now again; Ctrl+wheel or +/- zooms from 1 minute to 24 hours.
+The window follows now until the user pans it: drag, Shift+wheel or a
+horizontal wheel, or the arrow keys. "Now" or Home follows now again;
+Ctrl+wheel or +/- zooms from 10 seconds to 24 hours. Until the user zooms or
+pans, the window fits what there is (this run's first attempt to just past the
+last upcoming entry, 20 s to 10 min), so a workflow of 1-second tasks is readable.
 """
 
 from __future__ import annotations
@@ -31,8 +33,12 @@ LANE_HEIGHT = 24
 LABEL_WIDTH = 130
 AXIS_HEIGHT = 24
 NOW_AT = 0.2  # where now sits while following, as a fraction of the width
-SPANS = (60.0, 150.0, 300.0, 600.0, 1800.0, 3600.0, 3 * 3600.0, 6 * 3600.0, 12 * 3600.0, 86400.0)
-DEFAULT_SPAN = 150.0  # 30 s of history, 2 min ahead
+SPANS = (10.0, 20.0, 30.0, 60.0, 150.0, 300.0, 600.0, 1800.0, 3600.0)
+SPANS += (3 * 3600.0, 6 * 3600.0, 12 * 3600.0, 86400.0)
+DEFAULT_SPAN = 150.0  # 30 s of history, 2 min ahead (once a person zooms or pans)
+FIT_SPANS = (20.0, 600.0)  # the range the automatic fit stays within
+FIT_HISTORY = 30.0  # seconds shown before now when this run has no attempt yet
+FIT_PAD = 0.06  # of the span, left of the first attempt and right of the last entry
 PAN_STEP = 0.1  # of the span, per wheel notch or arrow key
 END_KINDS = {
     "succeeded": "succeeded",
@@ -118,6 +124,8 @@ class TimelineCanvas(QWidget):
         self.wall_offset = lambda: time.time() - clock_now()  # wall = clock + offset
         self.span = DEFAULT_SPAN
         self.following = True
+        self.auto_fit = True  # until the user zooms or pans
+        self.fit_left: float | None = None  # the fitted window's left edge
         self.start = 0.0  # the left edge on the scheduler clock, while not following
         self.selected: str | None = None
         self._hits: list[tuple[QRectF, str, str]] = []  # (rect, task, tooltip)
@@ -136,8 +144,32 @@ class TimelineCanvas(QWidget):
     def window(self, now: float | None = None) -> tuple[float, float]:
         """(left, right) of the visible window on the scheduler clock."""
         now = self.clock_now() if now is None else now
-        left = now - self.span * NOW_AT if self.following else self.start
+        if not self.following:
+            left = self.start
+        elif self.auto_fit and self.fit_left is not None:
+            left = self.fit_left
+        else:
+            left = now - self.span * NOW_AT
         return left, left + self.span
+
+    def refit(self, now: float | None = None) -> bool:
+        """Fit the window to this run's attempts and upcoming entries (while the user
+        has not zoomed or panned). Returns True if the window changed."""
+        if not (self.auto_fit and self.following):
+            return False
+        now = self.clock_now() if now is None else now
+        starts = [bars[0][0] for bars in self.model.bars.values() if bars]
+        first = min(starts) if starts else now - FIT_HISTORY
+        last = max([now, *(e.run_at for es in self.model.entries.values() for e in es)])
+        low, high = FIT_SPANS
+        span = min(high, max(low, (last - first) / (1 - 2 * FIT_PAD)))
+        left = first - FIT_PAD * span
+        if left + span < last + FIT_PAD * span:  # more than fits: keep now and what is next
+            left = min(now - span * NOW_AT, last + FIT_PAD * span - span)
+        left = min(left, now - FIT_PAD * span)  # now always in view
+        changed = (span, left) != (self.span, self.fit_left)
+        self.span, self.fit_left = span, left
+        return changed
 
     def plot_width(self) -> float:
         return max(1.0, self.width() - LABEL_WIDTH - 8)
@@ -155,6 +187,7 @@ class TimelineCanvas(QWidget):
         left, _ = self.window()
         self.start = left + seconds
         self.following = False
+        self.auto_fit = False
         self._changed()
 
     def follow_now(self) -> None:
@@ -168,6 +201,9 @@ class TimelineCanvas(QWidget):
 
     def set_span(self, seconds: float, anchor_x: float | None = None) -> None:
         seconds = max(SPANS[0], min(SPANS[-1], float(seconds)))
+        if self.auto_fit and self.following:  # zoom around now, not the fitted edge
+            self.auto_fit = False
+            self._changed()
         if seconds == self.span:
             return
         if not self.following:
@@ -237,37 +273,15 @@ class TimelineCanvas(QWidget):
         painter.end()
 
     def _paint_run_starts(self, painter, now, window, clip) -> None:
-        """A dashed line where each stored run began, labelled with its number."""
-        history = self.model.history
-        if history is None or not history.run_starts:
-            return
+        """A dashed line where each stored run began (its "run N" label is on the axis,
+        where it hides no bars)."""
         left, right_t = window
-        text = self.palette().color(QPalette.ColorRole.Text)
-        line = QColor(text)
+        line = QColor(self.palette().color(QPalette.ColorRole.Text))
         line.setAlpha(110)
-        pen = QPen(line, 1, Qt.PenStyle.DashLine)
-        small = QFont(self.font())
-        small.setPointSizeF(max(7.0, small.pointSizeF() - 1.5))
-        painter.setFont(small)
-        metrics = QFontMetrics(small)
-        labelled_to = -math.inf
-        for run, start in sorted(history.run_starts.items(), key=lambda item: item[1]):
-            if not left <= start <= right_t:
-                continue
+        painter.setPen(QPen(line, 1, Qt.PenStyle.DashLine))
+        for start in run_starts_in(self.model, left, right_t):
             x = self.x_of(start, now) - 2  # just left of the run's first bar
-            painter.setPen(pen)
             painter.drawLine(QPointF(x, clip.top()), QPointF(x, clip.bottom() + 1))
-            label = f"run {run}"
-            box = QRectF(x + 2, 1, metrics.horizontalAdvance(label) + 6, metrics.height())
-            if box.left() < labelled_to:
-                continue  # runs close together: the line alone
-            labelled_to = box.right()
-            background = self.palette().color(QPalette.ColorRole.Base)
-            background.setAlpha(200)
-            painter.fillRect(box, background)
-            painter.setPen(text)
-            painter.drawText(box, Qt.AlignmentFlag.AlignCenter, label)
-        painter.setFont(self.font())
 
     def _bar_rect(self, start, finish, top, now, right) -> QRectF:
         x0 = max(LABEL_WIDTH, self.x_of(start, now))
@@ -397,6 +411,7 @@ class TimelineCanvas(QWidget):
                 self.setCursor(Qt.CursorShape.ClosedHandCursor)
                 self.start = self._press[1] - dx / self.plot_width() * self.span
                 self.following = False
+                self.auto_fit = False
                 self._changed()
             return
         for rect, _tid, tip in reversed(self._hits):
@@ -478,24 +493,68 @@ class TimelineAxis(QWidget):
         offset = canvas.wall_offset()
         if canvas.following:
             cell = QRectF(6, 0, LABEL_WIDTH - 10, AXIS_HEIGHT)
-            caption = f"next {_short(canvas.horizon)}"
+            caption = f"next {_short(right - now)}"
         else:
             cell = QRectF(50, 0, LABEL_WIDTH - 54, AXIS_HEIGHT)
             caption = time.strftime("%a %d %b", time.localtime(left + offset))
         painter.drawText(cell, Qt.AlignmentFlag.AlignVCenter, caption)
+        caption_end = cell.left() + QFontMetrics(small).horizontalAdvance(caption) + 6
+        metrics = QFontMetrics(small)
+        self.label_rects = []
         for t, label in _ticks(left, right, now, step, offset, canvas.following):
             x = canvas.x_of(t, now)
             painter.drawLine(QPointF(x, AXIS_HEIGHT - 6), QPointF(x, AXIS_HEIGHT))
-            painter.drawText(
-                QRectF(max(LABEL_WIDTH, min(x - 40, self.width() - 80)), 0, 80, AXIS_HEIGHT - 6),
-                Qt.AlignmentFlag.AlignCenter,
-                label,
-            )
+            # Centred on its tick, or not at all: a shifted label names the wrong time.
+            width = metrics.horizontalAdvance(label) + 6
+            box = QRectF(x - width / 2, 0, width, AXIS_HEIGHT - 6)
+            if box.left() < LABEL_WIDTH or box.right() > self.width() - 2:
+                continue
+            painter.drawText(box, Qt.AlignmentFlag.AlignCenter, label)
+            self.label_rects.append((t, box))
+        taken = [box for _t, box in self.label_rects]
+        self._paint_run_labels(painter, now, (left, right), taken, caption_end)
         if left <= now <= right:
             painter.setPen(QPen(self.palette().color(QPalette.ColorRole.Highlight), 2))
             x_now = canvas.x_of(now, now)
             painter.drawLine(QPointF(x_now, AXIS_HEIGHT - 8), QPointF(x_now, AXIS_HEIGHT))
         painter.end()
+
+    def _paint_run_labels(self, painter, now, window, taken: list[QRectF], free_from) -> None:
+        """'run N' beside each stored run's start line (right of it, else left of it),
+        where no tick label is; skipped when neither side is free."""
+        canvas = self.canvas
+        tiny = QFont(self.font())
+        tiny.setPointSizeF(max(6.5, tiny.pointSizeF() - 2))
+        painter.setFont(tiny)
+        metrics = QFontMetrics(tiny)
+        faint = QColor(self.palette().color(QPalette.ColorRole.Text))
+        faint.setAlpha(170)
+        painter.setPen(faint)
+        taken = list(taken)
+        for run, start in run_starts_in(canvas.model, *window, with_runs=True):
+            x = canvas.x_of(start, now) - 2
+            label = f"run {run}"
+            width = metrics.horizontalAdvance(label) + 4
+            for box in (
+                QRectF(x + 2, 0, width, AXIS_HEIGHT - 6),
+                QRectF(x - 2 - width, 0, width, AXIS_HEIGHT - 6),
+            ):
+                free = not any(box.intersects(t) for t in taken)
+                # Left of the line it may use the lane-name column, past the caption.
+                if free and box.left() >= free_from and box.right() <= self.width():
+                    painter.drawText(box, Qt.AlignmentFlag.AlignCenter, label)
+                    taken.append(box)
+                    break
+
+
+def run_starts_in(model, left: float, right: float, with_runs: bool = False):
+    """Start times of stored runs inside [left, right], oldest first."""
+    history = model.history
+    if history is None:
+        return []
+    runs = sorted(history.run_starts.items(), key=lambda item: item[1])
+    inside = [(run, start) for run, start in runs if left <= start <= right]
+    return inside if with_runs else [start for _run, start in inside]
 
 
 class Timeline(QWidget):
@@ -550,6 +609,9 @@ class Timeline(QWidget):
         # window needs a new picture every ~40 s, not ten times a second.
         now = self.canvas.clock_now()
         moved = abs(now - self._painted_now) * self.canvas.plot_width() / self.canvas.span
+        if self.canvas.refit(now):
+            self._dirty = True
+            self.axis.update()
         if self._dirty or moved >= 0.5:
             self._dirty = False
             self._painted_now = now

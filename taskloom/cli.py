@@ -131,6 +131,14 @@ def _window_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--quit-after", type=float, metavar="SECONDS", help="close the window after this long"
     )
+    parser.add_argument(
+        "--theme",
+        choices=("system", "light", "dark"),
+        help="colour theme (default: $TASKLOOM_THEME, else the desktop's)",
+    )
+    parser.add_argument(
+        "--select", metavar="TASK", help="select this task at start (e.g. for --screenshot)"
+    )
     return parser
 
 
@@ -172,6 +180,8 @@ def open_window(args) -> int:
         quit_after=args.quit_after,
         db=args.db,
         fresh=args.fresh,
+        theme=args.theme,
+        select=args.select,
     )
     return int(result or 0)
 

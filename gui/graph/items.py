@@ -20,7 +20,14 @@ from PySide6.QtWidgets import (
 
 from engine import TaskInfo
 
-from ..style import RECURRING_MARK, STATE_GLYPHS, STATE_LABELS, state_colour, text_colour_on
+from ..style import (
+    RECURRING_MARK,
+    STATE_GLYPHS,
+    STATE_LABELS,
+    state_colour,
+    state_outline,
+    text_colour_on,
+)
 from .layout import NODE_HEIGHT, NODE_WIDTH
 
 ROLE_ID = 0  # item.data(ROLE_ID) -> task id
@@ -122,9 +129,10 @@ class _Look:
     """The brushes and pens of one state on one background (built once, shared)."""
 
     def __init__(self, state, base: QColor):
-        fill = state_colour(state)
+        dark = base.lightness() < 128
+        fill = state_colour(state, dark)
         self.brush = QBrush(fill)
-        self.pen = QPen(fill.darker(140), 1.0)
+        self.pen = QPen(state_outline(state, dark), 1.0)
         self.pen.setCosmetic(True)
         self.ink = QBrush(text_colour_on(fill))
         self.port_brush = QBrush(base)

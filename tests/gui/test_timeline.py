@@ -32,6 +32,7 @@ def test_upcoming_entries_attempt_bars_and_click(qtbot, make_window, manual_sche
     manual_scheduler.start()
     window = make_window(manual_scheduler)
     timeline = window.timeline
+    timeline.set_span(DEFAULT_SPAN)  # a fixed window: no automatic fit
     qtbot.waitUntil(lambda: "upload" in timeline.model.entries, timeout=3000)
     entries = {tid: [e.kind for e in es] for tid, es in timeline.model.entries.items()}
     assert entries == {"later": ["scheduled"], "tick": ["recurring"], "upload": ["retry"]}
@@ -88,10 +89,11 @@ def wheel(widget, dy=0, dx=0, modifiers=Qt.KeyboardModifier.NoModifier, x=400.0)
     return event
 
 
-def test_ctrl_wheel_zooms_from_one_minute_to_a_day(qtbot, make_window, manual_scheduler):
+def test_ctrl_wheel_zooms_from_ten_seconds_to_a_day(qtbot, make_window, manual_scheduler):
     window = make_window(manual_scheduler)
     canvas = window.timeline.canvas
-    assert canvas.span == DEFAULT_SPAN and canvas.following
+    canvas.set_span(DEFAULT_SPAN)
+    assert canvas.span == DEFAULT_SPAN and canvas.following and not canvas.auto_fit
     wheel(canvas, dy=-120, modifiers=Qt.KeyboardModifier.ControlModifier)
     assert canvas.span == 300.0
     for _ in range(20):
@@ -99,16 +101,17 @@ def test_ctrl_wheel_zooms_from_one_minute_to_a_day(qtbot, make_window, manual_sc
     assert canvas.span == SPANS[-1] == 86400.0
     for _ in range(20):
         wheel(canvas, dy=120, modifiers=Qt.KeyboardModifier.ControlModifier)
-    assert canvas.span == SPANS[0] == 60.0
+    assert canvas.span == SPANS[0] == 10.0
     assert canvas.following  # zooming while following keeps now in view
     now = manual_scheduler.clock.now()
-    assert canvas.window(now) == (now - 12.0, now + 48.0)
+    assert canvas.window(now) == (now - 2.0, now + 8.0)
 
 
 def test_panning_back_and_home_follows_now_again(qtbot, make_window, manual_scheduler):
     window = make_window(manual_scheduler)
     timeline = window.timeline
     canvas = timeline.canvas
+    canvas.set_span(DEFAULT_SPAN)
     manual_scheduler.clock.advance(1000)
     now = manual_scheduler.clock.now()
     before = canvas.window(now)

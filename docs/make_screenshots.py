@@ -1,0 +1,70 @@
+"""Regenerate the README pictures in docs/ (offscreen, from the project root).
+
+    python docs/make_screenshots.py
+
+Each picture comes from the real ``taskloom FILE --screenshot PNG --quit-after S
+[--theme dark] [--select TASK]`` command, in a fresh user data dir so no earlier
+run is resumed. Pictures are saved at the strongest PNG compression (each well
+under 300 KB).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+DOCS = ROOT / "docs"
+EXAMPLES = ROOT / "resources" / "examples"
+
+# (picture, workflow, seconds after start, theme, task to select): mid-run moments.
+SHOTS = [
+    # Nothing selected: the inspector shows the run summary.
+    ("window-light.png", "etl.toml", 6.0, "light", None),
+    ("window-dark.png", "etl.toml", 6.0, "dark", "load"),
+    # flaky fails at ~0.2 s and ~0.9 s; at 1.4 s its second backoff (1 s) is on the timeline.
+    ("window-retry.png", "flaky.toml", 1.4, "light", "flaky"),
+]
+
+
+def take(picture: str, workflow: str, seconds: float, theme: str, select: str | None) -> Path:
+    out = DOCS / picture
+    env = dict(os.environ, QT_QPA_PLATFORM="offscreen", XDG_DATA_HOME=tempfile.mkdtemp())
+    env.pop("TASKLOOM_THEME", None)
+    command = [sys.executable, "-m", "taskloom", str(EXAMPLES / workflow)]
+    command += ["--screenshot", str(out), "--quit-after", str(seconds), "--theme", theme]
+    if select:
+        command += ["--select", select]
+    subprocess.run(command, cwd=ROOT, env=env, check=True, timeout=60)
+    return out
+
+
+def shrink(path: Path) -> None:
+    """Re-save at the strongest PNG compression (Qt maps quality 0 to zlib level 9).
+
+    No colour reduction: Qt's Indexed8 conversion uses a fixed colour cube, which
+    turned the dark theme's grey background navy. Full colour is ~110 KB anyway.
+    """
+    from PySide6.QtGui import QImage
+
+    QImage(str(path)).save(str(path), "PNG", 0)
+
+
+def main() -> int:
+    os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+    from PySide6.QtGui import QGuiApplication
+
+    app = QGuiApplication.instance() or QGuiApplication(sys.argv[:1])  # QImage needs one
+    for picture, workflow, seconds, theme, select in SHOTS:
+        path = take(picture, workflow, seconds, theme, select)
+        shrink(path)
+        print(f"{path.relative_to(ROOT)}: {path.stat().st_size // 1024} KB")
+    del app
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

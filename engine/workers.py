@@ -27,9 +27,7 @@ def _task_traceback(exc: BaseException) -> str:
     frames above it are noise to the person reading it. An error raised by the
     engine itself for the task (a command's exit code) gets no frames at all."""
     tb = exc.__traceback__
-    while tb is not None and tb.tb_frame.f_code.co_filename.startswith(
-        (_ENGINE_DIR, _FUTURES_DIR)
-    ):
+    while tb is not None and tb.tb_frame.f_code.co_filename.startswith((_ENGINE_DIR, _FUTURES_DIR)):
         tb = tb.tb_next
     return "".join(traceback.format_exception(type(exc), exc, tb))
 

@@ -71,6 +71,7 @@ class MainWindow(QMainWindow):
         self._file_specs: dict = {}  # specs as read from it (unchanged tasks are kept as written)
 
         self.scene = GraphScene(self)
+        self.scene.elapsed_source = self._running_for
         self.graph_view = GraphView(self.scene)
         self.legend = Legend()
         central = QWidget()
@@ -557,6 +558,13 @@ class MainWindow(QMainWindow):
             return False
         self._show_message(f"Exported the graph to {path}", False)
         return True
+
+    def _running_for(self, tid: str) -> float | None:
+        """Seconds the task's running attempt has taken (for its node), if it runs."""
+        attempts = self.bridge.attempts(tid)
+        if not attempts or attempts[-1].outcome != "running":
+            return None
+        return max(0.0, self.bridge.clock_now() - attempts[-1].started)
 
     def _open_workflow(self) -> None:
         path, _ = QFileDialog.getOpenFileName(self, "Open workflow", "", "Workflows (*.toml)")

@@ -18,7 +18,7 @@ from PySide6.QtWidgets import (
     QGraphicsSimpleTextItem,
 )
 
-from engine import TaskInfo
+from engine import TaskInfo, TaskState
 
 from ..style import (
     RECURRING_MARK,
@@ -81,6 +81,7 @@ class NodeItem(QGraphicsPathItem):
         self.port.setCursor(Qt.CursorShape.CrossCursor)
         self._detail = True
         self._base: QColor | None = None
+        self.elapsed: float | None = None  # seconds the running attempt has taken so far
 
     def set_info(self, info: TaskInfo, base: QColor) -> None:
         """Recolour and relabel from a task snapshot (the only per-event work).
@@ -105,10 +106,20 @@ class NodeItem(QGraphicsPathItem):
                     name, Qt.TextElideMode.ElideMiddle, int(NODE_WIDTH - 24)
                 )
             )
-        status = _status_text(info)
+        if info.state is not TaskState.RUNNING:
+            self.elapsed = None
+        self._show_status()
+        self.setToolTip(_tooltip(info))
+
+    def set_elapsed(self, seconds: float | None) -> None:
+        """How long the running attempt has taken: shown after the state while running."""
+        self.elapsed = seconds
+        self._show_status()
+
+    def _show_status(self) -> None:
+        status = _status_text(self.info, self.elapsed)
         if status != self.status_text.text():
             self.status_text.setText(status)
-        self.setToolTip(_tooltip(info))
 
     def set_detail(self, detail: bool) -> None:
         """Level of detail: zoomed out, text is unreadable noise, so hide it."""
@@ -150,8 +161,10 @@ def _look(state, base: QColor) -> _Look:
     return look
 
 
-def _status_text(info: TaskInfo) -> str:
+def _status_text(info: TaskInfo, elapsed: float | None = None) -> str:
     parts = [f"{STATE_GLYPHS[info.state]} {STATE_LABELS[info.state]}"]
+    if elapsed is not None and info.state is TaskState.RUNNING:
+        parts[0] += f" {format_elapsed(elapsed)}"
     if info.attempt:
         parts.append(f"#{info.attempt}")
     if info.recurring:
@@ -159,6 +172,18 @@ def _status_text(info: TaskInfo) -> str:
     if info.paused:
         parts.append("⏸ paused")
     return "  ".join(parts)
+
+
+def format_elapsed(seconds: float) -> str:
+    """12s, 3m05s, 1h02m: short enough for a node's status line."""
+    seconds = max(0, int(seconds))
+    if seconds < 60:
+        return f"{seconds}s"
+    minutes, seconds = divmod(seconds, 60)
+    if minutes < 60:
+        return f"{minutes}m{seconds:02d}s"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}h{minutes:02d}m"
 
 
 def _tooltip(info: TaskInfo) -> str:

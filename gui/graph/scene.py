@@ -65,6 +65,13 @@ class GraphScene(QGraphicsScene):
         self._edges_timer.setSingleShot(True)
         self._edges_timer.timeout.connect(self._rebuild_edges)
         self._layoutReady.connect(self._on_layout_ready, Qt.ConnectionType.QueuedConnection)
+        # Running nodes show how long their attempt has taken, refreshed once a second:
+        # only those nodes are touched, so a big graph pays for its few running tasks.
+        self.elapsed_source = None  # callable: task id -> seconds running, or None
+        self._elapsed_timer = QTimer(self)
+        self._elapsed_timer.setInterval(1000)
+        self._elapsed_timer.timeout.connect(self.refresh_elapsed)
+        self._elapsed_timer.start()
 
         self.edges_item = QGraphicsPathItem()
         self.edges_item.setZValue(0)
@@ -334,6 +341,16 @@ class GraphScene(QGraphicsScene):
             if node is not None:
                 node.set_info(info, self.base)
         return structural
+
+    def refresh_elapsed(self) -> None:
+        source = self.elapsed_source
+        if source is None:
+            return
+        running = [tid for tid, info in self.tasks.items() if info.state is TaskState.RUNNING]
+        for tid in running:
+            node = self.nodes.get(tid)
+            if node is not None:
+                node.set_elapsed(source(tid))
 
     # -- level of detail ---------------------------------------------------------
     @property

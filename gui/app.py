@@ -81,29 +81,39 @@ class WorkflowSession:
             )
             self.scheduler.start()
         except BaseException:
-            self.scheduler.shutdown(wait=True, cancel_running=True)
-            if self.store is not None:
-                self.store.close()
+            self._shut_down()
             raise
         self.window.installEventFilter(_CloseWatcher(self))
-        if self.note:
-            self.window.statusBar().showMessage(self.note, 8000)
+        if type(self.executor).__name__ == "DaskExecutor":  # a cluster: show its workers
+            self.window.timeline.set_by_worker(True)
+        message = self.executor_problem or self.note
+        if message:
+            self.window.statusBar().showMessage(message, 15000 if self.executor_problem else 8000)
 
     def _open_run(self, fresh: bool, log_dir):
+        from engine.pools import make_executor
+
         log_dir = None if log_dir is None else str(log_dir)
         workers = self.workflow.workers
+        # The workflow's executor: threads, a process pool or a Dask cluster. One that
+        # cannot be had (a cluster that does not answer) must not keep the window shut.
+        self.executor_problem = ""
+        try:
+            self.executor = make_executor(self.workflow.executor, workers)
+        except (ValueError, OSError) as exc:
+            self.executor = None
+            self.executor_problem = f"⚠ {exc}: running tasks on threads instead"
+        options = dict(workers=workers, log_dir=log_dir, executor=self.executor)
         if self.db_path is None:
             from engine import Scheduler
 
-            scheduler = Scheduler(workers=workers, log_dir=log_dir)
+            scheduler = Scheduler(**options)
             self.workflow.schedule_into(scheduler)
             self.resumed, self.note = False, ""
             return scheduler, None
         from taskloom.runs import open_run
 
-        opened = open_run(
-            self.workflow, self.db_path, fresh=fresh, workers=workers, log_dir=log_dir
-        )
+        opened = open_run(self.workflow, self.db_path, fresh=fresh, **options)
         self.resumed, self.note = opened.resumed, opened.note
         return opened.scheduler, opened.store
 
@@ -129,6 +139,8 @@ class WorkflowSession:
         try:
             self.scheduler.shutdown(wait=True, cancel_running=True)
         finally:
+            if self.executor is not None:
+                self.executor.shutdown(wait=True, cancel_futures=True)
             if self.store is not None:
                 self.store.close()
 

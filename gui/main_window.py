@@ -360,6 +360,8 @@ class MainWindow(QMainWindow):
         view.addSeparator()
         for dock in (self.inspector_dock, self.timeline_dock, self.event_dock):
             view.addAction(dock.toggleViewAction())
+        view.addSeparator()
+        view.addAction(self.timeline.by_worker_action)
 
     def _wire(self) -> None:
         b = self.bridge

@@ -1,6 +1,8 @@
 """The timeline: a Gantt of attempts (this run and earlier ones) and what runs next.
 
-One lane per task. Attempts are bars coloured by outcome: this run's from the
+One lane per task, or per worker ("By worker": which thread, process or cluster
+worker ran each attempt; on by default when tasks run on a Dask cluster).
+Attempts are bars coloured by outcome: this run's from the
 event stream, earlier runs' (and this run's older ones) from the run store, read
 for the visible window only and at most every few seconds. Upcoming heap
 entries are markers by kind (scheduled, retry with its attempt number,
@@ -21,7 +23,16 @@ import time
 from collections import deque
 
 from PySide6.QtCore import QPointF, QRectF, QSize, Qt, QTimer, Signal
-from PySide6.QtGui import QColor, QFont, QFontMetrics, QPainter, QPainterPath, QPalette, QPen
+from PySide6.QtGui import (
+    QAction,
+    QColor,
+    QFont,
+    QFontMetrics,
+    QPainter,
+    QPainterPath,
+    QPalette,
+    QPen,
+)
 from PySide6.QtWidgets import QApplication, QScrollArea, QToolButton, QToolTip, QVBoxLayout, QWidget
 
 from engine import Entry, Event
@@ -62,6 +73,45 @@ class TimelineModel:
         self.attempts_next: dict[str, int] = {}
         self.bars: dict[str, deque] = {}  # tid -> deque[[start, end|None, outcome, attempt]]
         self.history: WindowHistory | None = None  # stored attempts of the visible window
+        # "By worker": lanes are the workers that ran attempts (known once one ends).
+        self.by_worker = False
+        self.workers: list[str] = []
+        self.worker_bars: dict[str, deque] = {}  # worker -> deque[[start, end, outcome, n, tid]]
+
+    def visible_lanes(self) -> list[str]:
+        return self.workers if self.by_worker else self.lanes
+
+    def set_by_worker(self, on: bool) -> None:
+        """Switch lanes; turning it on reads the recent attempts of every task once."""
+        self.by_worker = on
+        self.workers, self.worker_bars = [], {}
+        if on and self.attempts_of is not None:
+            finished = []
+            for tid in self.lanes:
+                for attempt in self.attempts_of(tid)[-20:]:
+                    if attempt.ended is not None:
+                        finished.append((attempt.ended, tid, attempt))
+            for _, tid, attempt in sorted(finished, key=lambda item: item[0]):
+                self._add_worker_bar(tid, attempt)
+
+    def _add_worker_bar(self, tid: str, attempt) -> None:
+        worker = attempt.worker or "(unknown worker)"
+        bars = self.worker_bars.get(worker)
+        if bars is None:
+            bars = self.worker_bars[worker] = deque(maxlen=200)
+            self.workers.append(worker)
+            self.workers.sort()
+        bars.append([attempt.started, attempt.ended, attempt.outcome, attempt.number, tid])
+
+    def _attempt_ended(self, tid: str, number: int) -> None:
+        """Put a finished attempt in its worker's lane (its worker is known now)."""
+        if self.attempts_of is None:
+            return
+        for attempt in reversed(self.attempts_of(tid)):
+            if attempt.number == number:
+                if attempt.ended is not None:
+                    self._add_worker_bar(tid, attempt)
+                return
 
     def set_tasks(self, tasks) -> None:
         for tid in tasks:
@@ -102,6 +152,8 @@ class TimelineModel:
                 if bars and bars[-1][1] is None:
                     bars[-1][1] = event.at
                     bars[-1][2] = END_KINDS[event.kind]
+                    if self.by_worker:
+                        self._attempt_ended(event.task_id, bars[-1][3])
 
     def stored_bars(self, tid: str):
         """Stored attempts of the task not also shown from the event stream."""
@@ -220,10 +272,10 @@ class TimelineCanvas(QWidget):
 
     # -- painting -----------------------------------------------------------------
     def sizeHint(self) -> QSize:
-        return QSize(600, max(LANE_HEIGHT, len(self.model.lanes) * LANE_HEIGHT))
+        return QSize(600, max(LANE_HEIGHT, len(self.model.visible_lanes()) * LANE_HEIGHT))
 
     def update_height(self) -> None:
-        self.setFixedHeight(max(LANE_HEIGHT, len(self.model.lanes) * LANE_HEIGHT))
+        self.setFixedHeight(max(LANE_HEIGHT, len(self.model.visible_lanes()) * LANE_HEIGHT))
 
     def paintEvent(self, event) -> None:
         painter = QPainter(self)
@@ -236,14 +288,16 @@ class TimelineCanvas(QWidget):
         left, right_t = self.window(now)
         clip = event.rect()
         first = max(0, clip.top() // LANE_HEIGHT)
-        last = min(len(self.model.lanes), clip.bottom() // LANE_HEIGHT + 1)
+        lanes = self.model.visible_lanes()
+        by_worker = self.model.by_worker
+        last = min(len(lanes), clip.bottom() // LANE_HEIGHT + 1)
         self._hits = []
         metrics = QFontMetrics(self.font())
         right = self.width() - 8
         for row in range(first, last):
-            tid = self.model.lanes[row]
+            tid = lanes[row]
             top = row * LANE_HEIGHT
-            if tid == self.selected:
+            if tid == self.selected and not by_worker:
                 painter.fillRect(
                     0,
                     top,
@@ -262,6 +316,9 @@ class TimelineCanvas(QWidget):
                 Qt.AlignmentFlag.AlignVCenter | Qt.AlignmentFlag.AlignLeft,
                 label,
             )
+            if by_worker:
+                self._paint_worker_bars(painter, tid, top, now, (left, right_t), right)
+                continue
             self._paint_stored(painter, tid, top, now, (left, right_t), right)
             self._paint_bars(painter, tid, top, now, (left, right_t), right)
             self._paint_entries(painter, tid, top, now, (left, right_t), right)
@@ -357,6 +414,18 @@ class TimelineCanvas(QWidget):
                 )
             )
 
+    def _paint_worker_bars(self, painter, worker, top, now, window, right) -> None:
+        left, right_t = window
+        for start, end, outcome, attempt, tid in self.model.worker_bars.get(worker, ()):
+            if end < left or start > right_t:
+                continue
+            rect = self._bar_rect(start, end, top, now, right)
+            painter.setPen(Qt.PenStyle.NoPen)
+            painter.setBrush(QColor(OUTCOME_COLOURS.get(outcome, "#888888")))
+            painter.drawRoundedRect(rect, 3, 3)
+            tip = f"{tid} attempt {attempt} on {worker}: {outcome}, {end - start:.2f} s"
+            self._hits.append((rect.adjusted(-2, -4, 2, 4), tid, tip))
+
     def _paint_entries(self, painter, tid, top, now, window, right) -> None:
         left, right_t = window
         mid = top + LANE_HEIGHT / 2
@@ -426,7 +495,14 @@ class TimelineCanvas(QWidget):
         self._dragging = False
         self.unsetCursor()
         if clicked and event.button() == Qt.MouseButton.LeftButton:
-            row = int(event.position().y() // LANE_HEIGHT)
+            pos = event.position()
+            if self.model.by_worker:  # a lane is a worker: select the task of the bar
+                for rect, tid, _tip in reversed(self._hits):
+                    if rect.contains(pos):
+                        self.taskClicked.emit(tid)
+                        return
+                return
+            row = int(pos.y() // LANE_HEIGHT)
             if 0 <= row < len(self.model.lanes):
                 self.taskClicked.emit(self.model.lanes[row])
 
@@ -577,6 +653,16 @@ class Timeline(QWidget):
         layout.addWidget(self.axis)
         layout.addWidget(self.scroll)
         self.canvas.taskClicked.connect(self.taskClicked)
+        # Right-click (and View > Timeline lanes by worker) switches the lanes.
+        self.by_worker_action = QAction("Lanes by worker", self)
+        self.by_worker_action.setObjectName("timelineByWorker")
+        self.by_worker_action.setToolTip(
+            "One lane per worker: which thread, process or cluster worker ran each attempt"
+        )
+        self.by_worker_action.setCheckable(True)
+        self.by_worker_action.toggled.connect(self.set_by_worker)
+        self.canvas.setContextMenuPolicy(Qt.ContextMenuPolicy.ActionsContextMenu)
+        self.canvas.addAction(self.by_worker_action)
         self.canvas.viewChanged.connect(self.axis.update)
         self._dirty = True
         self._painted_now = -math.inf
@@ -633,6 +719,16 @@ class Timeline(QWidget):
             self.model.history = None
         self.canvas.update()
 
+    def set_by_worker(self, on: bool) -> None:
+        """Lanes per worker (on) or per task (off)."""
+        if self.by_worker_action.isChecked() != on:
+            self.by_worker_action.setChecked(on)  # comes back here through toggled
+            return
+        self.model.set_by_worker(on)
+        self.canvas.update_height()
+        self._dirty = True
+        self.canvas.update()
+
     def set_tasks(self, tasks) -> None:
         self._dirty = True
         before = len(self.model.lanes)
@@ -651,7 +747,10 @@ class Timeline(QWidget):
 
     def add_events(self, events) -> None:
         self._dirty = True
+        workers = len(self.model.workers)
         self.model.add_events(events)
+        if len(self.model.workers) != workers:
+            self.canvas.update_height()
 
     def select(self, tid: str | None) -> None:
         self.canvas.selected = tid

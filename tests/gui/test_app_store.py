@@ -250,3 +250,24 @@ def test_run_window_keeps_runs_in_db_and_fresh_starts_a_new_one(qtbot, tmp_path)
     assert run_window(str(path), screenshot=str(picture), quit_after=0.3, db=db) == 0
     assert run_number() == 3 and picture.exists()  # a screenshot always starts afresh
     assert not [w for w in QApplication.topLevelWidgets() if w.isVisible()]
+
+
+def test_window_runs_tasks_on_the_workflows_executor(qtbot, tmp_path, settings):
+    script = tmp_path / "hello.py"
+    script.write_text("print('hello from a pool')\n", encoding="utf-8")
+    path = tmp_path / "pooled.toml"
+    path.write_text(
+        '[workflow]\nname = "pooled"\nworkers = 2\nexecutor = "processes"\n\n'
+        f'[tasks.hello]\ncommand = ["{sys.executable}", "{script}"]\n',
+        encoding="utf-8",
+    )
+    session = open_session(qtbot, settings, path, tmp_path / "pooled.db")
+    try:
+        qtbot.addWidget(session.window)
+        wait_state(qtbot, session, "hello", TaskState.SUCCEEDED, timeout=30000)
+        (attempt,) = session.scheduler.attempts("hello")
+        assert attempt.worker.startswith("pid ")  # ran in a pool process, not a thread
+        assert attempt.worker != f"pid {os.getpid()}"
+        assert "hello from a pool" in attempt.output
+    finally:
+        session.close()

@@ -193,3 +193,43 @@ def test_hovering_a_marker_shows_its_tooltip(qtbot, make_window, manual_schedule
     )
     QApplication.sendEvent(canvas, away)
     qtbot.waitUntil(lambda: not QToolTip.isVisible(), timeout=3000)
+
+
+def test_lanes_by_worker_show_which_worker_ran_each_attempt(qtbot, make_window):
+    import threading
+
+    from engine import Scheduler
+
+    s = Scheduler(workers=2)
+    gate = threading.Barrier(2, timeout=5)  # two tasks at once: each on its own worker
+
+    def pair():
+        gate.wait()
+
+    s.add(pair, name="left")
+    s.add(pair, name="right")
+    s.add(noop, name="after", deps=["left", "right"])
+    s.start()
+    try:
+        window = make_window(s)
+        timeline = window.timeline
+        assert s.wait(10)
+        timeline.set_by_worker(True)  # what View > Lanes by worker does
+        assert timeline.by_worker_action.isChecked()
+        workers = {a.worker for tid in ("left", "right", "after") for a in s.attempts(tid)}
+        assert len(workers) == 2
+        qtbot.waitUntil(lambda: set(timeline.model.workers) == workers, timeout=3000)
+        bars = {
+            bar[4]: worker for worker, rows in timeline.model.worker_bars.items() for bar in rows
+        }
+        assert bars["left"] != bars["right"]  # they ran side by side
+        timeline.canvas.repaint()
+        assert any(" on taskloom-worker-" in tip for _rect, _tid, tip in timeline.canvas._hits)
+        # a click on a bar selects its task in the graph and the inspector
+        rect, tid, _tip = timeline.canvas._hits[0]
+        qtbot.mouseClick(timeline.canvas, Qt.MouseButton.LeftButton, pos=rect.center().toPoint())
+        assert window.graph_view.selected() == [tid]
+        timeline.set_by_worker(False)
+        assert timeline.model.visible_lanes() == timeline.model.lanes
+    finally:
+        s.shutdown()

@@ -226,10 +226,28 @@ def test_lanes_by_worker_show_which_worker_ran_each_attempt(qtbot, make_window):
         timeline.canvas.repaint()
         assert any(" on taskloom-worker-" in tip for _rect, _tid, tip in timeline.canvas._hits)
         # a click on a bar selects its task in the graph and the inspector
-        rect, tid, _tip = timeline.canvas._hits[0]
-        qtbot.mouseClick(timeline.canvas, Qt.MouseButton.LeftButton, pos=rect.center().toPoint())
-        assert window.graph_view.selected() == [tid]
+        point = timeline.canvas._hits[0][0].center().toPoint()
+        topmost = [tid for rect, tid, _ in reversed(timeline.canvas._hits) if rect.contains(point)]
+        qtbot.mouseClick(timeline.canvas, Qt.MouseButton.LeftButton, pos=point)
+        assert window.graph_view.selected() == topmost[:1]  # the bar drawn on top wins
         timeline.set_by_worker(False)
         assert timeline.model.visible_lanes() == timeline.model.lanes
     finally:
         s.shutdown()
+
+
+def test_entry_ten_seconds_ahead_shows_then_goes_once_it_ran(qtbot, make_window, manual_scheduler):
+    manual_scheduler.schedule_after(noop, 10, name="soon")
+    manual_scheduler.start()
+    window = make_window(manual_scheduler)
+    timeline = window.timeline
+    qtbot.waitUntil(lambda: "soon" in timeline.model.entries, timeout=3000)
+    (entry,) = timeline.model.entries["soon"]
+    assert entry.kind == "scheduled"
+    assert entry.run_at == manual_scheduler.clock.now() + 10
+    timeline.canvas.repaint()
+    assert any(tip.startswith("soon: scheduled, in 10.0 s") for tip in tips(timeline))
+    manual_scheduler.clock.advance(10)  # it comes due and runs (SyncExecutor)
+    qtbot.waitUntil(lambda: "soon" not in timeline.model.entries, timeout=3000)
+    qtbot.waitUntil(lambda: bool(timeline.model.bars.get("soon")), timeout=3000)
+    assert timeline.model.bars["soon"][-1][2] == "succeeded"  # now a bar of the run

@@ -239,21 +239,34 @@ class Workflow:
                 overlap=task.overlap, misfire=task.misfire, misfire_grace=task.misfire_grace
             )
             kind = task.schedule_kind
-            if kind == "at":
-                ids[tid] = scheduler.schedule(fn, run_at=task.at, **common)
-            elif kind == "after":
-                ids[tid] = scheduler.schedule_after(fn, task.after, **common)
-            elif kind == "every":
-                ids[tid] = scheduler.schedule_every(
-                    fn, task.every, mode=task.mode, **recurring, **common
-                )
-            elif kind == "cron":
-                ids[tid] = scheduler.schedule_cron(
-                    fn, task.cron, tz=task.timezone or "UTC", **recurring, **common
-                )
-            else:
-                ids[tid] = scheduler.add(fn, **common)
+            when = {"at": task.at, "after": task.after, "every": task.every, "cron": task.cron}
+            ids[tid] = schedule_one(
+                scheduler,
+                fn,
+                kind,
+                when=when.get(kind),
+                mode=task.mode,
+                tz=task.timezone or "UTC",
+                options=common,
+                recurring=recurring,
+            )
         return ids
+
+
+def schedule_one(scheduler, fn, kind, *, when, mode, tz, options, recurring) -> str:
+    """Schedule one action by its kind of schedule: "at" (an aware datetime), "after"
+    (seconds), "every" (seconds), "cron" (an expression) or anything else (as soon as
+    its dependencies allow). ``options`` are the keywords every kind takes,
+    ``recurring`` those only recurring kinds take. Returns the task id."""
+    if kind == "at":
+        return scheduler.schedule(fn, run_at=when, **options)
+    if kind == "after":
+        return scheduler.schedule_after(fn, when, **options)
+    if kind == "every":
+        return scheduler.schedule_every(fn, when, mode=mode, **recurring, **options)
+    if kind == "cron":
+        return scheduler.schedule_cron(fn, when, tz=tz, **recurring, **options)
+    return scheduler.add(fn, **options)
 
 
 # ---------------------------------------------------------------------- loading

@@ -15,6 +15,7 @@ from datetime import datetime
 from pathlib import Path
 
 from engine import Call, RetryPolicy
+from engine.workflow import schedule_one
 
 SCHEDULE_KINDS = ("now", "at", "after", "every", "cron")
 
@@ -90,19 +91,17 @@ class TaskSpec:
         recurring = dict(
             overlap=self.overlap, misfire=self.misfire, misfire_grace=self.misfire_grace
         )
-        if self.schedule == "at":
-            return scheduler.schedule(self.target, self.at, **common)
-        if self.schedule == "after":
-            return scheduler.schedule_after(self.target, self.delay, **common)
-        if self.schedule == "every":
-            return scheduler.schedule_every(
-                self.target, self.interval, mode=self.mode, **recurring, **common
-            )
-        if self.schedule == "cron":
-            return scheduler.schedule_cron(
-                self.target, self.cron, tz=self.tz, **recurring, **common
-            )
-        return scheduler.schedule(self.target, None, **common)
+        when = {"at": self.at, "after": self.delay, "every": self.interval, "cron": self.cron}
+        return schedule_one(
+            scheduler,
+            self.target,
+            self.schedule,
+            when=when.get(self.schedule),
+            mode=self.mode,
+            tz=self.tz,
+            options=common,
+            recurring=recurring,
+        )
 
 
 _KIND_FROM_FILE = {"deps": "now", "at": "at", "after": "after", "every": "every", "cron": "cron"}

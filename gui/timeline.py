@@ -1,6 +1,7 @@
 """The timeline: a Gantt of attempts (this run and earlier ones) and what runs next.
 
-One lane per task, or per worker ("By worker": which thread, process or cluster
+One lane per task (with more than MANY_LANES tasks, only those with a bar or an
+upcoming entry to show), or per worker ("By worker": which thread, process or cluster
 worker ran each attempt; on by default when tasks run on a Dask cluster).
 Attempts are bars coloured by outcome: this run's from the
 event stream, earlier runs' (and this run's older ones) from the run store, read
@@ -60,6 +61,7 @@ END_KINDS = {
 }
 LATE_COLOUR = QColor("#D55E00")
 EARLIER_RUN_ALPHA = 150  # earlier runs' bars are a little faded
+MANY_LANES = 200  # above this many tasks, only tasks with something to show get a lane
 
 
 class TimelineModel:
@@ -75,11 +77,31 @@ class TimelineModel:
         self.history: WindowHistory | None = None  # stored attempts of the visible window
         # "By worker": lanes are the workers that ran attempts (known once one ends).
         self.by_worker = False
+        self.active_lanes: list[str] = []  # the lanes shown when there are many tasks
         self.workers: list[str] = []
         self.worker_bars: dict[str, deque] = {}  # worker -> deque[[start, end, outcome, n, tid]]
 
     def visible_lanes(self) -> list[str]:
-        return self.workers if self.by_worker else self.lanes
+        if self.by_worker:
+            return self.workers
+        if len(self.lanes) <= MANY_LANES:
+            return self.lanes
+        return self.active_lanes
+
+    def refresh_active(self, selected: str | None = None) -> bool:
+        """With many tasks, lanes only for those with something to show: an attempt
+        bar, an upcoming entry, or the selection. Returns whether the set changed."""
+        if len(self.lanes) <= MANY_LANES:
+            return False
+        shown = set(self.bars) | set(self.entries)
+        if self.history is not None:
+            shown |= set(self.history.bars)
+        if selected:
+            shown.add(selected)
+        active = [tid for tid in self.lanes if tid in shown]
+        changed = active != self.active_lanes
+        self.active_lanes = active
+        return changed
 
     def set_by_worker(self, on: bool) -> None:
         """Switch lanes; turning it on reads the recent attempts of every task once."""
@@ -503,8 +525,9 @@ class TimelineCanvas(QWidget):
                         return
                 return
             row = int(pos.y() // LANE_HEIGHT)
-            if 0 <= row < len(self.model.lanes):
-                self.taskClicked.emit(self.model.lanes[row])
+            lanes = self.model.visible_lanes()
+            if 0 <= row < len(lanes):
+                self.taskClicked.emit(lanes[row])
 
     def wheelEvent(self, event) -> None:
         # Ctrl+wheel zooms; Shift+wheel or a horizontal wheel pans; a plain wheel
@@ -701,6 +724,8 @@ class Timeline(QWidget):
         if self._dirty or moved >= 0.5:
             self._dirty = False
             self._painted_now = now
+            if self.model.refresh_active(self.canvas.selected):
+                self.canvas.update_height()
             self.canvas.update()
             self.axis.update()
 
@@ -754,7 +779,10 @@ class Timeline(QWidget):
 
     def select(self, tid: str | None) -> None:
         self.canvas.selected = tid
-        row = self.model.lane_index.get(tid) if tid else None
+        if self.model.refresh_active(tid):
+            self.canvas.update_height()
+        lanes = self.model.visible_lanes()
+        row = lanes.index(tid) if tid in lanes else None
         if row is not None:
             self.scroll.ensureVisible(0, row * LANE_HEIGHT + LANE_HEIGHT // 2, 0, LANE_HEIGHT)
         self.canvas.update()

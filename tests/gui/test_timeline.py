@@ -251,3 +251,23 @@ def test_entry_ten_seconds_ahead_shows_then_goes_once_it_ran(qtbot, make_window,
     qtbot.waitUntil(lambda: "soon" not in timeline.model.entries, timeout=3000)
     qtbot.waitUntil(lambda: bool(timeline.model.bars.get("soon")), timeout=3000)
     assert timeline.model.bars["soon"][-1][2] == "succeeded"  # now a bar of the run
+
+
+def test_with_many_tasks_only_those_with_something_to_show_get_a_lane(
+    qtbot, make_window, manual_scheduler
+):
+    from gui.timeline import MANY_LANES
+
+    manual_scheduler.schedule_after(noop, 3600, name="gate")
+    waiting = [f"w{i:03d}" for i in range(MANY_LANES + 50)]
+    for tid in waiting:
+        manual_scheduler.add(noop, name=tid, deps=["gate"])  # PENDING: nothing to show yet
+    manual_scheduler.start()
+    window = make_window(manual_scheduler)
+    timeline = window.timeline
+    qtbot.waitUntil(lambda: timeline.model.visible_lanes() == ["gate"], timeout=3000)
+    assert timeline.canvas.height() == LANE_HEIGHT  # one lane, not 251
+    timeline.select("w007")  # the selected task always gets a lane
+    assert timeline.model.visible_lanes() == ["gate", "w007"]
+    manual_scheduler.clock.advance(3600)  # the gate opens: everything runs
+    qtbot.waitUntil(lambda: len(timeline.model.visible_lanes()) == len(waiting) + 1, timeout=5000)

@@ -201,11 +201,23 @@ class _Capture:
         return readers
 
     def _pump(self, stream, is_stderr: bool) -> None:
+        # Whole lines only: stdout and stderr are two pipes, and a program's "warn" and
+        # its "\n" may arrive as two writes with the other stream's output in between.
+        pending = b""
         with stream:
             while chunk := stream.read1(65536):
-                self._add(chunk)
                 if is_stderr:
                     self._stderr_tail = (self._stderr_tail + chunk)[-self._tail_bytes :]
+                pending += chunk
+                cut = pending.rfind(b"\n") + 1
+                if cut == 0 and len(pending) < 65536:
+                    continue  # no line ended yet (a long one is passed on anyway)
+                if cut == 0:
+                    cut = len(pending)
+                self._add(pending[:cut])
+                pending = pending[cut:]
+        if pending:
+            self._add(pending)
 
     def _add(self, chunk: bytes) -> None:
         with self._lock:

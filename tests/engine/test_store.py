@@ -264,7 +264,7 @@ def test_random_kills_of_taskloom_run_lose_nothing_and_rerun_no_finished_task(db
     names = {name for name, *_ in _crash_tasks()}
     rng = random.Random(1234)
     kills = 0
-    succeeded_at_kill: list[tuple[set[str], int]] = []  # (succeeded tasks, log length)
+    succeeded_at_kill: list[tuple[int, set[str], int]] = []  # (run, succeeded tasks, log length)
     command = [sys.executable, "-m", "taskloom", "run", str(workflow), "--db", str(db)]
     first_line = 0  # where the store's current run begins in the log
     for _ in range(300):
@@ -278,7 +278,7 @@ def test_random_kills_of_taskloom_run_lose_nothing_and_rerun_no_finished_task(db
             proc.send_signal(signal.SIGKILL)
             proc.wait()
             kills += 1
-            succeeded_at_kill.append((_succeeded_in(db), len(log_lines(log))))
+            succeeded_at_kill.append((_run_number(db), _succeeded_in(db), len(log_lines(log))))
         else:
             assert proc.returncode == 0
         if _run_number(db) != run_before:  # a kill just after a run finished: a new one began
@@ -291,7 +291,10 @@ def test_random_kills_of_taskloom_run_lose_nothing_and_rerun_no_finished_task(db
     assert kills >= 20
 
     lines = log_lines(log)[first_line:]
-    succeeded_at_kill = [(ok, n - first_line) for ok, n in succeeded_at_kill if n >= first_line]
+    final_run = _run_number(db)
+    succeeded_at_kill = [
+        (ok, n - first_line) for run, ok, n in succeeded_at_kill if run == final_run
+    ]
     store = SQLiteStore(db)
     s = Scheduler(store=store)
     infos = {t.id: t for t in s.tasks()}

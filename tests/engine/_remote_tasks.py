@@ -88,3 +88,27 @@ def engine_submits_in_run_context() -> bool:
         s.schedule(os.getpid, name="probe")
         s.wait(10)
     return bool(seen) and seen[0] is not None and seen[0].task_id == "probe"
+
+
+def cancel_a_running_sleeper(executor, workers: int, tmp_path: Path):
+    """Start a 60 s command on ``executor``, cancel it once it runs, wait until it settled.
+
+    Returns (TaskInfo, its last Attempt, the command's pid, seconds the cancel took);
+    the executor tests of pools and of Dask assert on these.
+    """
+    import time
+
+    from engine import Scheduler
+
+    fifo = tmp_path / "started"
+    os.mkfifo(fifo)
+    with Scheduler(workers=workers, executor=executor) as s:
+        s.add(announcing_sleeper(str(fifo)), name="sleeper")
+        s.start()
+        pid = read_announced_pid(str(fifo))
+        assert process_exists(pid)
+        started = time.monotonic()
+        assert s.cancel("sleeper")
+        assert s.wait(30)
+        took = time.monotonic() - started
+        return s.task("sleeper"), s.attempts("sleeper")[-1], pid, took

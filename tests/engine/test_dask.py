@@ -134,18 +134,7 @@ def test_a_killed_worker_fails_the_attempt_and_the_retry_succeeds(client, execut
 
 
 def test_cancel_terminates_a_command_running_on_the_cluster(client, executor, tmp_path):
-    fifo = tmp_path / "started"
-    os.mkfifo(fifo)
-    with Scheduler(workers=2, executor=executor) as s:
-        s.add(remote.announcing_sleeper(str(fifo)), name="sleeper")
-        s.start()
-        pid = remote.read_announced_pid(str(fifo))
-        assert remote.process_exists(pid)
-        started = time.monotonic()
-        assert s.cancel("sleeper")
-        assert s.wait(30)
-        took = time.monotonic() - started
-        info, attempt = s.task("sleeper"), s.attempts("sleeper")[-1]
+    info, attempt, pid, took = remote.cancel_a_running_sleeper(executor, 2, tmp_path)
     assert info.state is S.CANCELLED
     assert attempt.outcome == "cancelled"
     assert attempt.exit_code == -15  # SIGTERM reached it on the worker

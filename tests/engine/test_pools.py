@@ -170,18 +170,7 @@ def test_a_command_logs_into_the_schedulers_log_dir_under_its_task_id(pool, tmp_
 
 
 def test_cancel_terminates_a_command_running_in_a_pool_process(pool, tmp_path):
-    fifo = tmp_path / "started"
-    os.mkfifo(fifo)
-    with Scheduler(workers=1, executor=pool) as s:
-        s.add(remote.announcing_sleeper(str(fifo)), name="sleeper")
-        s.start()
-        pid = remote.read_announced_pid(str(fifo))
-        assert remote.process_exists(pid)
-        started = time.monotonic()
-        assert s.cancel("sleeper")
-        assert s.wait(30)
-        took = time.monotonic() - started
-        info, attempt = s.task("sleeper"), s.attempts("sleeper")[-1]
+    info, attempt, pid, took = remote.cancel_a_running_sleeper(pool, 1, tmp_path)
     assert info.state is S.CANCELLED
     assert attempt.outcome == "cancelled"
     assert attempt.exit_code == -15  # SIGTERM reached it

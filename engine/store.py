@@ -23,9 +23,11 @@ import time
 from collections import deque
 from pathlib import Path
 
+from .store_lock import StoreLock
+
 log = logging.getLogger("taskloom.store")
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 # MIGRATIONS[n] takes a store from schema version n to n + 1.
 MIGRATIONS: dict[int, list[str]] = {
@@ -71,6 +73,13 @@ MIGRATIONS: dict[int, list[str]] = {
         )""",
         "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT)",
     ],
+    # The process an attempt started, recorded before it does any work, so that a
+    # later owner can end it if it outlived its owner (see survivors.py).
+    1: [
+        "ALTER TABLE attempts ADD COLUMN pid INTEGER",
+        "ALTER TABLE attempts ADD COLUMN pgid INTEGER",
+        "ALTER TABLE attempts ADD COLUMN proc_started REAL",
+    ],
 }
 
 TASK_COLUMNS = (
@@ -91,11 +100,30 @@ ATTEMPT_COLUMNS = (
     "log_path",
     "exit_code",
     "worker",
+    "pid",
+    "pgid",
+    "proc_started",
+)
+# An attempt row as the engine writes it: everything but the process columns, which
+# ``put_process`` fills in and a later update of the row must keep.
+_ATTEMPT_WRITE = ATTEMPT_COLUMNS[:12]
+_ATTEMPT_UPSERT = (
+    f"INSERT INTO attempts ({', '.join(_ATTEMPT_WRITE)}) VALUES ({', '.join('?' * 12)})"
+    " ON CONFLICT (run, task_id, number) DO UPDATE SET "
+    + ", ".join(f"{c}=excluded.{c}" for c in _ATTEMPT_WRITE[3:])
 )
 
 
 class StoreError(RuntimeError):
     """The store file cannot be used (newer schema, corrupt, not a store)."""
+
+
+class StoreBusy(StoreError):
+    """Another live process owns the store (``owner`` says who, when known)."""
+
+    def __init__(self, message: str, owner=None):
+        super().__init__(message)
+        self.owner = owner
 
 
 def _create_private(path: Path) -> None:
@@ -131,18 +159,30 @@ def _check_existing(path: Path) -> None:
 
 
 class SQLiteStore:
+    """A run store. Opening one makes this process its owner (see ``store_lock.py``):
+    a second owner, in this process or another, gets ``StoreBusy`` naming the first.
+    ``SQLiteStore.reader(path)`` opens one for reading only, beside a live owner."""
+
     def __init__(self, path, *, durability: str = "normal"):
         if durability not in ("normal", "full"):
             raise ValueError(f"durability is 'normal' or 'full', got {durability!r}")
         self.path = Path(path).expanduser()
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._owner_lock = StoreLock.acquire(self.path)  # before anything is read or written
+        try:
+            self._open(durability)
+        except BaseException:
+            self._owner_lock.release()
+            raise
+
+    def _open(self, durability: str) -> None:
         _check_existing(self.path)
         _create_private(self.path)
         self._conn = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
         self._conn.execute("PRAGMA journal_mode=WAL")
         self._conn.execute(f"PRAGMA synchronous={durability.upper()}")
         self._migrate()
-        row = self._conn.execute("SELECT value FROM meta WHERE key = 'run'").fetchone()
-        self.run = int(row[0]) if row else 1  # a workflow run: a fresh start counts up
+        self.run = self._stored_run()  # a workflow run: a fresh start counts up
         self._read_lock = threading.Lock()  # the writer's connection is shared for reads
         self._queue: deque = deque()
         self._cond = threading.Condition()
@@ -153,6 +193,40 @@ class SQLiteStore:
         self._failure: BaseException | None = None
         self._thread = threading.Thread(target=self._writer, name="taskloom-store", daemon=True)
         self._thread.start()
+        self._take_over()
+
+    def _take_over(self) -> None:
+        """As the new owner: end whatever an earlier owner left running, and mark the
+        store with this process's token so that a later owner can do the same."""
+        from . import reaper, survivors
+
+        survivors.terminate_survivors(self.running_processes(), self.meta("owner_token"))
+        self.set_meta("owner_token", reaper.ensure_started())
+
+    @classmethod
+    def reader(cls, path) -> SQLiteStore:
+        """The store at ``path`` opened read-only, without taking ownership: for
+        ``taskloom history`` while a run may be going on. Its write methods must not
+        be called."""
+        self = cls.__new__(cls)
+        self.path = Path(path).expanduser()
+        if not self.path.is_file():
+            raise StoreError(f"{self.path}: no such store")
+        _check_existing(self.path)
+        self._owner_lock = None
+        self._thread = None
+        self._conn = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True, check_same_thread=False)
+        self._read_lock = threading.Lock()
+        try:
+            self.run = self._stored_run()
+        except sqlite3.DatabaseError as exc:
+            self._conn.close()
+            raise StoreError(f"{self.path}: not a readable Taskloom store ({exc})") from exc
+        return self
+
+    def _stored_run(self) -> int:
+        row = self._conn.execute("SELECT value FROM meta WHERE key = 'run'").fetchone()
+        return int(row[0]) if row else 1
 
     def _migrate(self) -> None:
         version = self._conn.execute("PRAGMA user_version").fetchone()[0]
@@ -186,6 +260,10 @@ class SQLiteStore:
         """(task_id, number, started, ended, outcome, error, traceback, output, log_path,
         exit_code, worker). ``on_commit()`` is called by the writer once it is on disk."""
         self._put(("attempt", row, on_commit))
+
+    def put_process(self, task_id: str, number: int, pid: int, pgid: int, started) -> None:
+        """The process attempt ``number`` of ``task_id`` started (see survivors.py)."""
+        self._put(("process", (pid, pgid, started, self.run, task_id, number)))
 
     def delete_task(self, task_id: str) -> None:
         self._put(("delete", task_id))
@@ -263,6 +341,7 @@ class SQLiteStore:
         attempts: dict[tuple, tuple] = {}
         events: list[tuple] = []
         deletes: list[str] = []
+        processes: list[tuple] = []
         for op in batch:  # coalesce: the latest row per task and per attempt wins
             kind = op[0]
             if kind == "update":
@@ -274,6 +353,8 @@ class SQLiteStore:
             elif kind == "task":
                 tasks[op[1][0]] = op[1]
                 updates.pop(op[1][0], None)
+            elif kind == "process":
+                processes.append(op[1])
             else:
                 deletes.append(op[1])
                 tasks.pop(op[1], None)
@@ -296,9 +377,12 @@ class SQLiteStore:
                         updates.values(),
                     )
                 if attempts:
+                    conn.executemany(_ATTEMPT_UPSERT, [(run, *row) for row in attempts.values()])
+                if processes:
                     conn.executemany(
-                        "INSERT OR REPLACE INTO attempts VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
-                        [(run, *row) for row in attempts.values()],
+                        "UPDATE attempts SET pid=?, pgid=?, proc_started=?"
+                        " WHERE run=? AND task_id=? AND number=?",
+                        processes,
                     )
                 if events:
                     conn.executemany(
@@ -313,11 +397,15 @@ class SQLiteStore:
                 raise
 
     def close(self) -> None:
+        if self._thread is None:  # a reader
+            self._conn.close()
+            return
         with self._cond:
             self._closed = True
             self._cond.notify_all()
         self._thread.join()
         self._conn.close()
+        self._owner_lock.release()
 
     # ------------------------------------------------------------------ reading
     def _query(self, sql: str, args=()) -> list[tuple]:
@@ -356,7 +444,7 @@ class SQLiteStore:
     ):
         """Stored attempts of every run, newest first, as dicts (times are wall-clock
         epoch seconds); ``since``/``until`` bound their start time."""
-        sql = "SELECT * FROM attempts WHERE 1=1"
+        sql = f"SELECT {', '.join(ATTEMPT_COLUMNS)} FROM attempts WHERE 1=1"
         args: list = []
         if task_id is not None:
             sql += " AND task_id = ?"
@@ -399,6 +487,53 @@ class SQLiteStore:
                 "INSERT OR REPLACE INTO meta (key, value) VALUES ('run', ?)", (str(run),)
             )
             self._conn.execute("COMMIT")
+
+    # ------------------------------------------------------------------ owner's records
+    def meta(self, key: str) -> str | None:
+        rows = self._query("SELECT value FROM meta WHERE key = ?", (key,))
+        return rows[0][0] if rows else None
+
+    def set_meta(self, key: str, value: str) -> None:
+        """Write a meta value now (not queued): it describes the run, not a task."""
+        self.flush()
+        with self._read_lock:
+            self._conn.execute(
+                "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, value)
+            )
+
+    def running_processes(self) -> list[tuple]:
+        """(pid, pgid, proc_started) of every attempt still marked running."""
+        return self._query(
+            "SELECT pid, pgid, proc_started FROM attempts"
+            " WHERE outcome = 'running' AND pid IS NOT NULL"
+        )
+
+    def forget_tasks(self, task_ids, ended: float, error: str) -> None:
+        """Drop tasks from the current run (their attempts stay): the workflow file
+        defines them anew. An attempt of theirs still marked running is ``lost``."""
+        self.flush()
+        ids = [(task_id,) for task_id in task_ids]
+        with self._read_lock:
+            self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                self._conn.executemany(
+                    "UPDATE attempts SET outcome = 'lost', ended = ?, error = ?"
+                    " WHERE run = ? AND task_id = ? AND outcome = 'running'",
+                    [(ended, error, self.run, task_id) for (task_id,) in ids],
+                )
+                self._conn.executemany("DELETE FROM tasks WHERE id = ?", ids)
+                self._conn.execute("COMMIT")
+            except BaseException:
+                self._conn.execute("ROLLBACK")
+                raise
+
+    def last_attempt_numbers(self) -> dict[str, int]:
+        """The highest attempt number of each task in the current run."""
+        rows = self._query(
+            "SELECT task_id, MAX(number) FROM attempts WHERE run = ? GROUP BY task_id",
+            (self.run,),
+        )
+        return dict(rows)
 
     def events(self, task_id: str | None = None, limit: int = 1000) -> list[tuple]:
         """(seq, task_id, kind, state, at, attempt, error) of the current run, oldest first."""

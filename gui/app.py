@@ -34,13 +34,14 @@ def _ensure_platform(screenshot: str | None) -> None:
         os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
 
-def store_paths(workflow_name: str, db: Path | None = None, data_dir: Path | None = None):
-    """(store file, log folder) for a workflow: ``db`` if given, else ``<name>.db`` in
-    ``data_dir`` (default: the user's data directory); logs in ``logs/<name>`` beside it."""
+def store_paths(workflow, db: Path | None = None, data_dir: Path | None = None):
+    """(store file, log folder) for a workflow: ``db`` if given, else its default store
+    (keyed by the file's path) in ``data_dir`` (default: the user's data directory);
+    logs in ``logs/<store name>`` beside it."""
     from taskloom.runs import default_db_path
 
     if db is None:
-        default = default_db_path(workflow_name)
+        default = default_db_path(workflow)
         db = default if data_dir is None else Path(data_dir) / default.name
     db = Path(db).expanduser()
     return db, db.parent / "logs" / db.stem
@@ -185,7 +186,7 @@ class Sessions:
             self.current.window.statusBar().showMessage(f"⚠ {exc}", 10000)
             return False
         first = self.current is None
-        db_path, log_dir = store_paths(workflow.name, self.db if first else None, self.data_dir)
+        db_path, log_dir = store_paths(workflow, self.db if first else None, self.data_dir)
         old = self.current
         if (
             old is not None

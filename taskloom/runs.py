@@ -1,7 +1,9 @@
 """Opening a workflow run on its store: resume an unfinished run, or start afresh.
 
 ``taskloom run`` and the window keep every run of a workflow in a SQLite file in
-the user's data directory, named after the workflow (``--db`` overrides it).
+the user's data directory, keyed by the workflow file's path (``--db`` overrides
+it). The process that opens a store owns it until it exits; a second one is
+refused with ``StoreBusy`` naming the owner.
 Opening a workflow resumes its last run when that run did not finish (after a
 crash, a kill or Ctrl-C: finished tasks stay finished, interrupted attempts are
 retried; tasks a kill kept from being added are added); when it did finish, when
@@ -12,16 +14,22 @@ Past attempts are kept for ``taskloom history`` either way.
 
 from __future__ import annotations
 
+import hashlib
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
 
-def default_db_path(workflow_name: str) -> Path:
+def default_db_path(workflow) -> Path:
+    """The default store of a workflow, keyed by its file's resolved path: two
+    projects whose files share a name never share a store. The workflow's name
+    stays in the file name so that a person can tell the stores apart."""
     from platformdirs import user_data_path
 
-    safe = re.sub(r"[^\w.-]+", "_", workflow_name) or "workflow"
-    return user_data_path("taskloom") / f"{safe}.db"
+    safe = re.sub(r"[^\w.-]+", "_", workflow.name).strip(".") or "workflow"
+    source = str(workflow.path.resolve()) if workflow.path is not None else workflow.name
+    key = hashlib.sha256(source.encode()).hexdigest()[:12]
+    return user_data_path("taskloom") / "runs" / f"{safe}-{key}.db"
 
 
 @dataclass

@@ -218,7 +218,7 @@ def test_closing_the_window_terminates_a_running_command(qtbot, tmp_path, settin
         assert session.join(timeout=30)
         with pytest.raises(ProcessLookupError):
             os.killpg(group, 0)  # the whole process group is gone
-        db, _logs = store_paths("demo", data_dir=tmp_path / "data")
+        db, _logs = store_paths(load(path), data_dir=tmp_path / "data")
         assert stored_states(db) == {"sleeper": "ready"}  # runs again when reopened
         store = SQLiteStore(db)
         try:

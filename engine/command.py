@@ -32,6 +32,7 @@ import threading
 import time
 from pathlib import Path
 
+from . import reaper
 from .context import current_run
 from .errors import TaskCancelled
 
@@ -84,6 +85,7 @@ class Command:
 
     def __call__(self):
         _adopt_orphans()
+        reaper.ensure_started()  # the command dies with this process, however it dies
         run = current_run()
         log_path = _new_log_path(run, self.__name__)
         capture = _Capture(log_path)
@@ -108,6 +110,13 @@ class Command:
             raise CommandFailed(f"cannot start {self.__name__!r}: {exc.strerror or exc}") from exc
 
         group = process.pid  # == its process group id (start_new_session)
+        if run is not None:
+            try:
+                run.process_started(process.pid, group)
+            except BaseException:  # unrecorded, it must not run at all
+                _signal_group(group, signal.SIGKILL)
+                process.wait()
+                raise
         readers = capture.start_readers(process.stdout, process.stderr)
         finished = threading.Event()
         if run is not None:

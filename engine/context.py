@@ -37,6 +37,7 @@ class RunContext:
         "output",
         "exit_code",
         "worker",
+        "on_process",
         "_cancelled",
         "_callbacks",
         "_event",
@@ -50,6 +51,8 @@ class RunContext:
         self.output: str | None = None  # tail of output, set by the task
         self.exit_code: int | None = None  # set by commands
         self.worker: str | None = None  # where the attempt ran, when known
+        # Set by an engine with a store: records the process a command started.
+        self.on_process = None
         # Built lazily: most runs are never cancelled, and an Event costs a lock.
         self._cancelled = False
         self._callbacks: list | None = None
@@ -67,6 +70,14 @@ class RunContext:
                 self._event = threading.Event()
             event = self._event
         return event.wait(timeout)
+
+    def process_started(self, pid: int, pgid: int) -> None:
+        """A command started process ``pid`` (group ``pgid``) for this attempt: with a
+        store, its record is on disk when this returns (see ``survivors.py``)."""
+        if self.on_process is not None:
+            from .survivors import start_time
+
+            self.on_process(pid, pgid, start_time(pid))
 
     def on_cancel(self, callback) -> None:
         """Call ``callback()`` when the run is cancelled (at once if it already is)."""

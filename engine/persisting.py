@@ -58,6 +58,16 @@ class StoreSync:
             record.worker,
         )
 
+    def _record_processes(self, run: Run) -> None:
+        """Let the attempt's command record its process in the store before it works."""
+        store, task_id, number = self._store, run.task.id, run.attempt
+
+        def record(pid: int, pgid: int, started) -> None:
+            store.put_process(task_id, number, pid, pgid, started)
+            store.flush()
+
+        run.ctx.on_process = record
+
     def _finish_when_durable(self, run: Run) -> None:
         """Report a success only once it is on disk: the store's writer thread finishes
         the run after its commit, so no worker waits on I/O (outside the lock). With

@@ -43,6 +43,7 @@ from concurrent.futures import Executor, Future, InvalidStateError, ThreadPoolEx
 from concurrent.futures.process import BrokenProcessPool, ProcessPoolExecutor
 from typing import NamedTuple
 
+from . import reaper
 from .context import RemoteResult, RunContext, current_run, run_in_context
 from .errors import TaskCancelled
 
@@ -299,6 +300,9 @@ class RecoveringProcessPool(Executor):
         self._context = mp_context or multiprocessing.get_context("spawn")
         self._log_dir = log_dir
         self._lock = threading.Lock()
+        # Marks the pool's processes (and the manager, the resource tracker): they end
+        # with this process even when it is killed (see reaper.py).
+        reaper.ensure_started()
         self._pool = self._new_pool()
         self._manager = None  # started for the first Command: carries cancel requests
         self._closed = False

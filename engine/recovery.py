@@ -1,10 +1,13 @@
 """Rebuilding a scheduler's tasks from its store after a restart (or a crash).
 
-Rules (at-least-once):
+Rules:
 - finished one-shot tasks stay finished and never run again;
-- an attempt that was running when the process died counts as a failed attempt
-  ("WorkerLost") and is retried per the task's policy, unless its success had
-  already been written, in which case the task is SUCCEEDED;
+- an attempt that was running when its owner died is recorded as ``lost``: not
+  the task's failure, so the task runs again without using its retry budget,
+  unless its success had already been written (then it is SUCCEEDED) or it was
+  lost ``LOST_LIMIT`` times in a row (then it FAILED: it may be what brings
+  Taskloom down). Whatever the lost attempt left running was ended when the
+  store was opened (see ``survivors.py``);
 - a SCHEDULED task whose time passed runs at once; a recurring task resumes its
   cadence, and occurrences missed while the process was down follow its misfire
   policy (the overdue timer is handled like one after a stall);
@@ -23,7 +26,12 @@ from .states import SETTLED, TaskState
 from .task import MAX_ATTEMPTS_KEPT, Task
 
 S = TaskState
-LOST = "WorkerLost: Taskloom stopped while this attempt was running"
+LOST = "lost: Taskloom stopped while this attempt was running"
+LOST_LIMIT = 3
+
+
+def lost_too_often(count: int) -> str:
+    return f"lost {count} times: it may be what brings Taskloom down"
 
 
 def restore(scheduler, store) -> None:
@@ -78,6 +86,11 @@ def restore(scheduler, store) -> None:
         if not task.repeats and not task.state.settled:
             scheduler._unsettled += 1
 
+    scheduler._attempt_floor = {
+        task_id: number
+        for task_id, number in store.last_attempt_numbers().items()
+        if task_id not in tasks
+    }
     for task_id, stored in store.recent_attempts(MAX_ATTEMPTS_KEPT).items():
         task = tasks.get(task_id)
         if task is not None:
@@ -129,18 +142,17 @@ def _restore_state(scheduler, task: Task, last_attempt, pending: list) -> None:
                 _resume_cadence(scheduler, task)
             return
         _record_lost_attempt(scheduler, task, last_attempt)
-        used = task.attempt - task.budget_base
-        policy = task.retry
-        if policy is not None and used < policy.max_attempts:
-            delay = policy.delay(used, scheduler._rng.random())
-            due = scheduler._clock.now() + delay
-            task.retry_timer = scheduler._timers.add(due, task, "retry")
-            task.run_at = due
-            _set(scheduler, task, S.RETRY_WAIT)
-            return
-        _set(scheduler, task, S.FAILED)
-        if task.recurrence is not None:
+        lost = _lost_in_a_row(task)
+        if lost >= LOST_LIMIT:
+            task.error = lost_too_often(lost)
+            _set(scheduler, task, S.FAILED)
+            if task.recurrence is not None:
+                _resume_cadence(scheduler, task)
+            return  # its pending dependents are evaluated with the rest, below
+        task.budget_base += 1  # a lost attempt is not the task's failure
+        if task.recurrence is not None:  # the lost occurrence runs again, then the cadence
             _resume_cadence(scheduler, task)
+        _make_ready(scheduler, task)
         return
     if task.recurrence is not None:
         if state is S.PENDING:
@@ -157,11 +169,23 @@ def _restore_state(scheduler, task: Task, last_attempt, pending: list) -> None:
     elif state is S.RETRY_WAIT and task.run_at is not None:
         task.retry_timer = scheduler._timers.add(task.run_at, task, "retry")
     else:  # READY, or a time we cannot trust: run as soon as a worker is free
-        task.waiting_runs = 1
-        task.ready = scheduler._ready.add(
-            task.priority, scheduler._clock.now(), task.order, task, "run"
-        )
-        _set(scheduler, task, S.READY)
+        _make_ready(scheduler, task)
+
+
+def _make_ready(scheduler, task: Task) -> None:
+    task.waiting_runs = 1
+    now = scheduler._clock.now()
+    task.ready = scheduler._ready.add(task.priority, now, task.order, task, "run")
+    _set(scheduler, task, S.READY)
+
+
+def _lost_in_a_row(task: Task) -> int:
+    count = 0
+    for record in reversed(task.history or ()):
+        if record.outcome != "lost":
+            break
+        count += 1
+    return count
 
 
 def _resume_cadence(scheduler, task: Task) -> None:
@@ -190,10 +214,10 @@ def _record_lost_attempt(scheduler, task: Task, last_attempt) -> None:
     previous = task.history[-1] if task.history else None
     now = scheduler._clock.now()
     if previous is not None and previous.number == last_attempt[0]:
-        record = previous._replace(ended=now, outcome="failed", error=LOST)
+        record = previous._replace(ended=now, outcome="lost", error=LOST)
         task.history[-1] = record
     else:
-        record = Attempt(last_attempt[0], now, now, "failed", LOST, None, None, None, None)
+        record = Attempt(last_attempt[0], now, now, "lost", LOST, None, None, None, None)
         task.history.append(record)
     task.error = LOST
     scheduler._store.put_attempt(scheduler._attempt_row(task, record))

@@ -71,6 +71,7 @@ class RunLogic:
         task.history.append(record)
         if self._store is not None:
             self._store.put_attempt(self._attempt_row(task, record))
+            self._record_processes(run)
         if task.state is S.RUNNING:
             self._emit(task, "running")  # another parallel run of a recurring task
         else:

@@ -114,6 +114,10 @@ class Scheduler(DependencyRules, TimerLogic, RunLogic, WorkerLoop, StoreSync):
         self._sync = isinstance(executor, SyncExecutor)  # everything on the calling thread
         self._delivery = EventDelivery(threaded=not self._sync)
         self._store = store
+        # Attempt numbers already used by tasks that left the engine (removed, or
+        # redefined by their workflow file): a task added again under the same name
+        # numbers on from there, so its stored attempts are never overwritten.
+        self._attempt_floor: dict[str, int] = {}
         if store is not None:
             from .recovery import restore
 
@@ -369,6 +373,7 @@ class Scheduler(DependencyRules, TimerLogic, RunLogic, WorkerLoop, StoreSync):
                 trigger_rule=trigger_rule,
                 run_at=run_at,
             )
+            task.attempt = task.budget_base = self._attempt_floor.pop(name, 0)
             if recurrence is not None:
                 task.recurrence = recurrence
                 task.overlap = options["overlap"]
@@ -510,6 +515,8 @@ class Scheduler(DependencyRules, TimerLogic, RunLogic, WorkerLoop, StoreSync):
             if isinstance(task.recurrence, CronRecurrence):
                 self._cron_tasks -= 1
             del self._tasks[task_id]
+            if self._store is not None:
+                self._attempt_floor[task_id] = task.attempt
             self._emit(task, "removed")
             self._evaluate_many(dependents)
         return True

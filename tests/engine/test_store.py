@@ -141,39 +141,78 @@ def test_retry_after_restart_rearms_skipped_downstream(db, tmp_path):
     store.close()
 
 
-def test_killed_running_attempt_counts_as_failed_and_is_retried(db, tmp_path):
-    log = tmp_path / "log"
+def _kill_while_blocked(db, log, *, retry: str = "None") -> None:
+    """Run task 'blk' in a child process on ``db`` and SIGKILL the child mid-attempt."""
     script = (
         "import sys; from engine import *; from engine.store import SQLiteStore\n"
         f"s = Scheduler(store=SQLiteStore({str(db)!r}))\n"
-        f"s.add(Call('{JOBS}:block_until_cancelled', {{'log': {str(log)!r}}}), name='blk',"
-        " retry=RetryPolicy(max_attempts=2, base=0.01, jitter=0))\n"
+        "if 'blk' not in {t.id for t in s.tasks()}:\n"
+        f"    s.add(Call('{JOBS}:block_until_cancelled', {{'log': {str(log)!r}}}), name='blk',"
+        f" retry={retry})\n"
         "s.start(); s.wait()\n"
     )
     proc = subprocess.Popen([sys.executable, "-c", script], cwd=ROOT)
     try:
-        _wait_for_line(log, "start block", proc)
+        _wait_for_line(log, "start block", proc, count=len(log_lines(log)) + 1)
     finally:
         proc.send_signal(signal.SIGKILL)
         proc.wait()
+
+
+def test_attempt_cut_off_by_a_kill_is_lost_and_runs_again_without_using_the_budget(db, tmp_path):
+    log = tmp_path / "log"
+    _kill_while_blocked(db, log, retry="RetryPolicy(max_attempts=2, base=0.01, jitter=0)")
     store = SQLiteStore(db)
     s = Scheduler(store=store)
     info = s.task("blk")
-    assert info.state is TaskState.RETRY_WAIT
+    assert info.state is TaskState.READY  # runs again at once: the kill was not its failure
     assert info.attempt == 1
     (lost,) = s.attempts("blk")
-    assert lost.outcome == "failed" and lost.error.startswith("WorkerLost")
+    assert lost.outcome == "lost" and lost.error.startswith("lost: Taskloom stopped")
+    assert [row["outcome"] for row in store.attempts("blk")] == ["lost"]
     s.shutdown()
     store.close()
 
 
-def _wait_for_line(log: Path, prefix: str, proc: subprocess.Popen, timeout: float = 20) -> None:
-    """Block on the child until it has written ``prefix`` (it writes, then blocks)."""
+def test_a_lost_attempt_without_retry_policy_does_not_fail_the_task(db, tmp_path):
+    log = tmp_path / "log"
+    _kill_while_blocked(db, log)
+    store = SQLiteStore(db)
+    s = Scheduler(store=store)
+    try:
+        assert s.task("blk").state is TaskState.READY
+    finally:
+        s.shutdown()
+        store.close()
+
+
+def test_a_task_lost_three_times_in_a_row_fails(db, tmp_path):
+    log = tmp_path / "log"
+    for _ in range(3):
+        _kill_while_blocked(db, log)
+    store = SQLiteStore(db)
+    s = Scheduler(store=store)
+    try:
+        info = s.task("blk")
+        assert info.state is TaskState.FAILED
+        assert info.error == "lost 3 times: it may be what brings Taskloom down"
+        assert [a.outcome for a in s.attempts("blk")] == ["lost"] * 3
+        assert [a.number for a in s.attempts("blk")] == [1, 2, 3]
+    finally:
+        s.shutdown()
+        store.close()
+
+
+def _wait_for_line(
+    log: Path, prefix: str, proc: subprocess.Popen, timeout: float = 20, count: int = 1
+) -> None:
+    """Block on the child until ``log`` has ``count`` lines starting with ``prefix``."""
     import time
 
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if log.exists() and any(line.startswith(prefix) for line in log.read_text().splitlines()):
+        lines = log.read_text().splitlines() if log.exists() else []
+        if sum(line.startswith(prefix) for line in lines) >= count:
             return
         if proc.poll() is not None:
             raise AssertionError(f"child exited with {proc.returncode} before writing {prefix!r}")

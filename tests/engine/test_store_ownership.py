@@ -1,0 +1,217 @@
+"""One owner per run store, and nothing an owner started outlives it.
+
+Real processes and real kills: the lock is the kernel's, the survivors are real
+process groups, the process table is read after each kill.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from engine import Scheduler, TaskState
+from engine.reaper import ENV_KEY
+from engine.store import SQLiteStore, StoreBusy
+from engine.store_lock import read_owner
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def wait_for(predicate, timeout: float = 20.0, what: str = "condition") -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.02)
+
+
+def alive(pid: int) -> bool:
+    """Running, not a zombie."""
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            return handle.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+    except OSError:
+        return False
+
+
+def owner_script(db: Path, pids: Path, *, extra: str = "") -> str:
+    """A child that owns ``db`` and runs one command. The command starts a grandchild
+    in its own group and a second one in a session of its own (setsid), writes all
+    three pids, then sleeps."""
+    body = (
+        "import os, subprocess, sys, time\n"
+        "a = subprocess.Popen(['sleep', '300'])\n"
+        "b = subprocess.Popen(['sleep', '300'], start_new_session=True)\n"
+        f"open({str(pids)!r} + '.tmp', 'w').write(f'{{os.getpid()}} {{a.pid}} {{b.pid}}')\n"
+        f"os.rename({str(pids)!r} + '.tmp', {str(pids)!r})\n"
+        "time.sleep(300)\n"
+    )
+    return (
+        "from engine import Scheduler\n"
+        "from engine.command import Command\n"
+        "from engine.store import SQLiteStore\n"
+        f"s = Scheduler(store=SQLiteStore({str(db)!r}))\n"
+        "if 'cmd' not in {t.id for t in s.tasks()}:\n"
+        f"    s.add(Command([{sys.executable!r}, '-c', {body!r}]), name='cmd')\n"
+        f"{extra}"
+        "s.start(); s.wait()\n"
+    )
+
+
+def start_owner(db: Path, pids: Path, **kw) -> tuple[subprocess.Popen, list[int]]:
+    proc = subprocess.Popen([sys.executable, "-c", owner_script(db, pids, **kw)], cwd=ROOT)
+    wait_for(lambda: pids.exists() or proc.poll() is not None, what="the command's pids")
+    assert proc.poll() is None, "the owner exited early"
+    return proc, [int(p) for p in pids.read_text().split()]
+
+
+# ---------------------------------------------------------------- one owner
+def test_a_second_owner_in_the_same_process_is_refused(tmp_path):
+    db = tmp_path / "run.db"
+    first = SQLiteStore(db)
+    try:
+        with pytest.raises(StoreBusy) as refused:
+            SQLiteStore(db)
+        assert str(refused.value).startswith(f"{db} is in use by ")
+        assert f"pid {os.getpid()} on " in str(refused.value)
+        assert refused.value.owner.pid == os.getpid()
+    finally:
+        first.close()
+    SQLiteStore(db).close()  # released by close()
+
+
+def test_a_live_owner_in_another_process_is_named_and_a_killed_one_releases(tmp_path):
+    db, pids = tmp_path / "run.db", tmp_path / "pids"
+    proc, _ = start_owner(db, pids)
+    try:
+        with pytest.raises(StoreBusy) as refused:
+            SQLiteStore(db)
+        assert refused.value.owner.pid == proc.pid
+        assert f"(pid {proc.pid} on " in str(refused.value)
+        assert read_owner(db).pid == proc.pid
+    finally:
+        proc.kill()
+        proc.wait()
+    assert read_owner(db) is None  # the kernel dropped the lock with the process
+    store = SQLiteStore(db)
+    store.close()
+
+
+def test_a_reader_reads_beside_a_live_owner(tmp_path):
+    db = tmp_path / "run.db"
+    owner = SQLiteStore(db)
+    try:
+        s = Scheduler(store=owner)
+        s.add("builtins:print", name="p")
+        s.start()
+        assert s.wait(10)
+        s.shutdown()
+        reader = SQLiteStore.reader(db)
+        try:
+            assert [row["outcome"] for row in reader.attempts("p")] == ["succeeded"]
+        finally:
+            reader.close()
+    finally:
+        owner.close()
+
+
+# ---------------------------------------------------------------- no orphans
+@pytest.mark.timeout(60)
+def test_commands_die_with_their_owner_when_it_is_killed(tmp_path):
+    db, pids = tmp_path / "run.db", tmp_path / "pids"
+    proc, (command, grandchild, escaped) = start_owner(db, pids)
+    assert all(alive(p) for p in (command, grandchild, escaped))
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    killed_at = time.monotonic()
+    wait_for(lambda: not any(alive(p) for p in (command, grandchild, escaped)), timeout=5)
+    assert time.monotonic() - killed_at < 2.0
+
+
+def _watcher_of(owner_pid: int) -> int:
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                cmdline = Path(f"/proc/{name}/cmdline").read_bytes().split(b"\0")
+            except OSError:
+                continue
+            if b"engine.reaper" in cmdline and str(owner_pid).encode() in cmdline:
+                return int(name)
+    raise AssertionError(f"no watcher for {owner_pid}")
+
+
+@pytest.mark.timeout(60)
+def test_recovery_ends_a_survivor_before_the_task_runs_again(tmp_path):
+    """The second line: the watcher is gone too, so the command outlives its owner;
+    the next owner finds it by its recorded pid, group and start time (and mark)."""
+    db, pids = tmp_path / "run.db", tmp_path / "pids"
+    proc, (command, grandchild, escaped) = start_owner(db, pids)
+    wait_for(lambda: _watcher_of(proc.pid) > 0, what="the watcher")
+    os.kill(_watcher_of(proc.pid), signal.SIGKILL)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    time.sleep(0.3)  # would the survivors die on their own? they must not, here
+    assert all(alive(p) for p in (command, grandchild, escaped))
+    reader = SQLiteStore.reader(db)
+    try:
+        (row,) = reader.attempts("cmd")
+        assert row["outcome"] == "running"
+        assert row["pid"] == command and row["pgid"] == command
+        assert row["proc_started"] is not None
+    finally:
+        reader.close()
+
+    store = SQLiteStore(db)  # the new owner
+    try:
+        assert not any(alive(p) for p in (command, grandchild, escaped))
+        s = Scheduler(store=store)
+        assert s.task("cmd").state is TaskState.READY
+        assert [a.outcome for a in s.attempts("cmd")] == ["lost"]
+        s.shutdown()
+    finally:
+        store.close()
+
+
+def test_a_recorded_pid_now_used_by_another_process_is_left_alone(tmp_path):
+    from engine.survivors import start_time, terminate_survivors
+
+    bystander = subprocess.Popen(["sleep", "30"], start_new_session=True)
+    try:
+        stale = (bystander.pid, bystander.pid, start_time(bystander.pid) - 1)
+        assert terminate_survivors([stale], None) == 0
+        assert alive(bystander.pid)
+        fresh = (bystander.pid, bystander.pid, start_time(bystander.pid))
+        assert terminate_survivors([fresh], None) == 1
+        bystander.wait(5)
+    finally:
+        bystander.kill()
+        bystander.wait()
+
+
+def test_the_owner_marks_its_commands(tmp_path):
+    from engine import Scheduler
+    from engine.command import Command
+    from engine.reaper import current_token, ensure_started
+
+    out = tmp_path / "env"
+    s = Scheduler(workers=1)
+    s.add(
+        Command(
+            [
+                sys.executable,
+                "-c",
+                f"import os; open({str(out)!r}, 'w').write(os.environ.get({ENV_KEY!r}, ''))",
+            ]
+        ),
+        name="c",
+    )
+    s.start()
+    assert s.wait(20)
+    s.shutdown()
+    assert out.read_text() == ensure_started() == current_token()

@@ -6,8 +6,10 @@
     taskloom --version
 
 ``run`` exits 0 when every one-shot task succeeded, 1 when any did not, 2 when
-the file is invalid. Recurring tasks (and tasks downstream of them) run until
-Ctrl-C or ``--for``; they do not decide the exit code. Ctrl-C cancels what is
+the file is invalid, 3 when another live process already runs the workflow (its
+store is owned: the message names the owner). Recurring tasks (and tasks
+downstream of them) run until Ctrl-C or ``--for``; they do not decide the exit
+code. Ctrl-C cancels what is
 running (commands are terminated with their children) and shuts down cleanly.
 
 Only the window imports Qt, and only when asked for.
@@ -26,7 +28,7 @@ from pathlib import Path
 
 import taskloom
 
-EXIT_OK, EXIT_FAILED, EXIT_INVALID = 0, 1, 2
+EXIT_OK, EXIT_FAILED, EXIT_INVALID, EXIT_BUSY = 0, 1, 2, 3
 SUBCOMMANDS = ("run", "validate", "history")
 SIGNAL_CHECK = 0.2  # seconds between looks for Ctrl-C / SIGTERM while waiting
 
@@ -196,16 +198,17 @@ def show_history(args) -> int:
     from .runs import default_db_path
 
     try:
-        name = load(args.file).name
+        workflow = load(args.file)
     except WorkflowError as exc:
         print(exc, file=sys.stderr)
         return EXIT_INVALID
-    db_path = args.db or default_db_path(name)
+    name = workflow.name
+    db_path = args.db or default_db_path(workflow)
     if not db_path.exists():
         print(f"no runs of {name} yet ({db_path} does not exist)")
         return EXIT_OK
     try:
-        store = SQLiteStore(db_path)
+        store = SQLiteStore.reader(db_path)  # a run may be going on: read beside it
     except StoreError as exc:
         print(exc, file=sys.stderr)
         return EXIT_INVALID
@@ -250,7 +253,7 @@ def counted_tasks(workflow) -> list[str]:
 
 
 def run_workflow(args) -> int:
-    from engine.store import StoreError
+    from engine.store import StoreBusy, StoreError
     from engine.workflow import WorkflowError, load
 
     from .runs import default_db_path, open_run
@@ -271,7 +274,7 @@ def run_workflow(args) -> int:
     os.environ["TASKLOOM_RUN_ID"] = uuid.uuid4().hex[:12]
     log_dir = args.log_dir or Path(tempfile.mkdtemp(prefix=f"taskloom-{workflow.name}-"))
     log_dir.mkdir(parents=True, exist_ok=True)
-    db_path = args.db or default_db_path(workflow.name)
+    db_path = args.db or default_db_path(workflow)
     try:
         opened = open_run(
             workflow,
@@ -281,11 +284,14 @@ def run_workflow(args) -> int:
             executor=executor,
             log_dir=str(log_dir),
         )
-    except StoreError as exc:
-        print(exc, file=sys.stderr)
-        return EXIT_INVALID
-    except (ValueError, KeyError, TypeError) as exc:  # e.g. an 'at' the engine refuses
-        print(f"{args.file}: {exc}", file=sys.stderr)
+    except (StoreError, ValueError, KeyError, TypeError) as exc:
+        if executor is not None:
+            executor.shutdown(wait=True, cancel_futures=True)
+        if isinstance(exc, StoreBusy):
+            print(f"taskloom: {exc}; not starting a second run", file=sys.stderr)
+            return EXIT_BUSY
+        # a store that cannot be used, or e.g. an 'at' the engine refuses
+        print(exc if isinstance(exc, StoreError) else f"{args.file}: {exc}", file=sys.stderr)
         return EXIT_INVALID
     scheduler = opened.scheduler
     counted = counted_tasks(workflow)
@@ -294,7 +300,9 @@ def run_workflow(args) -> int:
     reporter = LiveReport(scheduler, monitor) if sys.stdout.isatty() else PlainReport(monitor)
 
     interrupted = False
-    _sigterm_interrupts()
+    stop_signals = StopSignals()
+    stop_signals.install()
+    monitor.on_output_lost = stop_signals.output_lost
     with reporter:
         reporter.note(opened.note)
         monitor.seed(scheduler.tasks())
@@ -305,25 +313,88 @@ def run_workflow(args) -> int:
             _stop(scheduler, executor)
             return EXIT_INVALID
         try:
-            monitor.wait(args.run_for)
+            monitor.wait(args.run_for, stop=stop_signals.should_stop)
         except KeyboardInterrupt:
             interrupted = True
-            reporter.note("interrupted: stopping running tasks...")
+            reason = stop_signals.reason or "interrupted"
+            reporter.note(f"{reason}: stopping running tasks (the run can be resumed)...")
         finally:
             _stop(scheduler, executor)
             opened.store.close()
     return reporter.summary(scheduler, log_dir, interrupted)
 
 
-def _sigterm_interrupts() -> None:
-    """A SIGTERM (a service manager stopping us) stops the run like Ctrl-C does."""
-    import signal
+class StopSignals:
+    """Ctrl-C, SIGTERM (a service manager), SIGHUP (the terminal closed, ssh dropped)
+    and SIGQUIT all stop the run the same way: running commands are terminated with
+    their process groups and the run is left resumable. Once stopping, more signals
+    (a third impatient Ctrl-C) are noted, not obeyed: giving up half-way would leave
+    commands running. A reader of our output that went away (``| head -2``) stops
+    the run like a SIGPIPE would, without a traceback."""
 
-    def interrupt(signum, frame):
+    NAMES = ("SIGINT", "SIGTERM", "SIGHUP", "SIGQUIT")
+
+    def __init__(self):
+        self.reason: str | None = None
+
+    def install(self) -> None:
+        import signal
+
+        if threading.current_thread() is not threading.main_thread():
+            return
+        for name in self.NAMES:
+            number = getattr(signal, name, None)
+            if number is not None:
+                signal.signal(number, self._on_signal)
+
+    def _on_signal(self, signum, frame) -> None:
+        import signal
+
+        name = signal.Signals(signum).name
+        if self.reason is not None:
+            return  # already stopping
+        if signum == signal.SIGHUP:  # the terminal is gone: writing to it would fail
+            _silence_output()
+        self.reason = f"interrupted by {name}"
         raise KeyboardInterrupt
 
-    if threading.current_thread() is threading.main_thread():
-        signal.signal(signal.SIGTERM, interrupt)
+    def should_stop(self) -> bool:
+        """Looked at while waiting: a signal came, or our reader went away unnoticed
+        (no line was written since ``| head -2`` exited)."""
+        if self.reason is None and _output_closed(sys.stdout):
+            self.output_lost()
+        return self.reason is not None
+
+    def output_lost(self) -> None:
+        """Called from any thread when stdout is gone: the run stops at the next look."""
+        _silence_output()
+        if self.reason is None:
+            self.reason = "interrupted: the output was closed"
+
+
+def _output_closed(stream) -> bool:
+    """Whether the reader of ``stream`` (a pipe or terminal) has gone: the kernel
+    flags the write end with POLLERR or POLLHUP."""
+    import select
+
+    try:
+        poller = select.poll()
+        poller.register(stream.fileno(), 0)  # no events asked: only errors and hang-ups
+        return any(event & (select.POLLERR | select.POLLHUP) for _, event in poller.poll(0))
+    except (AttributeError, OSError, ValueError):  # no poll() here, or not a real file
+        return False
+
+
+def _silence_output() -> None:
+    """Point stdout and stderr at /dev/null: their reader (a pipe, a terminal) is gone,
+    and every later write, the summary included, must not fail."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            os.dup2(devnull, stream.fileno())
+        except (OSError, ValueError):
+            pass
+    os.close(devnull)
 
 
 def _stop(scheduler, executor) -> None:
@@ -332,10 +403,7 @@ def _stop(scheduler, executor) -> None:
     Interrupted attempts leave their tasks READY in the store, so the next
     ``taskloom run`` of the file resumes the run instead of starting over.
     """
-    try:
-        scheduler.shutdown(wait=True, cancel_running=True)
-    except KeyboardInterrupt:  # a second Ctrl-C while waiting: still finish shutting down
-        scheduler.shutdown(wait=True, cancel_running=True)
+    scheduler.shutdown(wait=True, cancel_running=True)
     if executor is not None:
         executor.shutdown(wait=True, cancel_futures=True)
 
@@ -351,6 +419,7 @@ class RunMonitor:
         self.errors: dict[str, str] = {}
         self.started = time.monotonic()
         self.listeners: list = []
+        self.on_output_lost = None  # called when a listener cannot write any more
         self._all_settled = threading.Event()
         if not self.counted:
             self._all_settled.set()
@@ -368,17 +437,24 @@ class RunMonitor:
         self.states[event.task_id] = event.state
         if event.error:
             self.errors[event.task_id] = event.error
-        for listener in self.listeners:
-            listener(event)
         if all(tid in self.states and self.states[tid].settled for tid in self.counted):
             self._all_settled.set()
+        for listener in self.listeners:
+            try:
+                listener(event)
+            except OSError:  # a closed pipe or a vanished terminal
+                if self.on_output_lost is not None:
+                    self.on_output_lost()
 
-    def wait(self, run_for: float | None) -> None:
-        """Until the one-shot tasks settle (no recurring ones) or ``run_for`` passes."""
+    def wait(self, run_for: float | None, stop=None) -> None:
+        """Until the one-shot tasks settle (no recurring ones) or ``run_for`` passes.
+        Raises ``KeyboardInterrupt`` once ``stop()`` says so (output lost)."""
         deadline = None if run_for is None else time.monotonic() + run_for
         # A recurring workflow runs until Ctrl-C or the deadline: wait on an event never set.
         done = threading.Event() if self.recurring else self._all_settled
         while not done.is_set():
+            if stop is not None and stop():
+                raise KeyboardInterrupt
             remaining = None if deadline is None else deadline - time.monotonic()
             if remaining is not None and remaining <= 0:
                 return
@@ -413,22 +489,29 @@ class PlainReport:
         monitor.listeners.append(self.on_event)
 
     def __enter__(self):
-        print(f"running {self.monitor.workflow.name}: {len(self.monitor.workflow.tasks)} tasks")
-        sys.stdout.flush()
+        workflow = self.monitor.workflow
+        self._print(f"running {workflow.name}: {len(workflow.tasks)} tasks")
         return self
 
     def __exit__(self, *exc):
         return False
 
+    def _print(self, text: str) -> None:
+        try:
+            print(text, flush=True)
+        except OSError:  # the reader went away (| head -2): stop, do not crash
+            if self.monitor.on_output_lost is not None:
+                self.monitor.on_output_lost()
+
     def on_event(self, event) -> None:
-        print(_event_line(event, self.monitor.elapsed()), flush=True)
+        self._print(_event_line(event, self.monitor.elapsed()))
 
     def note(self, text: str) -> None:
-        print(text, flush=True)
+        self._print(text)
 
     def summary(self, scheduler, log_dir: Path, interrupted: bool) -> int:
         for line in _summary_lines(scheduler, self.monitor, log_dir):
-            print(line)
+            self._print(line)
         return self.monitor.exit_code()
 
 

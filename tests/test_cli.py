@@ -289,3 +289,110 @@ def test_window_takes_a_screenshot(tmp_path):
     )
     assert result.returncode == 0, result.stderr
     assert picture.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+# ---------------------------------------------------------------- one owner, no orphans
+def start_run(path: Path, *extra) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, "-m", "taskloom", "run", str(path), *map(str, extra)],
+        cwd=ROOT,
+        env=ENV,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def test_a_second_run_of_a_running_workflow_is_refused_and_the_first_is_untouched(tmp_path):
+    fifo, go = tmp_path / "announce", tmp_path / "go"
+    os.mkfifo(fifo)
+    path = write(
+        tmp_path,
+        f"""
+        [tasks.first]
+        command = ["sh", "-c", "echo $$ > '{fifo}'; while [ ! -e '{go}' ]; do sleep 0.05; done"]
+
+        [tasks.cleanup]
+        command = ["true"]
+        deps = ["first"]
+        """,
+    )
+    owner = start_run(path)
+    with open(fifo) as stream:  # the first run's command is running
+        stream.read()
+    second = taskloom("run", path, timeout=30)
+    assert second.returncode == 3, second.stdout + second.stderr
+    assert f"is in use by taskloom run (pid {owner.pid} on " in second.stderr
+    assert "not starting a second run" in second.stderr
+    go.touch()
+    out, err = owner.communicate(timeout=30)
+    assert owner.returncode == 0, out + err
+    assert "first            succeeded (attempt 1)" in out
+    assert "cleanup          succeeded (attempt 1)" in out
+    assert "WorkerLost" not in out and "lost" not in out
+
+
+def test_workflows_with_one_name_in_two_folders_keep_separate_stores(tmp_path):
+    one, two = tmp_path / "one", tmp_path / "two"
+    for folder, word in ((one, "one"), (two, "two")):
+        folder.mkdir()
+        write(folder, f'[tasks.say]\ncommand = ["echo", "{word}"]\nafter = "1h"\n', "etl.toml")
+    interrupted = taskloom("run", one / "etl.toml", "--for", "0.3s")
+    assert interrupted.returncode == 1
+    second = taskloom("run", two / "etl.toml", "--for", "0.3s")
+    assert "resuming" not in second.stdout  # not the other project's run
+    history = taskloom("history", two / "etl.toml")
+    assert history.returncode == 0
+
+
+def test_a_closed_output_pipe_ends_the_run_promptly(tmp_path):
+    fifo = tmp_path / "announce"
+    os.mkfifo(fifo)
+    path = write(
+        tmp_path,
+        f"""
+        [tasks.long]
+        command = ["sh", "-c", "sleep 60 & echo $$ > '{fifo}'; wait"]
+        """,
+    )
+    process = start_run(path)
+    with open(fifo) as stream:
+        group = int(stream.read())
+    process.stdout.readline()  # like `| head -1`: read a line, then go away
+    process.stdout.close()
+    process.wait(timeout=20)  # it notices at its next line of output or look
+    assert not group_exists(group)
+    assert "Traceback" not in process.stderr.read()
+
+
+@pytest.mark.parametrize(
+    "signals", [["SIGHUP"], ["SIGQUIT"], ["SIGINT", "SIGINT", "SIGINT"]], ids="+".join
+)
+def test_stop_signals_end_every_command_and_leave_the_run_resumable(tmp_path, signals):
+    fifo = tmp_path / "announce"
+    os.mkfifo(fifo)
+    # The command's child ignores SIGTERM: it must still be gone when taskloom exits.
+    stubborn = "trap '' TERM; sleep 60"
+    path = write(
+        tmp_path,
+        f"""
+        [tasks.long]
+        command = ["sh", "-c", "sh -c \\"{stubborn}\\" & echo $$ > '{fifo}'; wait"]
+        """,
+    )
+    process = start_run(path)
+    with open(fifo) as stream:
+        group = int(stream.read())
+    for name in signals:
+        process.send_signal(getattr(signal, name))
+    out, err = process.communicate(timeout=60)
+    assert "Traceback" not in err, err
+    assert process.returncode == 1, out + err
+    if signals[0] != "SIGHUP":  # a hang-up means no terminal: nothing more is written
+        assert f"interrupted by {signals[0]}: stopping running tasks" in out
+        assert "long             ready (attempt 1)" in out  # interrupted, resumable
+    assert not group_exists(group)
+    history = taskloom("history", path)
+    assert history.stdout.splitlines()[-1].split()[5] == "interrupted", history.stdout
+    resumed = taskloom("run", path, "--for", "0.5s")
+    assert "resuming the unfinished run" in resumed.stdout

@@ -103,10 +103,15 @@ class Problem:
 
 
 class WorkflowError(ValueError):
-    """A workflow file with problems; ``problems`` lists every one found."""
+    """A workflow file with problems; ``problems`` lists every one found.
 
-    def __init__(self, problems):
+    ``unreadable`` is true when the file could not be read at all (missing, not a
+    regular file, too large), as opposed to a file read with problems in it.
+    """
+
+    def __init__(self, problems, *, unreadable: bool = False):
         self.problems = list(problems)
+        self.unreadable = unreadable
         super().__init__("\n".join(str(problem) for problem in self.problems))
 
 
@@ -286,7 +291,8 @@ def load(path) -> Workflow:
     try:
         text = _read_text(path)
     except (OSError, UnicodeDecodeError, ValueError) as exc:
-        raise WorkflowError([Problem(str(path), None, None, f"cannot read: {exc}")]) from None
+        problem = Problem(str(path), None, None, f"cannot read: {exc}")
+        raise WorkflowError([problem], unreadable=True) from None
     return loads(text, path)
 
 

@@ -6,11 +6,17 @@ Each refused call leaves the engine as it was; each accepted value works.
 from __future__ import annotations
 
 import math
+import os
+import stat
+import sys
 import threading
+from pathlib import Path
 
 import pytest
 
 from engine import RetryPolicy, TaskState
+from engine.command import Command, CommandFailed
+from engine.context import RunContext, run_in_context
 
 S = TaskState
 
@@ -181,3 +187,52 @@ def test_huge_ints_name_the_argument_everywhere(busy, call, word):
     with pytest.raises(ValueError, match=f"{word} must be a finite number"):
         call(busy)
     assert busy.snapshot() == before
+
+
+# ---------------------------------------------------------------------- command log files
+def _run_in(task_id: str, log_dir) -> RunContext:
+    ctx = RunContext(task_id, 1, log_dir=None if log_dir is None else str(log_dir))
+    run_in_context(ctx, Command([sys.executable, "-c", "print('hi')"]))
+    return ctx
+
+
+@pytest.mark.parametrize("task_id", ["..", ".", ".hidden", "...x", "/"])
+def test_a_dotted_task_name_does_not_get_a_hidden_log_file(tmp_path, task_id):
+    log = Path(_run_in(task_id, tmp_path).log_path)
+    assert log.parent == tmp_path
+    assert not log.name.startswith(".")
+    assert log.read_text().strip() == "hi"
+
+
+@pytest.fixture
+def cache_home(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    return tmp_path / "cache"
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="XDG_CACHE_HOME picks the folder")
+def test_the_default_log_folder_is_private_to_the_user(cache_home):
+    log = Path(_run_in("job", None).log_path)
+    assert log.parent == cache_home / "taskloom" / "logs"
+    assert stat.S_IMODE(os.stat(log.parent).st_mode) == 0o700
+    assert log.read_text().strip() == "hi"
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="XDG_CACHE_HOME picks the folder")
+def test_a_loose_default_log_folder_is_made_private(cache_home):
+    folder = cache_home / "taskloom" / "logs"
+    folder.mkdir(parents=True, mode=0o755)
+    os.chmod(folder, 0o755)
+    assert Path(_run_in("job", None).log_path).parent == folder
+    assert stat.S_IMODE(os.stat(folder).st_mode) == 0o700
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="XDG_CACHE_HOME picks the folder")
+def test_a_symlinked_default_log_folder_is_refused(cache_home, tmp_path):
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (cache_home / "taskloom").mkdir(parents=True)
+    (cache_home / "taskloom" / "logs").symlink_to(elsewhere)
+    with pytest.raises(CommandFailed, match="symlink"):
+        _run_in("job", None)
+    assert list(elsewhere.iterdir()) == []

@@ -5,10 +5,10 @@ callable the engine runs like any task. Each call:
 
 - starts the process in its own session, so it and every process it starts share
   one process group that can be stopped together;
-- captures stdout and stderr into a log file in ``current_run().log_dir`` (a temp
-  dir outside a task): the first ``max_log_bytes`` in full, then a note of what was
-  left out and the last ``tail_bytes``. It sets ``run.log_path``, ``run.output``
-  (the tail) and ``run.exit_code``;
+- captures stdout and stderr into a log file in ``current_run().log_dir`` (else
+  a private <user cache>/taskloom/logs): the first ``max_log_bytes`` in full, then
+  a note of what was left out and the last ``tail_bytes``. It sets
+  ``run.log_path``, ``run.output`` (the tail) and ``run.exit_code``;
 - returns on exit code 0, else raises ``CommandFailed("exit code N: <last stderr line>")``;
 - registers with ``run.on_cancel`` so a cancel or a timeout terminates the whole
   group: SIGTERM, then SIGKILL after ``grace`` seconds. When the main process
@@ -25,6 +25,7 @@ import os
 import re
 import shlex
 import signal
+import stat
 import subprocess
 import sys
 import tempfile
@@ -176,14 +177,36 @@ def _describe_exit(returncode: int) -> str:
 def _new_log_path(run, name: str) -> Path:
     folder = Path(run.log_dir) if run is not None and run.log_dir else None
     if folder is None:
-        folder = Path(tempfile.gettempdir()) / "taskloom-logs"
+        folder = _private_log_dir()
     folder.mkdir(parents=True, exist_ok=True)
     label = f"{run.task_id}-{run.attempt}" if run is not None else name
     label = re.sub(r"[^\w.-]+", "_", label)[:80] or "command"
+    label = "_" + label[1:] if label.startswith(".") else label  # a task ".." is not hidden
     stamp = time.strftime("%Y%m%d-%H%M%S")
     handle, path = tempfile.mkstemp(prefix=f"{label}-{stamp}-", suffix=".log", dir=folder)
     os.close(handle)
     return Path(path)
+
+
+def _private_log_dir() -> Path:
+    """<user cache>/taskloom/logs, mode 0700: a shared temp folder would let others
+    read the output or plant a symlink where the logs go."""
+    from platformdirs import user_cache_path
+
+    folder = user_cache_path("taskloom") / "logs"
+    folder.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    try:
+        folder.mkdir(mode=0o700)
+    except FileExistsError:
+        pass
+    info = os.lstat(folder)
+    if stat.S_ISLNK(info.st_mode) or not stat.S_ISDIR(info.st_mode):
+        raise CommandFailed(f"log folder {folder} is a symlink or not a folder: not using it")
+    if hasattr(os, "getuid") and info.st_uid != os.getuid():
+        raise CommandFailed(f"log folder {folder} belongs to another user: not using it")
+    if stat.S_IMODE(info.st_mode) != 0o700:
+        os.chmod(folder, 0o700)
+    return folder
 
 
 class _Capture:

@@ -1,7 +1,9 @@
 """Durations as people write them: "250ms", "90s", "5m", "2h", "1h30m", or plain seconds.
 
 ``parse_duration`` turns any of those into float seconds; ``format_duration`` gives
-the shortest string that parses back to exactly the same number.
+the shortest string that parses back to exactly the same number. Durations are
+finite and at most ``MAX_DURATION`` (100 years) either way: longer ones are typos,
+and the engine's timers cannot wait that long.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import re
 # Unit -> seconds. Milliseconds divide instead of multiply so "100ms" is exactly 0.1.
 _UNITS = {"d": 86400, "h": 3600, "m": 60, "s": 1, "ms": None}
 _PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ms|d|h|m|s)")
+MAX_DURATION = 100 * 365.25 * 86400  # seconds in 100 years
 _NUMBER = re.compile(r"[+-]?(\d+(?:\.\d*)?|\.\d+)([eE][+-]?\d+)?")
 
 
@@ -23,10 +26,11 @@ def parse_duration(value) -> float:
     if isinstance(value, bool):
         raise ValueError(f"bad duration {value!r}: expected seconds or a string like '90s'")
     if isinstance(value, (int, float)):
-        seconds = float(value)
-        if not math.isfinite(seconds):
-            raise ValueError(f"bad duration {value!r}: must be finite")
-        return seconds
+        try:
+            seconds = float(value)
+        except OverflowError:  # an int too large for a float
+            seconds = math.inf
+        return _bounded(value, seconds)
     if not isinstance(value, str):
         raise ValueError(
             f"bad duration {value!r}: expected seconds or a string like '90s', "
@@ -34,7 +38,7 @@ def parse_duration(value) -> float:
         )
     text = value.strip().lower().replace(" ", "")
     if _NUMBER.fullmatch(text):
-        return float(text)
+        return _bounded(value, float(text))
     sign = -1.0 if text.startswith("-") else 1.0
     body = text[1:] if text[:1] in "+-" else text
     if not body or not re.fullmatch(f"(?:{_PART.pattern})+", body):
@@ -46,7 +50,20 @@ def parse_duration(value) -> float:
     for number, unit in _PART.findall(body):
         scale = _UNITS[unit]
         total += float(number) / 1000 if scale is None else float(number) * scale
-    return sign * total
+    return _bounded(value, sign * total)
+
+
+def _bounded(value, seconds: float) -> float:
+    if not math.isfinite(seconds):
+        raise ValueError(f"bad duration {_short(value)}: must be finite")
+    if abs(seconds) > MAX_DURATION:
+        raise ValueError(f"bad duration {_short(value)}: longer than 100 years")
+    return seconds
+
+
+def _short(value) -> str:
+    text = repr(value)  # a 400-digit number need not be shown in full
+    return text if len(text) <= 40 else text[:40] + "..."
 
 
 def format_duration(seconds: float) -> str:

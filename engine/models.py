@@ -71,18 +71,38 @@ class RetryPolicy:
     jitter: float = 0.1
 
     def __post_init__(self):
-        if not isinstance(self.max_attempts, int) or self.max_attempts < 1:
-            raise ValueError(
-                f"RetryPolicy.max_attempts must be an int >= 1, got {self.max_attempts!r}"
-            )
+        attempts = self.max_attempts  # a bool is an int, but True attempts is a mistake
+        if isinstance(attempts, bool) or not isinstance(attempts, int) or attempts < 1:
+            raise ValueError(f"RetryPolicy.max_attempts must be an int >= 1, got {attempts!r}")
         for name in ("base", "factor", "max_delay", "jitter"):
             value = getattr(self, name)
-            if not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+            if (
+                isinstance(value, bool)
+                or not isinstance(value, (int, float))
+                or not _finite(value)
+                or value < 0
+            ):
                 raise ValueError(f"RetryPolicy.{name} must be a finite number >= 0, got {value!r}")
         if self.jitter > 1:
             raise ValueError(f"RetryPolicy.jitter is a fraction in [0, 1], got {self.jitter!r}")
 
     def delay(self, failed_attempts: int, rand: float = 0.5) -> float:
         """Backoff after the ``failed_attempts``-th failure; ``rand`` in [0, 1)."""
-        raw = min(self.max_delay, self.base * self.factor ** (failed_attempts - 1))
+        raw = min(self.max_delay, self._grown(failed_attempts - 1))
         return max(0.0, raw * (1.0 + self.jitter * (2.0 * rand - 1.0)))
+
+    def _grown(self, n: int) -> float:
+        """base * factor**n, without overflowing: the engine calls this under its lock."""
+        if self.base == 0 or self.factor == 1:
+            return float(self.base)
+        try:
+            return self.base * self.factor**n
+        except OverflowError:  # factor**n (or n itself) is beyond a float
+            return math.inf if self.factor > 1 else 0.0
+
+
+def _finite(value) -> bool:
+    try:
+        return math.isfinite(value)
+    except OverflowError:  # an int too large for a float
+        return False

@@ -61,6 +61,8 @@ def make_executor(spec: str, workers: int) -> Executor | None:
         return RecoveringProcessPool(workers)
     match = _DASK_SPEC.match(spec) if isinstance(spec, str) else None
     if match:
+        if not 1 <= int(match["port"]) <= 65535:  # else a 10 s connect timeout says less
+            raise ValueError(f"executor {spec!r}: port must be 1 to 65535")
         try:
             return DaskExecutor(f"tcp://{match['host']}:{match['port']}")
         except ImportError as exc:

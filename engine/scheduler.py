@@ -60,10 +60,34 @@ _TIMER_KINDS = ("scheduled", "retry", "recurring")
 def _check_seconds(what: str, value, *, allow_zero: bool = True) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise TypeError(f"{what} must be a number of seconds, got {value!r}")
-    if not math.isfinite(value) or value < 0 or (value == 0 and not allow_zero):
+    try:
+        seconds = float(value)
+    except OverflowError:  # an int too large for a float
+        seconds = math.inf
+    if not math.isfinite(seconds) or seconds < 0 or (seconds == 0 and not allow_zero):
         bound = ">= 0" if allow_zero else "> 0"
-        raise ValueError(f"{what} must be a finite number {bound}, got {value!r}")
-    return float(value)
+        raise ValueError(f"{what} must be a finite number {bound}, got {_short(value)}")
+    return seconds
+
+
+def _short(value) -> str:
+    text = repr(value)  # 10**400 need not fill the screen
+    return text if len(text) <= 40 else text[:40] + "..."
+
+
+def _check_wait_timeout(timeout) -> float | None:
+    """None, or seconds >= 0; anything beyond what a lock can wait (inf) is None."""
+    if timeout is None:
+        return None
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)):
+        raise TypeError(f"timeout must be None or a number of seconds, got {timeout!r}")
+    try:
+        seconds = float(timeout)
+    except OverflowError:
+        return None
+    if math.isnan(seconds) or seconds < 0:
+        raise ValueError(f"timeout must be None or a number >= 0, got {timeout!r}")
+    return None if seconds > threading.TIMEOUT_MAX else seconds
 
 
 class Scheduler(DependencyRules, TimerLogic, RunLogic, WorkerLoop, StoreSync):
@@ -192,7 +216,11 @@ class Scheduler(DependencyRules, TimerLogic, RunLogic, WorkerLoop, StoreSync):
             self._store.flush()
 
     def wait(self, timeout: float | None = None) -> bool:
-        """True once every task that is not recurring (nor downstream of one) settled."""
+        """True once every task that is not recurring (nor downstream of one) settled.
+
+        ``timeout`` is None or seconds >= 0; ``math.inf`` also means no timeout.
+        """
+        timeout = _check_wait_timeout(timeout)
         if not self._started:
             self.start()
         deadline = None if timeout is None else time.monotonic() + timeout
@@ -322,8 +350,8 @@ class Scheduler(DependencyRules, TimerLogic, RunLogic, WorkerLoop, StoreSync):
             raise ValueError(
                 f"trigger_rule must be one of {', '.join(TRIGGER_RULES)}, got {trigger_rule!r}"
             )
-        if name is not None and (not isinstance(name, str) or not name):
-            raise ValueError(f"name must be a non-empty string, got {name!r}")
+        if name is not None and (not isinstance(name, str) or not name.strip()):
+            raise ValueError(f"name must be a non-empty string, got {name!r}")  # as in files
         if isinstance(deps, str):
             deps = (deps,)
         deps = list(dict.fromkeys(deps))

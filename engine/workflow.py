@@ -10,13 +10,15 @@ writes one back atomically, and ``load(save(w)) == w``.
 from __future__ import annotations
 
 import difflib
+import json
 import math
 import os
 import re
+import stat
 import tempfile
 import tomllib
 from dataclasses import dataclass, field
-from datetime import date, datetime, time
+from datetime import UTC, date, datetime, time
 from pathlib import Path
 
 import tomli_w
@@ -24,7 +26,7 @@ import tomli_w
 from .actions import Call
 from .command import Command
 from .cron import CronTrigger, zone
-from .durations import format_duration, parse_duration
+from .durations import MAX_DURATION, format_duration, parse_duration
 from .models import RetryPolicy
 
 TOP_KEYS = ("workflow", "tasks")
@@ -64,6 +66,10 @@ RECURRING_ONLY = ("overlap", "misfire", "misfire_grace")
 COMMAND_ONLY = ("shell", "cwd", "env")
 _DASK = re.compile(r"^dask://[^\s:/]+:\d{1,5}$")
 _BARE_KEY = re.compile(r"^[A-Za-z0-9_-]+$")
+# The name prefixes the run's log folder and names its store: no path parts in it.
+_BAD_NAME = re.compile(r"[/\\\x00-\x1f\x7f-\x9f]")
+MAX_FILE_BYTES = 32 * 1024 * 1024  # 10,000 tasks take about 2 MB
+MAX_DEPTH = 100  # arrays and tables inside each other; saving and storing recurse
 
 
 # ---------------------------------------------------------------------- problems
@@ -97,10 +103,15 @@ class Problem:
 
 
 class WorkflowError(ValueError):
-    """A workflow file with problems; ``problems`` lists every one found."""
+    """A workflow file with problems; ``problems`` lists every one found.
 
-    def __init__(self, problems):
+    ``unreadable`` is true when the file could not be read at all (missing, not a
+    regular file, too large), as opposed to a file read with problems in it.
+    """
+
+    def __init__(self, problems, *, unreadable: bool = False):
         self.problems = list(problems)
+        self.unreadable = unreadable
         super().__init__("\n".join(str(problem) for problem in self.problems))
 
 
@@ -271,13 +282,34 @@ def schedule_one(scheduler, fn, kind, *, when, mode, tz, options, recurring) -> 
 
 # ---------------------------------------------------------------------- loading
 def load(path) -> Workflow:
-    """Read and check a workflow file; ``WorkflowError`` lists every problem."""
+    """Read and check a workflow file; ``WorkflowError`` lists every problem.
+
+    Only a regular file of at most ``MAX_FILE_BYTES`` is read: a FIFO would block
+    and a device such as /dev/zero would never end.
+    """
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise WorkflowError([Problem(str(path), None, None, f"cannot read: {exc}")]) from None
+        text = _read_text(path)
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        problem = Problem(str(path), None, None, f"cannot read: {exc}")
+        raise WorkflowError([problem], unreadable=True) from None
     return loads(text, path)
+
+
+def _read_text(path: Path) -> str:
+    # O_NONBLOCK: opening a FIFO with no writer returns at once instead of waiting.
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    with os.fdopen(fd, "rb") as stream:
+        info = os.fstat(stream.fileno())
+        if not stat.S_ISREG(info.st_mode):
+            raise ValueError("not a regular file")
+        limit = MAX_FILE_BYTES // (1024 * 1024)
+        if info.st_size > MAX_FILE_BYTES:
+            raise ValueError(f"{info.st_size:,} bytes, more than the {limit} MiB limit")
+        data = stream.read(MAX_FILE_BYTES + 1)  # it may have grown since fstat
+    if len(data) > MAX_FILE_BYTES:
+        raise ValueError(f"more than the {limit} MiB limit")
+    return data.decode("utf-8")
 
 
 def loads(text: str, path=None) -> Workflow:
@@ -287,12 +319,36 @@ def loads(text: str, path=None) -> Workflow:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise WorkflowError([_syntax_problem(file, text, exc)]) from None
+    except RecursionError:  # tomllib recurses once per level
+        raise WorkflowError([Problem(file, None, None, _TOO_DEEP)]) from None
     return from_dict(data, path)
 
 
 def from_dict(data: dict, path=None) -> Workflow:
     """Check an already-parsed TOML document and build the ``Workflow``."""
+    file = str(path) if path is not None else "<workflow>"
+    deep = _too_deep(data)
+    if deep is not None:
+        task, key = (deep[1], deep[2]) if len(deep) > 2 and deep[0] == "tasks" else (None, deep[0])
+        raise WorkflowError([Problem(file, task, key, _TOO_DEEP)])
     return _Checker(data, Path(path) if path is not None else None).workflow()
+
+
+_TOO_DEEP = f"nested too deeply: arrays or tables more than {MAX_DEPTH} levels deep"
+
+
+def _too_deep(data) -> list[str] | None:
+    """The keys down to the first value nested more than MAX_DEPTH deep, or None."""
+    stack = [(data, 0, [])]
+    while stack:
+        value, depth, keys = stack.pop()
+        if depth > MAX_DEPTH:
+            return keys
+        if isinstance(value, dict):
+            stack.extend((item, depth + 1, [*keys, str(k)]) for k, item in value.items())
+        elif isinstance(value, list):
+            stack.extend((item, depth + 1, keys) for item in value)
+    return None
 
 
 def _syntax_problem(file: str, text: str, exc: tomllib.TOMLDecodeError) -> Problem:
@@ -381,6 +437,14 @@ class _Checker:
         if not isinstance(name, str) or not name.strip():
             self.problem(None, "workflow.name", "must be a non-empty string")
             name = default_name
+        elif _BAD_NAME.search(name) or name in (".", ".."):
+            self.problem(
+                None,
+                "workflow.name",
+                "must not contain '/', '\\' or control characters, nor be '.' or '..' "
+                f"(it names the run's log folder and store), got {name!r}",
+            )
+            name = default_name
         workers = settings.get("workers", 4)
         if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
             self.problem(None, "workflow.workers", f"must be an integer >= 1, got {workers!r}")
@@ -394,6 +458,9 @@ class _Checker:
                 "workflow.executor",
                 f"must be 'threads', 'processes' or 'dask://HOST:PORT', got {executor!r}",
             )
+            executor = "threads"
+        elif executor.startswith("dask://") and not 1 <= int(executor.rpartition(":")[2]) <= 65535:
+            self.problem(None, "workflow.executor", f"port must be 1 to 65535, got {executor!r}")
             executor = "threads"
         return name, workers, executor
 
@@ -458,6 +525,9 @@ class _Checker:
             if not value.strip():
                 self.problem(tid, key, "is empty")
                 return None
+            if "\0" in value:
+                self.problem(tid, key, "must not contain a NUL character")
+                return None
             return value
         if isinstance(value, list):
             if not value:
@@ -468,6 +538,9 @@ class _Checker:
                 return None
             if not value[0].strip():
                 self.problem(tid, key, "the program (first item) is empty")
+                return None
+            if any("\0" in part for part in value):
+                self.problem(tid, key, "an argument must not contain a NUL character")
                 return None
             return list(value)
         self.problem(tid, key, f"must be an argv list or a string, got {_type_name(value)}")
@@ -485,7 +558,21 @@ class _Checker:
         return value
 
     def check_args(self, tid, key, value, table):
-        return dict(value) if self.table(tid, key, value) is value else None
+        if self.table(tid, key, value) is not value:
+            return None
+        bad = []  # the run store keeps args as JSON: no dates or times
+        for name, item in value.items():
+            try:
+                json.dumps(item)
+            except (TypeError, ValueError):
+                bad.append(name)
+                self.problem(
+                    tid,
+                    f"{key}.{toml_key(name)}",
+                    "cannot hold a date or time (the run store keeps args as JSON): "
+                    "write it as a string",
+                )
+        return None if bad else dict(value)
 
     def check_shell(self, tid, key, value, table):
         return self.boolean(tid, key, value)
@@ -501,11 +588,18 @@ class _Checker:
     def check_env(self, tid, key, value, table):
         if self.table(tid, key, value) is not value:
             return None
-        bad = [name for name, item in value.items() if not isinstance(item, str)]
-        for name in bad:
-            self.problem(
-                tid, f"env.{toml_key(name)}", f"must be a string, got {_type_name(value[name])}"
-            )
+        bad = []
+        for name, item in value.items():
+            where = f"env.{toml_key(name)}"
+            if not name or "=" in name or "\0" in name:
+                self.problem(tid, where, "a variable name must be non-empty, without '=' or NUL")
+            elif not isinstance(item, str):
+                self.problem(tid, where, f"must be a string, got {_type_name(item)}")
+            elif "\0" in item:
+                self.problem(tid, where, "must not contain a NUL character")
+            else:
+                continue
+            bad.append(name)
         return None if bad else dict(value)
 
     def check_at(self, tid, key, value, table):
@@ -535,6 +629,10 @@ class _Checker:
                 moment = moment.replace(tzinfo=zone(tz_name))
             except ValueError:
                 return None  # check_timezone reports it
+        # The engine's timers cannot wait much longer (and it would be a typo).
+        if (moment - datetime.now(UTC)).total_seconds() > MAX_DURATION:
+            self.problem(tid, key, f"is more than 100 years from now: {moment.isoformat()}")
+            return None
         return moment
 
     def check_after(self, tid, key, value, table):

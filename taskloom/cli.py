@@ -7,9 +7,10 @@
 
 ``run`` exits 0 when every one-shot task succeeded, 1 when any did not, 2 when
 the file is invalid, 3 when another live process already runs the workflow (its
-store is owned: the message names the owner). Recurring tasks (and tasks
-downstream of them) run until Ctrl-C or ``--for``; they do not decide the exit
-code. Ctrl-C cancels what is
+store is owned: the message names the owner). ``validate`` exits 0 for a valid
+file, 1 when it lists problems, 2 when the file cannot be read at all (missing,
+not a regular file, over 32 MiB). Recurring tasks (and tasks downstream of them)
+run until Ctrl-C or ``--for``; they do not decide the exit code. Ctrl-C cancels what is
 running (commands are terminated with their children) and shuts down cleanly.
 
 Only the window imports Qt, and only when asked for.
@@ -164,6 +165,9 @@ def validate_workflow(path: Path) -> int:
     try:
         workflow = load(path)
     except WorkflowError as exc:
+        if exc.unreadable:  # nothing was checked: one line, like a usage error
+            print(exc, file=sys.stderr)
+            return EXIT_INVALID
         print(exc)
         count = len(exc.problems)
         print(f"{path}: {count} problem{'s' if count != 1 else ''}", file=sys.stderr)

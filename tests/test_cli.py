@@ -253,6 +253,85 @@ def test_sigterm_stops_a_recurring_workflow_cleanly(tmp_path):
     assert not group_exists(group)
 
 
+# ---------------------------------------------------------------------- bad files
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("command", ["validate", "run"])
+def test_a_fifo_is_refused_in_one_line_with_exit_2(tmp_path, command):
+    fifo = tmp_path / "flow.toml"
+    os.mkfifo(fifo)
+    result = taskloom(command, fifo, timeout=30)
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert result.stderr.splitlines() == [f"{fifo}: cannot read: not a regular file"]
+    assert result.stdout == ""
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("command", ["validate", "run"])
+def test_a_huge_file_is_refused_in_one_line_with_exit_2(tmp_path, command):
+    path = tmp_path / "flow.toml"
+    with open(path, "wb") as stream:
+        stream.truncate(33 * 1024 * 1024)
+    result = taskloom(command, path, timeout=30)
+    assert result.returncode == 2, result.stdout + result.stderr
+    (line,) = result.stderr.splitlines()
+    assert line.startswith(f"{path}: cannot read: ") and "32 MiB" in line
+
+
+def test_validate_a_missing_file_exits_2(tmp_path):
+    result = taskloom("validate", tmp_path / "missing.toml")
+    assert result.returncode == 2
+    assert result.stderr.startswith(f"{tmp_path / 'missing.toml'}: cannot read: ")
+
+
+@pytest.mark.parametrize("value", ["[" * 2000 + "]" * 2000, "{ a = " * 5000 + "1" + " }" * 5000])
+def test_deeply_nested_toml_is_a_problem_not_a_crash(tmp_path, value):
+    path = write(tmp_path, f'x = {value}\n[tasks.a]\ncommand = ["true"]\n')
+    checked = taskloom("validate", path)
+    assert checked.returncode == 1, checked.stderr
+    assert f"{path}: nested too deeply" in checked.stdout
+    ran = taskloom("run", path)
+    assert ran.returncode == 2, ran.stderr
+    assert f"{path}: nested too deeply" in ran.stderr
+    assert "Traceback" not in checked.stderr + ran.stderr
+
+
+@pytest.mark.parametrize("name", ["../up", "a/b", "dot\\u0007"])
+def test_a_path_like_workflow_name_is_refused_by_validate_and_run(tmp_path, name):
+    path = write(tmp_path, f'[workflow]\nname = "{name}"\n[tasks.a]\ncommand = ["true"]\n')
+    checked = taskloom("validate", path)
+    assert checked.returncode == 1
+    assert f"{path}: workflow.name: must not contain" in checked.stdout
+    ran = taskloom("run", path)
+    assert ran.returncode == 2
+    assert f"{path}: workflow.name: must not contain" in ran.stderr
+    assert "Traceback" not in ran.stderr
+
+
+@pytest.mark.parametrize("text", ["1e400", "nan"])
+def test_validate_refuses_the_durations_run_refuses(tmp_path, text):
+    path = write(tmp_path, f'[tasks.a]\ncommand = ["true"]\nafter = "{text}"\n')
+    result = taskloom("validate", path)
+    assert result.returncode == 1
+    assert f"{path}: tasks.a.after: bad duration '{text}'" in result.stdout
+
+
+def test_validate_refuses_a_dask_port_out_of_range(tmp_path):
+    path = write(
+        tmp_path, '[workflow]\nexecutor = "dask://localhost:99999"\n[tasks.a]\ncommand = ["true"]\n'
+    )
+    result = taskloom("validate", path)
+    assert result.returncode == 1
+    assert f"{path}: workflow.executor: port must be 1 to 65535" in result.stdout
+
+
+@pytest.mark.timeout(30)
+def test_run_refuses_an_executor_option_with_a_port_out_of_range_at_once(tmp_path):
+    path = write(tmp_path, '[tasks.a]\ncommand = ["true"]\n')
+    result = taskloom("run", path, "--executor", "dask://localhost:99999", timeout=8)
+    assert result.returncode == 2
+    assert "port must be 1 to 65535" in result.stderr
+
+
 def test_run_and_validate_never_import_qt():
     code = (
         "import sys; from taskloom.cli import main; "

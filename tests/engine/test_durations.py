@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from engine.durations import format_duration, parse_duration
+from engine.durations import MAX_DURATION, format_duration, parse_duration
 
 
 @pytest.mark.parametrize(
@@ -47,6 +47,23 @@ def test_bad_duration_is_a_value_error_naming_the_value(bad):
 
 
 @pytest.mark.parametrize(
+    "bad", ["1e400", "-1e400", "nan", "NaN", "1" + "0" * 400 + "d", "1e12", 1e12, 10**400]
+)
+def test_infinite_nan_or_absurd_durations_are_refused_naming_the_text(bad):
+    with pytest.raises(ValueError) as caught:
+        parse_duration(bad)
+    message = str(caught.value)
+    assert repr(bad)[:40] in message
+
+
+def test_a_hundred_years_is_the_longest_duration():
+    assert parse_duration(MAX_DURATION) == MAX_DURATION
+    assert parse_duration("36524d") == 36524 * 86400.0
+    with pytest.raises(ValueError, match="100 years"):
+        parse_duration("36525.0001d")
+
+
+@pytest.mark.parametrize(
     ("seconds", "text"),
     [
         (0, "0s"),
@@ -67,7 +84,11 @@ def test_format_duration_is_the_shortest_form(seconds, text):
     assert format_duration(seconds) == text
 
 
-@given(st.floats(min_value=-1e9, max_value=1e12, allow_nan=False, allow_infinity=False))
+@given(
+    st.floats(
+        min_value=-MAX_DURATION, max_value=MAX_DURATION, allow_nan=False, allow_infinity=False
+    )
+)
 def test_format_duration_parses_back_exactly(seconds):
     assert parse_duration(format_duration(seconds)) == seconds
 

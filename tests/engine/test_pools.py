@@ -56,6 +56,14 @@ def test_make_executor_refuses_an_unknown_setting_and_names_it(spec):
     assert repr(spec) in str(caught.value)
 
 
+@pytest.mark.timeout(5)
+@pytest.mark.parametrize("port", ["0", "65536", "99999"])
+def test_make_executor_refuses_a_port_out_of_range_without_connecting(port):
+    with pytest.raises(ValueError, match="port must be 1 to 65535") as caught:
+        make_executor(f"dask://localhost:{port}", 2)
+    assert f"dask://localhost:{port}" in str(caught.value)
+
+
 # ---------------------------------------------------------------------- running
 def test_calls_run_in_child_processes_and_each_attempt_names_its_process(pool, tmp_path):
     with Scheduler(workers=2, executor=pool, log_dir=str(tmp_path)) as s:

@@ -10,6 +10,7 @@ writes one back atomically, and ``load(save(w)) == w``.
 from __future__ import annotations
 
 import difflib
+import hashlib
 import json
 import math
 import os
@@ -17,7 +18,7 @@ import re
 import stat
 import tempfile
 import tomllib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from datetime import UTC, date, datetime, time
 from pathlib import Path
 
@@ -162,6 +163,16 @@ class TaskSpec:
                 return key
         return "deps"
 
+    def fingerprint(self, base_dir: Path) -> str:
+        """A digest of everything that decides what the task runs and when: not its
+        name or where the GUI drew it. A resumed run compares it with the stored
+        one to find tasks whose definition changed in the file."""
+        skip = ("name", "pos")
+        data = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in skip}
+        data["cwd"] = str(Path(base_dir) / self.cwd) if self.cwd else str(base_dir)
+        text = json.dumps(data, sort_keys=True, default=repr)
+        return hashlib.sha256(text.encode()).hexdigest()[:16]
+
     def action(self, base_dir: Path):
         """The callable the engine runs: a ``Command`` (cwd resolved) or a ``Call``."""
         if self.call is not None:
@@ -197,6 +208,11 @@ class Workflow:
     def base_dir(self) -> Path:
         """Where relative ``cwd``s start: the file's folder."""
         return self.path.resolve().parent if self.path else Path.cwd()
+
+    def fingerprints(self) -> dict[str, str]:
+        """{task id: definition digest} (see ``TaskSpec.fingerprint``)."""
+        base = self.base_dir
+        return {tid: task.fingerprint(base) for tid, task in self.tasks.items()}
 
     def set_position(self, task_id: str, x: float, y: float) -> None:
         self.positions[task_id] = (float(x), float(y))

@@ -4,20 +4,32 @@
 the user's data directory, keyed by the workflow file's path (``--db`` overrides
 it). The process that opens a store owns it until it exits; a second one is
 refused with ``StoreBusy`` naming the owner.
+
 Opening a workflow resumes its last run when that run did not finish (after a
-crash, a kill or Ctrl-C: finished tasks stay finished, interrupted attempts are
-retried; tasks a kill kept from being added are added); when it did finish, when
-``fresh`` is asked for, or when the file no longer has a task the run has, a new
-run starts.
-Past attempts are kept for ``taskloom history`` either way.
+crash, a kill or Ctrl-C: finished tasks stay finished, interrupted and lost
+attempts run again; tasks a kill kept from being added are added); when it did
+finish, when ``fresh`` is asked for, or when the file no longer has a task the
+run has, a new run starts. Past attempts are kept for ``taskloom history``
+either way.
+
+The file is the truth: a resumed task whose definition changed in the file
+(command, call, args, env, cwd, deps, triggers, ...) is defined anew from the
+file and runs with it, with its downstream tasks that were skipped because of
+it. A task whose success is already on disk is kept as it is: a resumed run
+never runs a succeeded task again (start a fresh run for that).
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import re
+import time
 from dataclasses import dataclass
 from pathlib import Path
+
+DEFINITIONS_KEY = "definitions"  # store meta: {task id: fingerprint} of the run's file
+REDEFINED = "lost: its definition changed in the workflow file while it was running"
 
 
 def default_db_path(workflow) -> Path:
@@ -38,33 +50,86 @@ class OpenedRun:
     store: object
     resumed: bool
     note: str
+    changed: tuple[str, ...] = ()  # tasks redefined from the file on resume
 
 
 def open_run(workflow, db_path: Path, *, fresh: bool = False, **scheduler_kwargs) -> OpenedRun:
     """A scheduler on ``db_path`` with the workflow's tasks, not yet started.
 
-    Raises ``engine.store.StoreError`` for a store that cannot be used.
+    Raises ``engine.store.StoreError`` for a store that cannot be used, and
+    ``engine.store.StoreBusy`` when another live process owns it.
     """
-    from engine import Scheduler
     from engine.store import SQLiteStore
 
     store = SQLiteStore(db_path)
-    scheduler = Scheduler(store=store, **scheduler_kwargs)
-    restored = {info.id: info for info in scheduler.tasks()}
-    missing = set(workflow.tasks) - set(restored)  # a kill while the run was being set up
-    removed = set(restored) - set(workflow.tasks)  # the file changed since
-    finished = not missing and all(
-        info.state.settled and not info.recurring for info in restored.values()
-    )
-    if restored and not (fresh or removed or finished):
-        workflow.schedule_into(scheduler, skip=set(restored))
-        done = sum(1 for info in restored.values() if info.state.settled and not info.recurring)
-        total = len(workflow.tasks)
-        note = f"resuming the unfinished run in {db_path}: {done} of {total} tasks done"
-        return OpenedRun(scheduler, store, True, note)
-    if restored:
-        scheduler.shutdown()
-        store.new_run()
+    try:
+        return _open(workflow, store, fresh, scheduler_kwargs)
+    except BaseException:
+        store.close()
+        raise
+
+
+def _open(workflow, store, fresh: bool, scheduler_kwargs: dict) -> OpenedRun:
+    from engine import Scheduler
+
+    records = {rec["id"]: rec for rec in store.load_tasks()}
+    in_file = workflow.fingerprints()
+    missing = set(in_file) - set(records)  # a kill while the run was being set up
+    removed = set(records) - set(in_file)  # the file changed since
+    finished = not missing and all(_done(rec) for rec in records.values())
+    if records and not (fresh or removed or finished):
+        stored = json.loads(store.meta(DEFINITIONS_KEY) or "{}")
+        changed = sorted(tid for tid in records if stored.get(tid) != in_file[tid])
+        kept = [tid for tid in changed if _done(records[tid], "succeeded")]
+        redo = _with_skipped_downstream(
+            workflow, records, [tid for tid in changed if tid not in kept]
+        )
+        if redo:
+            store.forget_tasks(redo, time.time(), REDEFINED)
         scheduler = Scheduler(store=store, **scheduler_kwargs)
+        workflow.schedule_into(scheduler, skip=set(records) - set(redo))
+        store.set_meta(DEFINITIONS_KEY, json.dumps(in_file))
+        done = sum(1 for tid, rec in records.items() if _done(rec) and tid not in redo)
+        note = f"resuming the unfinished run in {store.path}: {done} of {len(in_file)} tasks done"
+        redefined = [tid for tid in changed if tid not in kept]
+        if redefined:
+            note += f"; changed in the file, run as it says now: {', '.join(redefined)}"
+        if kept:
+            note += f"; changed after they succeeded, kept: {', '.join(kept)}"
+        return OpenedRun(scheduler, store, True, note, tuple(redefined))
+    if records:
+        store.new_run()
+    scheduler = Scheduler(store=store, **scheduler_kwargs)
     workflow.schedule_into(scheduler)
-    return OpenedRun(scheduler, store, False, f"run {store.run} of {workflow.name} in {db_path}")
+    store.set_meta(DEFINITIONS_KEY, json.dumps(in_file))
+    return OpenedRun(scheduler, store, False, f"run {store.run} of {workflow.name} in {store.path}")
+
+
+def _done(record: dict, *states: str) -> bool:
+    """A stored one-shot task that settled (in one of ``states``, if given)."""
+    from engine.states import SETTLED
+
+    spec = record["spec"]
+    if "every" in spec or "cron" in spec:
+        return False
+    return record["state"] in (states or {state.value for state in SETTLED})
+
+
+def _with_skipped_downstream(workflow, records: dict, roots: list[str]) -> list[str]:
+    """``roots`` and every task downstream of them that was SKIPPED (because of them,
+    maybe): defined anew, they get their chance once their upstream runs again."""
+    dependents: dict[str, list[str]] = {}
+    for tid, task in workflow.tasks.items():
+        for dep in task.deps:
+            dependents.setdefault(dep, []).append(tid)
+    result = list(dict.fromkeys(roots))
+    seen = set(result)
+    stack = list(result)
+    while stack:
+        for child in dependents.get(stack.pop(), ()):
+            rec = records.get(child)
+            if child not in seen and rec is not None and rec["state"] == "skipped":
+                seen.add(child)
+                result.append(child)
+                stack.append(child)
+    return result

@@ -475,3 +475,46 @@ def test_stop_signals_end_every_command_and_leave_the_run_resumable(tmp_path, si
     assert history.stdout.splitlines()[-1].split()[5] == "interrupted", history.stdout
     resumed = taskloom("run", path, "--for", "0.5s")
     assert "resuming the unfinished run" in resumed.stdout
+
+
+def test_a_resumed_run_runs_what_the_file_says_now(tmp_path):
+    ledger = tmp_path / "ledger"
+    fifo = tmp_path / "announce"
+    os.mkfifo(fifo)
+    template = """
+        [tasks.first]
+        command = ["sh", "-c", "echo {first} >> '{ledger}'"]
+
+        [tasks.second]
+        command = ["sh", "-c", "{second}"]
+        deps = ["first"]
+
+        [tasks.third]
+        command = ["sh", "-c", "echo third >> '{ledger}'"]
+        deps = ["second"]
+        """
+    old_second = f"echo old-second >> '{ledger}'; echo $$ > '{fifo}'; sleep 60"
+    path = write(tmp_path, template.format(first="first", second=old_second, ledger=ledger))
+    process = start_run(path)
+    with open(fifo) as stream:  # second runs its old command
+        group = int(stream.read())
+    process.send_signal(signal.SIGINT)
+    process.communicate(timeout=30)
+    assert not group_exists(group)
+    assert ledger.read_text().split() == ["first", "old-second"]
+
+    # The user fixes second (and rewords first, which already succeeded).
+    new_second = f"echo new-second >> '{ledger}'"
+    write(tmp_path, template.format(first="first-v2", second=new_second, ledger=ledger))
+    assert taskloom("validate", path).returncode == 0
+    resumed = taskloom("run", path, timeout=30)
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    assert "changed in the file, run as it says now: second" in resumed.stdout
+    assert "changed after they succeeded, kept: first" in resumed.stdout
+    # the old command never ran again, the new one did; first stayed done
+    assert ledger.read_text().split() == ["first", "old-second", "new-second", "third"]
+    history = taskloom("history", path).stdout
+    assert [line.split()[4] for line in history.splitlines()[1:] if " second " in line] == [
+        "1",
+        "2",
+    ]  # the redefined task numbers its attempts on: nothing overwritten

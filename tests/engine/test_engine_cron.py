@@ -106,3 +106,21 @@ def test_bad_cron_expression_and_zone_are_refused_and_change_nothing():
         s.schedule_cron(lambda: None, "0 * * * *", tz="Mars/Olympus")
     assert s.snapshot() == before
     s.shutdown()
+
+
+def test_wall_a_hair_behind_at_the_due_time_runs_the_occurrence_once():
+    # The timer wakes at the monotonic due while the wall clock reads 5 µs before the
+    # minute (skew, NTP slewing): the 12:01 occurrence must run once, not twice.
+    clock = ManualClock(wall=datetime(2026, 6, 1, 12, 0, 30, tzinfo=BERLIN))
+    s = Scheduler(clock=clock, executor=SyncExecutor())
+    runs = []
+    s.schedule_cron(lambda: runs.append(clock.wall()), "* * * * *", tz="Europe/Berlin")
+    s.start()
+    clock.jump_wall(-0.000005)
+    clock.advance(30.0)  # the monotonic due of 12:01:00
+    clock.advance(1.0)
+    assert len(runs) == 1
+    clock.advance(60.0)  # past 12:02
+    assert len(runs) == 2
+    assert runs[1].astimezone(BERLIN).minute == 2
+    s.shutdown()

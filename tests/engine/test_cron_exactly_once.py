@@ -10,12 +10,16 @@ from __future__ import annotations
 
 import math
 import random
+import sys
+import time
 from datetime import UTC, datetime, timedelta
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from engine import ManualClock, Scheduler, SyncExecutor
+from engine.command import Command
 from engine.cron import CronTrigger
 
 # The DST changes of 2026, as UTC instants.
@@ -101,3 +105,43 @@ def test_ten_thousand_minutes_each_run_once():
     # A week of "* * * * *" across Berlin's fall-back, minute by minute with jitter.
     start = datetime(2026, 10, 21, 11, 59, 13, 250000, tzinfo=UTC)
     drive("* * * * *", "Europe/Berlin", start, 12345.678, -0.2, 10_000, random.Random(7))
+
+
+STAMP = (
+    "import sys, datetime; "
+    "open(sys.argv[1], 'a').write(datetime.datetime.now(datetime.timezone.utc).isoformat() + '\\n')"
+)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(200)
+def test_real_clock_runs_a_command_once_per_minute(tmp_path):
+    out = tmp_path / "runs.txt"
+    minute = timedelta(minutes=1)
+    if datetime.now(UTC).second >= 59:  # which minute comes first must not be a race
+        time.sleep(1.5)
+    s = Scheduler(workers=4, log_dir=str(tmp_path / "logs"))
+    # parallel: a duplicate occurrence while the first command runs is not hidden by skip
+    s.schedule_cron(
+        Command([sys.executable, "-c", STAMP, str(out)]), "* * * * *", overlap="parallel"
+    )
+    first = datetime.now(UTC).replace(second=0, microsecond=0) + minute
+    boundaries = [first, first + minute]
+    s.start()
+
+    def stamps():
+        text = out.read_text() if out.exists() else ""
+        return [datetime.fromisoformat(line) for line in text.splitlines()]
+
+    # Past the second boundary, and a few seconds more for a duplicate to show up.
+    settled = boundaries[-1] + timedelta(seconds=5)
+    deadline = time.monotonic() + 190
+    while time.monotonic() < deadline:
+        if datetime.now(UTC) >= settled and len(stamps()) >= len(boundaries):
+            break
+        time.sleep(0.2)
+    s.shutdown()
+    runs = stamps()
+    assert len(runs) == len(boundaries), runs
+    for ran, boundary in zip(runs, boundaries, strict=True):
+        assert boundary <= ran < boundary + minute, (ran, boundary)

@@ -20,7 +20,7 @@ repeated hour on a fall-back day gets its runs too.
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+from zoneinfo import ZoneInfo
 
 from cronsim import CronSim, CronSimError
 
@@ -31,7 +31,9 @@ def zone(name: str) -> ZoneInfo:
         raise ValueError(f"unknown time zone {name!r}")
     try:
         return ZoneInfo(name)
-    except (ZoneInfoNotFoundError, ValueError):
+    # Not only "not found": a tzdata folder ("Europe") raises IsADirectoryError, a
+    # broken file ValueError or another error; each means no such zone.
+    except Exception:
         raise ValueError(f"unknown time zone {name!r}") from None
 
 

@@ -20,11 +20,14 @@ class StoreSync:
 
     def _state_row(self, task: Task) -> tuple:
         consumed = json.dumps(task.consumed) if task.consumed else None
+        # a cron task's cursor is a wall time: stored exactly, not via the monotonic clock
+        cursor = task.cron_next
+        next_wall = self._to_wall(task.run_at) if cursor is None else cursor.timestamp()
         return (
             task.state.value,
             task.attempt,
             task.budget_base,
-            self._to_wall(task.run_at),
+            next_wall,
             task.successes,
             consumed,
             task.error,

@@ -19,6 +19,8 @@ restored state is what ``snapshot()`` shows first.
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 from . import persist
 from .models import Attempt
 from .recurrence import CronRecurrence
@@ -61,6 +63,8 @@ def restore(scheduler, store) -> None:
             task.misfire_grace = spec["misfire_grace"]
             if isinstance(task.recurrence, CronRecurrence):
                 scheduler._cron_tasks += 1
+                if rec["next_wall"] is not None:  # the cursor is a wall time, stored exactly
+                    task.cron_next = datetime.fromtimestamp(rec["next_wall"], UTC)
         for dep in spec["deps"]:
             task.add_dep(dep)
         task.attempt = rec["attempt"]
@@ -191,7 +195,9 @@ def _lost_in_a_row(task: Task) -> int:
 def _resume_cadence(scheduler, task: Task) -> None:
     """Back on the timer heap at its stored next occurrence (overdue ones misfire)."""
     due = task.run_at
-    if due is None:
+    if isinstance(task.recurrence, CronRecurrence):
+        due = scheduler._cron_due(task)  # from the stored wall-clock cursor
+    elif due is None:
         due = task.recurrence.first_due(scheduler._clock)
     task.timer = scheduler._timers.add(due, task, "recurring")
     task.run_at = due

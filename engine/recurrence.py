@@ -1,14 +1,15 @@
 """When a recurring task comes due next: fixed intervals and cron expressions.
 
 Intervals live on the monotonic clock. Cron times are wall-clock times in a
-zone; they are converted to the monotonic clock when queued and converted again
-when the wall clock jumps (suspend, an NTP step).
+zone, kept as a wall-clock cursor per task; they are converted to the monotonic
+clock only to sleep until them, and again when the wall clock jumps (suspend, an
+NTP step).
 """
 
 from __future__ import annotations
 
 import math
-from datetime import datetime, timedelta
+from datetime import UTC, datetime
 
 MODES = ("fixed_rate", "fixed_delay")
 OVERLAPS = ("skip", "queue", "parallel")
@@ -41,7 +42,13 @@ class IntervalRecurrence:
 
 
 class CronRecurrence:
-    """Wraps a trigger with ``next_after(aware_datetime) -> aware_datetime``."""
+    """Wraps a trigger with ``next_after(aware_datetime) -> aware_datetime``.
+
+    A cron task's next occurrence is kept as a wall-clock cursor (``Task.cron_next``);
+    the following one is always computed from that cursor, never from a monotonic time
+    converted back to wall time: that conversion can land a hair before the occurrence
+    (clock skew) and give the same occurrence again.
+    """
 
     __slots__ = ("trigger", "expr", "tz")
     mode = "fixed_rate"
@@ -52,29 +59,25 @@ class CronRecurrence:
         self.tz = tz
 
     @staticmethod
-    def to_wall(mono: float, clock) -> datetime:
-        return clock.wall() + timedelta(seconds=mono - clock.now())
-
-    @staticmethod
     def to_mono(wall: datetime, clock) -> float:
         return clock.now() + (wall - clock.wall()).total_seconds()
 
-    def first_due(self, clock) -> float:
-        return self.to_mono(self.trigger.next_after(clock.wall()), clock)
+    def next_after(self, wall: datetime) -> datetime:
+        # Kept in UTC: aware datetimes sharing a zone compare by local time (fold).
+        return self.trigger.next_after(wall).astimezone(UTC)
 
-    def following(self, due: float, clock) -> float:
-        return self.to_mono(self.trigger.next_after(self.to_wall(due, clock)), clock)
-
-    def due_until(self, due: float, now: float, clock) -> tuple[list[float], float]:
-        dues = [due]
-        wall = self.to_wall(due, clock)
-        wall_now = self.to_wall(now, clock)
+    def due_until(self, cursor: datetime, wall_now: datetime) -> tuple[list[datetime], datetime]:
+        """Occurrences from ``cursor`` up to ``wall_now`` (capped; ``cursor`` always, it
+        came due), and the first one after both."""
+        dues = [cursor]
+        wall = cursor
         while True:
-            wall = self.trigger.next_after(wall)
+            wall = self.next_after(wall)
             if wall > wall_now:
-                return dues, self.to_mono(wall, clock)
-            if len(dues) < RUN_ALL_CAP:
-                dues.append(self.to_mono(wall, clock))
+                return dues, wall
+            if len(dues) == RUN_ALL_CAP:  # no need to count the rest one by one
+                return dues, self.next_after(wall_now)
+            dues.append(wall)
 
     def describe(self) -> str:
         return f"cron {self.expr!r} ({self.tz})"

@@ -31,6 +31,7 @@ class Task:
         "timeout",
         "trigger_rule",
         "run_at",
+        "cron_next",
         "order",
         "attempt",
         "budget_base",
@@ -64,6 +65,7 @@ class Task:
         self.timeout = timeout
         self.trigger_rule = trigger_rule
         self.run_at = run_at  # next due time on the scheduler clock, if any
+        self.cron_next = None  # a cron task's queued occurrence: an aware UTC datetime
         self.order = order  # scheduling order, the last tie-breaker
         self.attempt = 0  # attempts started, ever
         self.budget_base = 0  # attempt count when the current retry budget began

@@ -14,6 +14,7 @@ from .states import TaskState
 from .task import Task
 
 S = TaskState
+WALL_RESET_BACK = 3 * 3600.0  # seconds the wall clock must go back for cron to start afresh
 
 
 class TimerLogic:
@@ -21,10 +22,9 @@ class TimerLogic:
         """Dependencies allow the task: put it on the timer heap or make it ready."""
         if task.recurrence is not None:
             if first and task.run_at is not None:
-                due = task.run_at
+                self._set_timer(task, task.run_at)
             else:
-                due = task.recurrence.first_due(self._clock)
-            self._set_timer(task, due)
+                self._start_cadence(task)
             self._set_state(task, S.SCHEDULED)
             return
         if task.run_at is not None and task.run_at > self._clock.now():
@@ -35,7 +35,23 @@ class TimerLogic:
         self._make_ready(task)
 
     def _start_cadence(self, task: Task) -> None:
-        self._set_timer(task, task.recurrence.first_due(self._clock))
+        recurrence = task.recurrence
+        if isinstance(recurrence, CronRecurrence):
+            self._set_cron(task, recurrence.next_after(self._clock.wall()))
+        else:
+            self._set_timer(task, recurrence.first_due(self._clock))
+
+    def _set_cron(self, task: Task, wall) -> None:
+        """Queue a cron occurrence: the wall time is the cursor, the heap gets the
+        monotonic time to sleep until."""
+        task.cron_next = wall
+        self._set_timer(task, CronRecurrence.to_mono(wall, self._clock))
+
+    def _cron_due(self, task: Task) -> float:
+        """Monotonic due of a cron task's cursor (a fresh one if it has none)."""
+        if task.cron_next is None:
+            task.cron_next = task.recurrence.next_after(self._clock.wall())
+        return CronRecurrence.to_mono(task.cron_next, self._clock)
 
     def _set_timer(self, task: Task, due: float) -> None:
         self._timers.discard(task.timer)
@@ -49,6 +65,7 @@ class TimerLogic:
         self._timers.discard(task.retry_timer)
         self._ready.discard(task.ready)
         task.timer = task.retry_timer = task.ready = None
+        task.cron_next = None
         task.waiting_runs = 0
         task.retry_pending = False
 
@@ -90,6 +107,13 @@ class TimerLogic:
         recurrence = task.recurrence
         if recurrence.mode == "fixed_delay":
             dues, following = [due], None
+        elif isinstance(recurrence, CronRecurrence):
+            # Counted from the cursor in wall time. The cursor itself came due: its
+            # monotonic due arrived, even if the wall clock reads a hair earlier (skew).
+            wall_now = self._clock.wall()
+            walls, following = recurrence.due_until(task.cron_next, wall_now)
+            self._set_cron(task, following)
+            dues = [due] + [now - (wall_now - w).total_seconds() for w in walls[1:]]
         else:
             dues, following = recurrence.due_until(due, now, self._clock)
             self._set_timer(task, following)
@@ -126,16 +150,26 @@ class TimerLogic:
         return self._clock.wall().timestamp() - self._clock.now()
 
     def _check_wall_jump(self) -> None:
-        """Cron timers follow the wall clock: re-queue them when it jumps."""
+        """Cron timers follow the wall clock: re-queue them when it jumps.
+
+        Each keeps its cursor, so a jump forward makes the occurrences it passed due
+        (their misfire policy applies) and a jump back runs none of them twice. Only
+        a jump back of hours means the clock was wrong before: start afresh from the
+        new time, as Debian cron does.
+        """
         if not self._cron_tasks or self._wall_offset is None:
             return
         offset = self._current_wall_offset()
-        if abs(offset - self._wall_offset) < 1.0:
+        jump = offset - self._wall_offset
+        if abs(jump) < 1.0:
             return
         self._wall_offset = offset
+        wall = self._clock.wall()
         for task in self._tasks.values():
             if isinstance(task.recurrence, CronRecurrence) and task.timer is not None:
-                self._set_timer(task, task.recurrence.first_due(self._clock))
+                if jump <= -WALL_RESET_BACK or task.cron_next is None:
+                    task.cron_next = task.recurrence.next_after(wall)
+                self._set_cron(task, task.cron_next)
 
     def _on_clock_moved(self) -> None:
         with self._lock:

@@ -83,6 +83,17 @@ def test_validate_lists_every_problem_and_exits_1(tmp_path):
     ]
 
 
+def test_validate_reports_a_tzdata_folder_as_an_unknown_time_zone(tmp_path):
+    path = write(
+        tmp_path, '[tasks.a]\ncommand = ["true"]\ncron = "0 2 * * *"\ntimezone = "Europe"\n'
+    )
+    result = taskloom("validate", path)
+    assert result.returncode == 1
+    assert "Traceback" not in result.stderr
+    (line,) = result.stdout.strip().splitlines()
+    assert line.startswith(f"{path}: tasks.a.timezone: unknown time zone 'Europe'")
+
+
 def test_run_an_invalid_file_exits_2(tmp_path):
     path = write(tmp_path, '[tasks.a]\ncommand = "echo no shell"\n')
     result = taskloom("run", path)

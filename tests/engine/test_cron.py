@@ -108,7 +108,9 @@ def test_bad_expression_is_a_value_error_naming_it(expr):
     assert repr(expr) in str(caught.value)
 
 
-@pytest.mark.parametrize("name", ["Mars/Olympus_Mons", "", "Europe/Berln"])
+@pytest.mark.parametrize(
+    "name", ["Mars/Olympus_Mons", "", "Europe/Berln", "Europe", "America", "America/"]
+)
 def test_unknown_zone_is_a_value_error_naming_it(name):
     with pytest.raises(ValueError, match="unknown time zone") as caught:
         CronTrigger("0 2 * * *", tz=name)

@@ -106,3 +106,94 @@ def test_bad_cron_expression_and_zone_are_refused_and_change_nothing():
         s.schedule_cron(lambda: None, "0 * * * *", tz="Mars/Olympus")
     assert s.snapshot() == before
     s.shutdown()
+
+
+def test_wall_a_hair_behind_at_the_due_time_runs_the_occurrence_once():
+    # The timer wakes at the monotonic due while the wall clock reads 5 µs before the
+    # minute (skew, NTP slewing): the 12:01 occurrence must run once, not twice.
+    clock = ManualClock(wall=datetime(2026, 6, 1, 12, 0, 30, tzinfo=BERLIN))
+    s = Scheduler(clock=clock, executor=SyncExecutor())
+    runs = []
+    s.schedule_cron(lambda: runs.append(clock.wall()), "* * * * *", tz="Europe/Berlin")
+    s.start()
+    clock.jump_wall(-0.000005)
+    clock.advance(30.0)  # the monotonic due of 12:01:00
+    clock.advance(1.0)
+    assert len(runs) == 1
+    clock.advance(60.0)  # past 12:02
+    assert len(runs) == 2
+    assert runs[1].astimezone(BERLIN).minute == 2
+    s.shutdown()
+
+
+def test_store_keeps_the_cron_cursor_exactly_and_a_restart_resumes_from_it(tmp_path):
+    from engine.store import SQLiteStore
+
+    db = str(tmp_path / "taskloom.db")
+    clock = ManualClock(wall=datetime(2026, 6, 1, 12, 0, 30, tzinfo=BERLIN))
+    store = SQLiteStore(db)
+    s = Scheduler(clock=clock, executor=SyncExecutor(), store=store)
+    s.schedule_cron("tests.engine._store_jobs:noop", "*/5 * * * *", tz="Europe/Berlin", name="five")
+    s.start()
+    clock.jump_wall(0.3)  # skew, too small to count as a jump
+    clock.advance(270.0)  # 12:05 runs
+    assert s.task("five").attempt == 1
+    clock.jump_wall(0.3)
+    s.pause("five")  # writes the task's row again, with the wall clock skewed since
+    s.resume("five")
+    s.shutdown()
+    store.flush()
+    (row,) = store.load_tasks()
+    assert row["next_wall"] == datetime(2026, 6, 1, 12, 10, tzinfo=BERLIN).timestamp()
+    store.close()
+
+    # Restarted at 12:07 on a clock whose monotonic time starts at 0 again.
+    clock = ManualClock(wall=datetime(2026, 6, 1, 12, 7, tzinfo=BERLIN))
+    store = SQLiteStore(db)
+    s = Scheduler(clock=clock, executor=SyncExecutor(), store=store)
+    s.start()
+    assert s.upcoming()[0].run_at == pytest.approx(180.0)
+    clock.advance(180.0)
+    assert s.task("five").attempt == 2
+    assert s.upcoming()[0].run_at == pytest.approx(480.0)
+    s.shutdown()
+    store.close()
+
+
+@pytest.mark.parametrize(("misfire", "expected"), [("run_once", 1), ("skip", 0), ("run_all", 3)])
+def test_a_wall_jump_forward_over_occurrences_follows_the_misfire_policy(misfire, expected):
+    clock = ManualClock(wall=datetime(2026, 6, 1, 10, 30, tzinfo=BERLIN))
+    s = Scheduler(clock=clock, executor=SyncExecutor())
+    runs = []
+    s.schedule_cron(lambda: runs.append(1), "0 * * * *", tz="Europe/Berlin", misfire=misfire)
+    s.start()
+    clock.jump_wall(3 * HOUR)  # a suspend: 11:00, 12:00 and 13:00 passed, it is 13:30
+    assert len(runs) == expected
+    assert s.upcoming()[0].run_at == pytest.approx(0.5 * HOUR)  # 14:00
+    s.shutdown()
+
+
+def test_a_wall_jump_back_runs_no_occurrence_twice():
+    clock = ManualClock(wall=datetime(2026, 6, 1, 10, 59, tzinfo=BERLIN))
+    s = Scheduler(clock=clock, executor=SyncExecutor())
+    runs = []
+    s.schedule_cron(lambda: runs.append(clock.wall()), "0 * * * *", tz="Europe/Berlin")
+    s.start()
+    clock.advance(120.0)  # 11:00 runs; it is 11:01
+    clock.jump_wall(-2 * HOUR)  # back to 09:01: 10:00 and 11:00 are not run again
+    assert s.upcoming()[0].run_at == pytest.approx(120.0 + 3 * HOUR - 60.0)  # 12:00
+    clock.advance(3 * HOUR)
+    assert [r.astimezone(BERLIN).hour for r in runs] == [11, 12]
+    s.shutdown()
+
+
+def test_a_wall_jump_back_of_hours_starts_the_cadence_afresh():
+    # The clock was a day ahead and got corrected: waiting a day for the cursor would
+    # be wrong; cron starts from the corrected time.
+    clock = ManualClock(wall=datetime(2026, 6, 2, 10, 30, tzinfo=BERLIN))
+    s = Scheduler(clock=clock, executor=SyncExecutor())
+    s.schedule_cron(lambda: None, "0 * * * *", tz="Europe/Berlin")
+    s.start()
+    clock.jump_wall(-24 * HOUR)
+    assert s.upcoming()[0].run_at == pytest.approx(0.5 * HOUR)
+    s.shutdown()

@@ -285,6 +285,13 @@ def test_bad_time_zone(tmp_path):
     assert "unknown time zone 'Europe/Berln'" in message and "Europe/Berlin" in message
 
 
+def test_a_tzdata_folder_is_an_unknown_time_zone(tmp_path):
+    # "Europe" is a folder of zone files: ZoneInfo raised IsADirectoryError
+    text = task_toml('cron = "0 2 * * *"\ntimezone = "Europe"\n')
+    message = the_problem(tmp_path, text, "job", "timezone")
+    assert message.startswith("unknown time zone 'Europe'")
+
+
 @pytest.mark.parametrize("interval", ['"0s"', '"-5m"', "0", "-1"])
 def test_zero_or_negative_interval(tmp_path, interval):
     assert "must be > 0" in the_problem(

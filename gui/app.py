@@ -22,6 +22,10 @@ from pathlib import Path
 
 from PySide6.QtCore import QEvent, QObject
 
+from engine.store import StoreBusy
+
+EXIT_BUSY = 3  # as ``taskloom run``: another live process owns the workflow's run
+
 DEFAULT_WORKFLOW = Path(__file__).resolve().parent.parent / "resources" / "examples" / "etl.toml"
 # Errors opening a run: a store that cannot be used, or a task the engine refuses.
 OPEN_ERRORS = (RuntimeError, ValueError, KeyError, TypeError, OSError)
@@ -209,6 +213,8 @@ class Sessions:
             if old is None:
                 raise
             old.window.statusBar().showMessage(f"⚠ Cannot open {path}: {exc}", 10000)
+            if isinstance(exc, StoreBusy):  # a person must see why nothing opened
+                _show_busy(old.window, exc)
             return False
         self.current = session
         session.window.openRequested.connect(self.open)
@@ -226,6 +232,48 @@ class Sessions:
         for session in self.closing:
             session.join()
         self.closing.clear()
+
+
+def _show_busy(parent, exc, modal: bool = False) -> None:
+    """Say that another process runs this workflow, and that nothing was started."""
+    from PySide6.QtWidgets import QMessageBox
+
+    box = QMessageBox(parent)
+    box.setIcon(QMessageBox.Icon.Information)
+    box.setWindowTitle("Taskloom: already running")
+    box.setText("This workflow is already running elsewhere.")
+    box.setInformativeText(
+        f"{exc}.\n\nTaskloom does not start a second run of a workflow: "
+        "two runs at once would run its tasks twice."
+    )
+    box.setObjectName("busy_message")
+    if modal:
+        box.exec()
+    else:
+        box.open()  # window-modal, without blocking the event loop
+
+
+def _quit_on_stop_signals(app) -> dict:
+    """SIGTERM, SIGHUP, SIGQUIT and Ctrl-C close the window as the user would: running
+    commands are terminated with their process groups and the run stays resumable.
+    Python runs signal handlers only between bytecodes, so a timer wakes it."""
+    import signal
+
+    from PySide6.QtCore import QTimer
+
+    def stop(signum, frame):
+        app.quit()
+
+    previous = {}
+    for name in ("SIGINT", "SIGTERM", "SIGHUP", "SIGQUIT"):
+        number = getattr(signal, name, None)
+        if number is not None:
+            previous[number] = signal.signal(number, stop)
+    waker = QTimer(app)
+    waker.setObjectName("signal_waker")
+    waker.timeout.connect(lambda: None)
+    waker.start(200)
+    return previous  # for whoever runs the window in-process (tests) to put back
 
 
 def run_window(
@@ -278,10 +326,16 @@ def run_window(
     except WorkflowError as exc:
         print(exc, file=sys.stderr)
         return 2
+    except StoreBusy as exc:
+        print(f"taskloom: {exc}; not opening a second run of it", file=sys.stderr)
+        if not screenshot and app.platformName() != "offscreen":
+            _show_busy(None, exc, modal=True)
+        return EXIT_BUSY
     except OPEN_ERRORS as exc:
         print(f"{path or DEFAULT_WORKFLOW}: {exc}", file=sys.stderr)
         return 2
     code = {"value": 0}
+    previous_handlers = _quit_on_stop_signals(app)
     if select:
         window = sessions.current.window
         if select not in window.bridge.tasks:
@@ -303,4 +357,8 @@ def run_window(
         result = app.exec()
     finally:
         sessions.close()
+        import signal
+
+        for number, handler in previous_handlers.items():
+            signal.signal(number, handler)
     return code["value"] if screenshot else result

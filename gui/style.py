@@ -48,6 +48,7 @@ OUTCOME_COLOURS = {
     "failed": STATE_COLOURS[S.FAILED],
     "cancelled": STATE_COLOURS[S.CANCELLED],
     "interrupted": "#999999",  # stopped by closing the window; the task runs again on resume
+    "lost": "#7B68AE",  # its owner died mid-attempt (a crash, a kill): runs again on resume
 }
 
 ENTRY_COLOURS = {

@@ -1,0 +1,155 @@
+"""The window and run ownership: it never starts a second run of a workflow another
+process runs, and a signal to its process stops it like closing it would.
+
+Real processes (``python -m taskloom``, offscreen), real stores, real signals.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from PySide6.QtWidgets import QMessageBox
+
+from engine.store import SQLiteStore, StoreBusy
+from gui.app import Sessions
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def env(tmp_path) -> dict:
+    return {
+        **os.environ,
+        "PYTHONPATH": str(ROOT),
+        "QT_QPA_PLATFORM": "offscreen",
+        "XDG_DATA_HOME": str(tmp_path / "xdg-data"),
+        "XDG_CONFIG_HOME": str(tmp_path / "xdg-config"),
+    }
+
+
+def announcing_workflow(tmp_path, name="demo") -> tuple[Path, Path]:
+    """A workflow whose one task writes its process group to a FIFO, then sleeps."""
+    fifo = tmp_path / "announce"
+    os.mkfifo(fifo)
+    path = tmp_path / f"{name}.toml"
+    path.write_text(
+        f'[workflow]\nname = "{name}"\n'
+        "[tasks.long]\n"
+        f'command = ["sh", "-c", "echo $$ > \'{fifo}\'; sleep 60"]\n'
+        "[tasks.after]\n"
+        'command = ["true"]\ndeps = ["long"]\n'
+    )
+    return path, fifo
+
+
+def group_exists(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def stored_outcomes(db: Path, task: str) -> list[str]:
+    reader = SQLiteStore.reader(db)
+    try:
+        return [row["outcome"] for row in reader.attempts(task)][::-1]
+    finally:
+        reader.close()
+
+
+@pytest.mark.parametrize("sig", ["SIGTERM", "SIGHUP", "SIGQUIT", "SIGINT"])
+def test_a_stop_signal_to_the_window_ends_its_commands_and_leaves_the_run_resumable(tmp_path, sig):
+    path, fifo = announcing_workflow(tmp_path)
+    db = tmp_path / "run.db"
+    window = subprocess.Popen(
+        [sys.executable, "-m", "taskloom", str(path), "--db", str(db)],
+        cwd=ROOT,
+        env=env(tmp_path),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    with open(fifo) as stream:  # the window's engine runs the command
+        group = int(stream.read())
+    window.send_signal(getattr(signal, sig))
+    out, err = window.communicate(timeout=30)
+    assert window.returncode == 0, out + err
+    assert "Traceback" not in err
+    assert not group_exists(group)
+    assert stored_outcomes(db, "long") == ["interrupted"]
+
+
+def test_a_window_on_a_workflow_that_runs_elsewhere_starts_nothing(tmp_path):
+    path, fifo = announcing_workflow(tmp_path)
+    db = tmp_path / "run.db"
+    owner = subprocess.Popen(
+        [sys.executable, "-m", "taskloom", "run", str(path), "--db", str(db)],
+        cwd=ROOT,
+        env=env(tmp_path),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        with open(fifo) as stream:
+            group = int(stream.read())
+        window = subprocess.run(
+            [sys.executable, "-m", "taskloom", str(path), "--db", str(db)],
+            cwd=ROOT,
+            env=env(tmp_path),
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert window.returncode == 3, window.stdout + window.stderr
+        assert f"is in use by taskloom run (pid {owner.pid} on " in window.stderr
+        assert "not opening a second run" in window.stderr
+        assert group_exists(group)  # the owner's command was left alone
+        assert owner.poll() is None
+        assert stored_outcomes(db, "long") == ["running"]  # and its run untouched
+    finally:
+        owner.send_signal(signal.SIGINT)
+        owner.wait(30)
+
+
+def test_file_open_of_a_workflow_owned_elsewhere_says_who_and_keeps_the_window(
+    qtbot, tmp_path, settings
+):
+    from engine.workflow import load
+    from gui.app import store_paths
+
+    paths = []
+    for name in ("first", "other"):
+        path = tmp_path / f"{name}.toml"
+        path.write_text(
+            f'[workflow]\nname = "{name}"\n[tasks.t]\ncommand = ["true"]\nafter = "1h"\n'
+        )
+        paths.append(path)
+    first, other = paths
+    sessions = Sessions(settings, data_dir=tmp_path / "data")
+    try:
+        sessions.open(first)
+        current = sessions.current
+        # Another process owns the other workflow's store: stand in for it with a
+        # second owner in this process (the lock is the same flock, refused the same).
+        other_db, _ = store_paths(load(other), data_dir=tmp_path / "data")
+        owner = SQLiteStore(other_db)
+        try:
+            assert sessions.open(other) is False
+            assert sessions.current is current  # the open window and its run stay
+            message = current.window.statusBar().currentMessage()
+            assert f"Cannot open {other}" in message and "is in use by" in message
+            box = current.window.findChild(QMessageBox, "busy_message")
+            assert box is not None and box.isVisible()
+            assert "already running elsewhere" in box.text()
+            box.close()
+        finally:
+            owner.close()
+        with pytest.raises(StoreBusy):  # the open window's own store is still its own
+            SQLiteStore(current.db_path)
+    finally:
+        sessions.close()

@@ -47,6 +47,8 @@ class Task:
         "cancel_requested",
         "waiting_runs",
         "retry_pending",
+        "lingering",
+        "held",
         "successes",
         "consumed",
         "repeats",
@@ -80,6 +82,10 @@ class Task:
         self.cancel_requested = False
         self.waiting_runs = 0  # occurrences (or the one-shot run) waiting for a worker
         self.retry_pending = False  # the next start is a retry of the last attempt
+        # Runs whose outcome a timeout recorded but whose code has not returned yet:
+        # the task's next start waits for them (``held`` until the last one ends).
+        self.lingering = 0
+        self.held = False
         self.successes = 0
         self.consumed: dict[str, int] | None = None  # upstream successes already used
         self.repeats = False  # recurring, or downstream of a recurring task
@@ -106,13 +112,28 @@ class Task:
 
     @property
     def busy(self) -> bool:
-        return bool(self.runs) or self.state is TaskState.RETRY_WAIT
+        return bool(self.runs) or self.lingering > 0 or self.state is TaskState.RETRY_WAIT
+
+    @property
+    def waits_for_lingering(self) -> bool:
+        """A start must wait for a lingering run to end. Occurrences of a parallel
+        task may overlap each other; a retry never overlaps the attempt it retries."""
+        return self.lingering > 0 and (self.overlap != "parallel" or self.retry_pending)
 
 
 class Run:
     """One attempt in flight."""
 
-    __slots__ = ("task", "attempt", "ctx", "started", "done", "future", "timeout_entry")
+    __slots__ = (
+        "task",
+        "attempt",
+        "ctx",
+        "started",
+        "done",
+        "future",
+        "timeout_entry",
+        "stop_requested",
+    )
 
     def __init__(self, task, attempt, ctx, started):
         self.task = task
@@ -122,3 +143,5 @@ class Run:
         self.done = False  # outcome recorded (a timeout records it before the code returns)
         self.future = None
         self.timeout_entry = None
+        # Cancel, timeout or shutdown asked it to stop: a future attached later is cancelled.
+        self.stop_requested = False

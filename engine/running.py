@@ -29,8 +29,8 @@ class RunLogic:
     def _push_ready(self, task: Task) -> None:
         if task.ready is not None or task.paused:
             return  # one entry per task; a paused task is held until resumed
-        if task.waits_for_lingering:
-            task.held = True  # pushed when its last lingering run ends
+        if task.start_held:
+            task.held = True  # made ready when the run in the way ends (_finish)
             return
         due = self._clock.now() if task.run_at is None else min(task.run_at, self._clock.now())
         task.ready = self._ready.add(task.priority, due, task.order, task, "run")
@@ -45,7 +45,7 @@ class RunLogic:
                 return None
             task = entry[4]
             task.ready = None
-            if not task.waits_for_lingering:
+            if not task.start_held:
                 return self._start_run(task)
             task.held = True  # a run timed out after the task was queued
 
@@ -90,15 +90,15 @@ class RunLogic:
         self._running -= 1
         if self._running == 0:
             self._settled_cond.notify_all()
-        if not run.done:
-            self._record_outcome(run, error, tb)
-            return
-        # A timed-out run's outcome is already recorded; its task's next start waited.
         task = run.task
-        task.lingering -= 1
-        if not task.lingering and task.held:
+        if run.done:  # timed out: its outcome is recorded, the task's next start waited
+            task.lingering -= 1
+        else:
+            self._record_outcome(run, error, tb)
+        if task.held and not task.start_held:  # a start waited for this run to end
             task.held = False
-            self._push_ready(task)
+            if task.state is S.READY or task.waiting_runs > 0 or task.retry_pending:
+                self._make_ready(task)
 
     def _record_outcome(self, run: Run, error: BaseException | None, tb: str | None) -> None:
         run.done = True

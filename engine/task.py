@@ -82,8 +82,9 @@ class Task:
         self.cancel_requested = False
         self.waiting_runs = 0  # occurrences (or the one-shot run) waiting for a worker
         self.retry_pending = False  # the next start is a retry of the last attempt
-        # Runs whose outcome a timeout recorded but whose code has not returned yet:
-        # the task's next start waits for them (``held`` until the last one ends).
+        # Runs whose outcome a timeout recorded but whose code has not returned yet.
+        # A start refused while a run is in flight or lingering sets ``held``; the
+        # run's end makes the task ready again (see ``start_held``).
         self.lingering = 0
         self.held = False
         self.successes = 0
@@ -115,10 +116,12 @@ class Task:
         return bool(self.runs) or self.lingering > 0 or self.state is TaskState.RETRY_WAIT
 
     @property
-    def waits_for_lingering(self) -> bool:
-        """A start must wait for a lingering run to end. Occurrences of a parallel
-        task may overlap each other; a retry never overlaps the attempt it retries."""
-        return self.lingering > 0 and (self.overlap != "parallel" or self.retry_pending)
+    def start_held(self) -> bool:
+        """A start must wait for a run (timed out or not) to end: one attempt at a time.
+        Occurrences of a parallel task may overlap; a retry waits for lingering runs."""
+        if self.overlap == "parallel":
+            return self.lingering > 0 and self.retry_pending
+        return self.lingering > 0 or bool(self.runs)
 
 
 class Run:

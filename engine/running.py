@@ -47,7 +47,7 @@ class RunLogic:
             task.ready = None
             if not task.start_held:
                 return self._start_run(task)
-            task.held = True  # a run timed out after the task was queued
+            task.held = True  # a run in its way began lingering after it was queued
 
     def _start_run(self, task: Task) -> Run:
         if task.retry_pending:

@@ -72,9 +72,13 @@ class StoreSync:
         run.ctx.on_process = record
 
     def _finish_when_durable(self, run: Run) -> None:
-        """Report a success only once it is on disk: the store's writer thread finishes
-        the run after its commit, so no worker waits on I/O (outside the lock). With
+        """Under the lock, for a run whose code returned in time: report its success only
+        once it is on disk. Its timeout no longer applies, so the row queued here is the
+        engine's outcome (a later cancel queues "cancelled" after it). The store's writer
+        finishes the run after its commit, so no worker waits on I/O. With
         ``SyncExecutor`` the caller commits and finishes it at once (deterministic)."""
+        self._timers.discard(run.timeout_entry)
+        run.timeout_entry = None
         ctx = run.ctx
         record = Attempt(
             run.attempt,
@@ -91,7 +95,5 @@ class StoreSync:
         row = self._attempt_row(run.task, record)
         if self._sync:
             self._store.put_attempt(row)
-            self._store.flush()
-            self._on_done(run, None, None)
         else:
             self._store.put_attempt(row, on_commit=lambda: self._on_done(run, None, None))

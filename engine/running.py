@@ -29,6 +29,9 @@ class RunLogic:
     def _push_ready(self, task: Task) -> None:
         if task.ready is not None or task.paused:
             return  # one entry per task; a paused task is held until resumed
+        if task.start_held:
+            task.held = True  # made ready when the run in the way ends (_finish)
+            return
         due = self._clock.now() if task.run_at is None else min(task.run_at, self._clock.now())
         task.ready = self._ready.add(task.priority, due, task.order, task, "run")
         if self._executor is None:
@@ -36,12 +39,15 @@ class RunLogic:
 
     def _take_ready(self) -> Run | None:
         """Pop the most urgent ready task and start an attempt of it."""
-        entry = self._ready.pop()
-        if entry is None:
-            return None
-        task = entry[4]
-        task.ready = None
-        return self._start_run(task)
+        while True:
+            entry = self._ready.pop()
+            if entry is None:
+                return None
+            task = entry[4]
+            task.ready = None
+            if not task.start_held:
+                return self._start_run(task)
+            task.held = True  # a run in its way began lingering after it was queued
 
     def _start_run(self, task: Task) -> Run:
         if task.retry_pending:
@@ -85,8 +91,15 @@ class RunLogic:
         self._running -= 1
         if self._running == 0:
             self._settled_cond.notify_all()
-        if not run.done:  # a timed-out run's outcome is already recorded
+        task = run.task
+        if run.done:  # timed out: its outcome is recorded, the task's next start waited
+            task.lingering -= 1
+        else:
             self._record_outcome(run, error, tb)
+        if task.held and not task.start_held:  # a start waited for this run to end
+            task.held = False
+            if task.state is S.READY or task.waiting_runs > 0 or task.retry_pending:
+                self._make_ready(task)
 
     def _record_outcome(self, run: Run, error: BaseException | None, tb: str | None) -> None:
         run.done = True
@@ -194,9 +207,15 @@ class RunLogic:
         if run.done:
             return
         task = run.task
-        self._deferred.append(run.ctx.request_cancel)  # a command is terminated
-        if run.future is not None:
-            self._deferred.append(run.future.cancel)
+        self._stop_run(run)  # a command is terminated
         # The code may still run; it keeps its worker until it returns (_finish).
         error = TaskTimeout(f"task {task.id!r} ran past its {task.timeout:g}s timeout")
+        task.lingering += 1  # first: what _record_outcome makes ready must wait for it
         self._record_outcome(run, error, None)
+
+    def _stop_run(self, run: Run) -> None:
+        """Ask a run to stop; the calls run after the lock is released."""
+        run.stop_requested = True  # _submit cancels a future attached after this
+        self._deferred.append(run.ctx.request_cancel)
+        if run.future is not None:
+            self._deferred.append(run.future.cancel)

@@ -109,6 +109,9 @@ class Scheduler(DependencyRules, TimerLogic, RunLogic, WorkerLoop, StoreSync):
         self._local_executor = executor is None or isinstance(
             executor, (SyncExecutor, ThreadPoolExecutor)
         )
+        # Guards every field here and on Task and Run, including Task.lingering and
+        # Task.held (a timed-out run still running holds the task's next start) and
+        # Run.stop_requested and Run.future (a cancel racing a submission).
         self._lock = threading.Lock()
         self._work_cond = threading.Condition(self._lock)  # own workers wait for ready work
         self._timer_cond = threading.Condition(self._lock)  # the timer thread sleeps here
@@ -194,9 +197,7 @@ class Scheduler(DependencyRules, TimerLogic, RunLogic, WorkerLoop, StoreSync):
                 self._interrupting = True
                 for task in self._tasks.values():
                     for run in task.runs:
-                        self._deferred.append(run.ctx.request_cancel)
-                        if run.future is not None:
-                            self._deferred.append(run.future.cancel)
+                        self._stop_run(run)
             self._work_cond.notify_all()
             self._timer_cond.notify_all()
             self._settled_cond.notify_all()
@@ -519,6 +520,7 @@ class Scheduler(DependencyRules, TimerLogic, RunLogic, WorkerLoop, StoreSync):
         self._ready.discard(task.ready)
         task.timer = task.ready = None
         task.waiting_runs = 0
+        task.held = False
         if decision == SKIP:
             self._set_state(task, S.SKIPPED)
             self._evaluate_many(task.dependents)
@@ -559,9 +561,7 @@ class Scheduler(DependencyRules, TimerLogic, RunLogic, WorkerLoop, StoreSync):
             if task.runs:
                 task.cancel_requested = True
                 for run in task.runs:
-                    self._deferred.append(run.ctx.request_cancel)
-                    if run.future is not None:
-                        self._deferred.append(run.future.cancel)
+                    self._stop_run(run)
             else:
                 self._set_state(task, S.CANCELLED)
                 self._after_settled(task)

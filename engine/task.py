@@ -48,6 +48,8 @@ class Task:
         "cancel_requested",
         "waiting_runs",
         "retry_pending",
+        "lingering",
+        "held",
         "successes",
         "consumed",
         "repeats",
@@ -82,6 +84,11 @@ class Task:
         self.cancel_requested = False
         self.waiting_runs = 0  # occurrences (or the one-shot run) waiting for a worker
         self.retry_pending = False  # the next start is a retry of the last attempt
+        # Runs whose outcome a timeout recorded but whose code has not returned yet.
+        # A start refused while a run is in flight or lingering sets ``held``; the
+        # run's end makes the task ready again (see ``start_held``).
+        self.lingering = 0
+        self.held = False
         self.successes = 0
         self.consumed: dict[str, int] | None = None  # upstream successes already used
         self.repeats = False  # recurring, or downstream of a recurring task
@@ -108,13 +115,30 @@ class Task:
 
     @property
     def busy(self) -> bool:
-        return bool(self.runs) or self.state is TaskState.RETRY_WAIT
+        return bool(self.runs) or self.lingering > 0 or self.state is TaskState.RETRY_WAIT
+
+    @property
+    def start_held(self) -> bool:
+        """A start must wait for a run (timed out or not) to end: one attempt at a time.
+        Occurrences of a parallel task may overlap; a retry waits for lingering runs."""
+        if self.overlap == "parallel":
+            return self.lingering > 0 and self.retry_pending
+        return self.lingering > 0 or bool(self.runs)
 
 
 class Run:
     """One attempt in flight."""
 
-    __slots__ = ("task", "attempt", "ctx", "started", "done", "future", "timeout_entry")
+    __slots__ = (
+        "task",
+        "attempt",
+        "ctx",
+        "started",
+        "done",
+        "future",
+        "timeout_entry",
+        "stop_requested",
+    )
 
     def __init__(self, task, attempt, ctx, started):
         self.task = task
@@ -124,3 +148,5 @@ class Run:
         self.done = False  # outcome recorded (a timeout records it before the code returns)
         self.future = None
         self.timeout_entry = None
+        # Cancel, timeout or shutdown asked it to stop: a future attached later is cancelled.
+        self.stop_requested = False

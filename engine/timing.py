@@ -68,6 +68,7 @@ class TimerLogic:
         task.cron_next = None
         task.waiting_runs = 0
         task.retry_pending = False
+        task.held = False
 
     def _timers_changed(self) -> None:
         """Wake the timer thread only when its deadline is no longer the earliest."""
@@ -139,6 +140,9 @@ class TimerLogic:
                 return
             if task.overlap == "queue":
                 task.waiting_runs = 1
+                if task.runs or task.state is S.RETRY_WAIT:
+                    return  # made ready when that run (or its retry) ends
+                self._make_ready(task)  # only a lingering run: held until it ends
                 return
         if task.paused:
             runs = 1  # occurrences due while paused fold into one run

@@ -72,7 +72,11 @@ class WorkerLoop:
         while True:
             with lock:
                 if run is not None:
-                    self._finish(run, error, tb)
+                    # Decided under the lock: a timeout cannot slip in between.
+                    if error is None and self._store is not None and not run.done:
+                        self._finish_when_durable(run)
+                    else:
+                        self._finish(run, error, tb)
                     run = None
                 while (
                     not self._stopping
@@ -98,9 +102,6 @@ class WorkerLoop:
                 self._invoke(run)
             except BaseException as exc:  # noqa: BLE001 - any failure is the task's outcome
                 error, tb = exc, _task_traceback(exc)
-            if error is None and self._store is not None and not run.done:
-                self._finish_when_durable(run)
-                run = None
 
     def _pump(self) -> None:
         """Executor mode: submit ready work while fewer than ``workers`` are in flight.
@@ -123,7 +124,9 @@ class WorkerLoop:
                         and self._running < self._workers
                         and self._ready
                     ):
-                        batch.append(self._take_ready())
+                        run = self._take_ready()
+                        if run is not None:  # None: only held tasks were left
+                            batch.append(run)
                     deferred = self._take_deferred()
                     if not batch and not deferred:
                         self._pumping = False
@@ -151,7 +154,11 @@ class WorkerLoop:
         except BaseException as exc:  # noqa: BLE001 - a broken pool fails the attempt
             self._on_done(run, exc, traceback.format_exc())
             return
-        run.future = future
+        with self._lock:  # cancel() and timeouts look for the future under the lock
+            run.future = future
+            stop = run.stop_requested
+        if stop:  # asked to stop while it was being submitted
+            future.cancel()
         future.add_done_callback(lambda f: self._future_done(run, f))
 
     def _future_done(self, run: Run, future) -> None:
@@ -168,10 +175,17 @@ class WorkerLoop:
         self._future_outcome(run, exc, tb)
 
     def _future_outcome(self, run: Run, error, tb) -> None:
-        if error is None and self._store is not None and not run.done:
-            self._finish_when_durable(run)
-        else:
-            self._on_done(run, error, tb)
+        if error is None and self._store is not None:
+            with self._lock:  # decided under the lock: a timeout cannot slip in between
+                durable = not run.done
+                if durable:
+                    self._finish_when_durable(run)
+            if durable:
+                if self._sync:  # commit now and finish (deterministic)
+                    self._store.flush()
+                    self._on_done(run, None, None)
+                return
+        self._on_done(run, error, tb)
 
     def _on_done(self, run: Run, error, tb) -> None:
         with self._lock:

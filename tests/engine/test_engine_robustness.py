@@ -182,8 +182,10 @@ def test_a_timed_out_attempt_is_retried(make_sched, runs, recorder):
         timeout=0.2,
         retry=RetryPolicy(max_attempts=2, base=0.01, jitter=0),
     )
-    rec.wait_kind("slow", "succeeded")
+    rec.wait_kind("slow", "ready", count=2)  # the retry came due...
+    assert runs.count("slow") == 1  # ...but waits for the timed-out attempt to return
     release.set()
+    rec.wait_kind("slow", "succeeded")
     assert [a.outcome for a in s.attempts("slow")][-1] == "succeeded"
     assert s.task("slow").attempt == 2
 

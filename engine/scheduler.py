@@ -31,7 +31,7 @@ from .clock import SystemClock
 from .delivery import EventDelivery
 from .errors import CycleError
 from .executors import SyncExecutor
-from .graph import find_path_downstream
+from .graph import find_path, find_path_downstream
 from .heaps import ReadyHeap, TimerHeap
 from .models import Attempt, Entry, Event, RetryPolicy, TaskInfo
 from .persisting import StoreSync
@@ -385,11 +385,11 @@ class Scheduler(DependencyRules, TimerLogic, RunLogic, WorkerLoop, StoreSync):
                         raise KeyError(f"task {name!r} depends on unknown task {dep!r}")
             waiting = self._orphans.get(name)
             if waiting:  # only a task others already wait for can close a cycle
-                for dep in deps:
-                    for first in waiting:
-                        path = find_path_downstream(self._tasks, first, dep)
-                        if path is not None:
-                            raise CycleError([name, *path, name])
+                # One search for all waiters and deps; a dep not added yet reaches nothing.
+                present = [dep for dep in deps if dep in self._tasks]
+                path = present and find_path(self._tasks, waiting, present)
+                if path:
+                    raise CycleError([name, *path, name])
 
             task = Task(
                 name,

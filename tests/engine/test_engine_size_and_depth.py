@@ -210,20 +210,24 @@ def _assert_restored(path, graph, states, repeats):
 @pytest.mark.timeout(60)
 def test_a_5000_deep_chain_restores(tmp_path):
     n = 5_000
-    graph = {f"t{i}": [f"t{i - 1}"] if i else [] for i in range(n)}
+    graph = {"r": [], **{f"t{i}": [f"t{i - 1}"] if i else [] for i in range(n)}}
+    graph["t2500"].append("r")  # downstream of t2500 repeats
     path = tmp_path / "chain.db"
-    states, repeats = _store_graph(path, graph, every="t2500", cancel=("t1000",))
+    states, repeats = _store_graph(path, graph, every="r", cancel=("t1000",))
     assert states["t0"] is S.READY and states["t1"] is S.PENDING
-    assert states["t1001"] is S.SKIPPED and "t4999" in repeats and "t2499" not in repeats
+    assert states["t1001"] is S.SKIPPED and states["t2501"] is S.PENDING
+    assert "t4999" in repeats and "t2499" not in repeats
     _assert_restored(path, graph, states, repeats)
 
 
 @pytest.mark.timeout(60)
 def test_a_20000_task_random_dag_restores(tmp_path):
-    graph = _local_dag(20_000)
+    graph = {"r": [], **_local_dag(20_000)}
+    graph["t10000"].append("r")
     path = tmp_path / "dag.db"
-    states, repeats = _store_graph(path, graph, every="t10000", cancel=("t5000", "t15000"))
+    states, repeats = _store_graph(path, graph, every="r", cancel=("t5000", "t15000"))
     assert {S.READY, S.PENDING, S.SKIPPED, S.CANCELLED, S.SCHEDULED} <= set(states.values())
+    assert "t19999" in repeats and "t9999" not in repeats
     _assert_restored(path, graph, states, repeats)
 
 

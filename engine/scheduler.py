@@ -167,17 +167,44 @@ class Scheduler(DependencyRules, TimerLogic, RunLogic, WorkerLoop, StoreSync):
                 raise KeyError(f"task {task_id!r} depends on unknown task {missing!r}")
             self._started = True
             self._wall_offset = self._current_wall_offset()
-            if self._executor is None:
-                for i in range(self._workers):
-                    self._spawn(self._worker_loop, f"taskloom-worker-{i}")
-            if not self._clock.manual:
-                self._spawn(self._timer_loop, "taskloom-timers")
-            self._promote_due()
+            try:
+                if self._executor is None:
+                    for i in range(self._workers):
+                        self._spawn(self._worker_loop, f"taskloom-worker-{i}")
+                if not self._clock.manual:
+                    self._spawn(self._timer_loop, "taskloom-timers")
+            except RuntimeError as exc:  # the OS has no more threads to give
+                error = exc
+                # The threads we got wait for this lock: they see _stopping and end
+                # without taking work (nothing was promoted yet).
+                self._stopping = True
+                self._work_cond.notify_all()
+                self._timer_cond.notify_all()
+            else:
+                self._promote_due()
+                return
+        self._undo_start(error)
 
     def _spawn(self, target, name: str) -> None:
         thread = threading.Thread(target=target, name=name, daemon=True)
         thread.start()
         self._threads.append(thread)
+
+    def _undo_start(self, error: RuntimeError) -> None:
+        """All or nothing: end the threads a failed start() got, leave it not started."""
+        threads = self._threads
+        for thread in threads:
+            thread.join()
+        with self._lock:
+            self._threads = []
+            self._started = False
+            self._wall_offset = None
+            self._stopping = self._closed  # a shutdown() meanwhile keeps it stopped
+        needed = (self._workers if self._executor is None else 0) + (not self._clock.manual)
+        raise RuntimeError(
+            f"workers={self._workers}: could start only {len(threads)} of the {needed} "
+            f"threads the scheduler needs ({error}); use fewer workers"
+        ) from error
 
     def shutdown(self, wait: bool = True, *, cancel_running: bool = False) -> None:
         """Stop starting work; with ``wait``, let running tasks finish and deliver events.

@@ -85,8 +85,8 @@ def restore(scheduler, store) -> None:
                 tasks[dep].add_dependent(task.id)
             else:
                 scheduler._orphans.setdefault(dep, {})[task.id] = None
+    _mark_repeats(tasks)
     for task in tasks.values():
-        task.repeats = _repeats(task, tasks)
         if not task.repeats and not task.state.settled:
             scheduler._unsettled += 1
 
@@ -126,12 +126,18 @@ def _attempt_from_row(row: dict, offset: float) -> Attempt:
     )
 
 
-def _repeats(task, tasks, seen=None) -> bool:
-    if task.recurrence is not None:
-        return True
-    seen = seen if seen is not None else set()
-    seen.add(task.id)
-    return any(_repeats(tasks[d], tasks, seen) for d in task.deps if d in tasks and d not in seen)
+def _mark_repeats(tasks: dict) -> None:
+    """Recurring tasks and all downstream of them repeat: one pass down from the
+    recurring ones, without recursion (a stored graph may be any depth)."""
+    stack = [task for task in tasks.values() if task.recurrence is not None]
+    for task in stack:
+        task.repeats = True
+    while stack:
+        for dependent_id in stack.pop().dependents:
+            dependent = tasks[dependent_id]
+            if not dependent.repeats:
+                dependent.repeats = True
+                stack.append(dependent)
 
 
 def _restore_state(scheduler, task: Task, last_attempt, pending: list) -> None:

@@ -31,7 +31,7 @@ from .clock import SystemClock
 from .delivery import EventDelivery
 from .errors import CycleError
 from .executors import SyncExecutor
-from .graph import find_path_downstream
+from .graph import find_path, find_path_downstream
 from .heaps import ReadyHeap, TimerHeap
 from .models import Attempt, Entry, Event, RetryPolicy, TaskInfo
 from .persisting import StoreSync
@@ -170,17 +170,44 @@ class Scheduler(DependencyRules, TimerLogic, RunLogic, WorkerLoop, StoreSync):
                 raise KeyError(f"task {task_id!r} depends on unknown task {missing!r}")
             self._started = True
             self._wall_offset = self._current_wall_offset()
-            if self._executor is None:
-                for i in range(self._workers):
-                    self._spawn(self._worker_loop, f"taskloom-worker-{i}")
-            if not self._clock.manual:
-                self._spawn(self._timer_loop, "taskloom-timers")
-            self._promote_due()
+            try:
+                if self._executor is None:
+                    for i in range(self._workers):
+                        self._spawn(self._worker_loop, f"taskloom-worker-{i}")
+                if not self._clock.manual:
+                    self._spawn(self._timer_loop, "taskloom-timers")
+            except RuntimeError as exc:  # the OS has no more threads to give
+                error = exc
+                # The threads we got wait for this lock: they see _stopping and end
+                # without taking work (nothing was promoted yet).
+                self._stopping = True
+                self._work_cond.notify_all()
+                self._timer_cond.notify_all()
+            else:
+                self._promote_due()
+                return
+        self._undo_start(error)
 
     def _spawn(self, target, name: str) -> None:
         thread = threading.Thread(target=target, name=name, daemon=True)
         thread.start()
         self._threads.append(thread)
+
+    def _undo_start(self, error: RuntimeError) -> None:
+        """All or nothing: end the threads a failed start() got, leave it not started."""
+        threads = self._threads
+        for thread in threads:
+            thread.join()
+        with self._lock:
+            self._threads = []
+            self._started = False
+            self._wall_offset = None
+            self._stopping = self._closed  # a shutdown() meanwhile keeps it stopped
+        needed = (self._workers if self._executor is None else 0) + (not self._clock.manual)
+        raise RuntimeError(
+            f"workers={self._workers}: could start only {len(threads)} of the {needed} "
+            f"threads the scheduler needs ({error}); use fewer workers"
+        ) from error
 
     def shutdown(self, wait: bool = True, *, cancel_running: bool = False) -> None:
         """Stop starting work; with ``wait``, let running tasks finish and deliver events.
@@ -386,11 +413,11 @@ class Scheduler(DependencyRules, TimerLogic, RunLogic, WorkerLoop, StoreSync):
                         raise KeyError(f"task {name!r} depends on unknown task {dep!r}")
             waiting = self._orphans.get(name)
             if waiting:  # only a task others already wait for can close a cycle
-                for dep in deps:
-                    for first in waiting:
-                        path = find_path_downstream(self._tasks, first, dep)
-                        if path is not None:
-                            raise CycleError([name, *path, name])
+                # One search for all waiters and deps; a dep not added yet reaches nothing.
+                present = [dep for dep in deps if dep in self._tasks]
+                path = present and find_path(self._tasks, waiting, present)
+                if path:
+                    raise CycleError([name, *path, name])
 
             task = Task(
                 name,

@@ -214,7 +214,7 @@ class Sessions:
                 raise
             old.window.statusBar().showMessage(f"⚠ Cannot open {path}: {exc}", 10000)
             if isinstance(exc, StoreBusy):  # a person must see why nothing opened
-                _show_busy(old.window, exc)
+                _show_busy(old.window, exc, workflow.name)
             return False
         self.current = session
         session.window.openRequested.connect(self.open)
@@ -234,18 +234,20 @@ class Sessions:
         self.closing.clear()
 
 
-def _show_busy(parent, exc, modal: bool = False) -> None:
+def _show_busy(parent, exc, what: str, modal: bool = False) -> None:
     """Say that another process runs this workflow, and that nothing was started."""
     from PySide6.QtWidgets import QMessageBox
 
+    owner = exc.owner.describe() if getattr(exc, "owner", None) else "another process"
     box = QMessageBox(parent)
     box.setIcon(QMessageBox.Icon.Information)
     box.setWindowTitle("Taskloom: already running")
-    box.setText("This workflow is already running elsewhere.")
+    box.setText(f"{what} is already running in {owner}.")
     box.setInformativeText(
-        f"{exc}.\n\nTaskloom does not start a second run of a workflow: "
-        "two runs at once would run its tasks twice."
+        "Taskloom does not start a second run of a workflow: two runs at once would "
+        "run its tasks twice. Stop the other run first, or watch it there."
     )
+    box.setDetailedText(str(exc))
     box.setObjectName("busy_message")
     if modal:
         box.exec()
@@ -329,7 +331,7 @@ def run_window(
     except StoreBusy as exc:
         print(f"taskloom: {exc}; not opening a second run of it", file=sys.stderr)
         if not screenshot and app.platformName() != "offscreen":
-            _show_busy(None, exc, modal=True)
+            _show_busy(None, exc, Path(path or DEFAULT_WORKFLOW).name, modal=True)
         return EXIT_BUSY
     except OPEN_ERRORS as exc:
         print(f"{path or DEFAULT_WORKFLOW}: {exc}", file=sys.stderr)

@@ -225,3 +225,45 @@ def test_random_kills_lose_nothing_rerun_nothing_and_leave_no_process(tmp_path):
             if kind == "end":
                 ended[task] = parent in owners
     assert len(reruns) <= max(1, kills // 10), (reruns, after_owner_died)
+
+
+@pytest.mark.timeout(120)
+def test_a_killed_owner_on_a_process_pool_leaves_no_worker_tracker_or_command(tmp_path):
+    fifo = tmp_path / "announce"
+    os.mkfifo(fifo)
+    workflow = tmp_path / "pool.toml"
+    workflow.write_text(
+        '[workflow]\nname = "pool"\nworkers = 2\nexecutor = "processes"\n'
+        "[tasks.long]\n"
+        f'command = ["sh", "-c", "sleep 60 & echo $$ > \'{fifo}\'; wait"]\n'
+    )
+    db = tmp_path / "run.db"
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env.pop("TASKLOOM_OWNER", None)
+    owner = subprocess.Popen(
+        [sys.executable, "-m", "taskloom", "run", str(workflow), "--db", str(db)],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    with open(fifo) as stream:  # the command runs in a pool worker
+        group = int(stream.read())
+    (token,) = _query(db, "SELECT value FROM meta WHERE key = 'owner_token'")[0]
+    pool = _marked_alive(token)  # the pool's processes carry the owner's mark
+    assert pool
+    owner.send_signal(signal.SIGKILL)
+    owner.wait()
+    # The owner's watcher ends the pool's processes; each pool worker's own watcher
+    # then ends the commands it started (they carry the worker's mark).
+    deadline = time.monotonic() + 2.0
+    while (_marked_alive(token) or _group_alive(group)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert _marked_alive(token) == []
+    assert not _group_alive(group)
+
+
+def _group_alive(pgid: int) -> bool:
+    from engine.survivors import _group_alive as alive
+
+    return alive(pgid)

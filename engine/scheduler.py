@@ -24,6 +24,7 @@ from concurrent.futures import Executor, ThreadPoolExecutor
 from contextlib import contextmanager
 from datetime import datetime
 from itertools import count
+from pathlib import Path
 
 from . import persist
 from .actions import Call
@@ -149,7 +150,13 @@ class Scheduler(DependencyRules, TimerLogic, RunLogic, WorkerLoop, StoreSync):
             from .recovery import restore
 
             with self._lock:
-                restore(self, store)
+                try:
+                    restore(self, store)
+                except (KeyError, ValueError, TypeError) as exc:  # a row we cannot read
+                    from .store import damaged
+
+                    what = f"{type(exc).__name__}: {exc}"
+                    raise damaged(Path(store.path), what) from exc
         if self._clock.manual:
             self._clock.attach(self._on_clock_moved)
 

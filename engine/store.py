@@ -126,6 +126,33 @@ class StoreBusy(StoreError):
         self.owner = owner
 
 
+REQUIRED_TABLES = ("tasks", "attempts", "events", "meta")
+
+
+def _make_folder(path: Path) -> None:
+    """The store's folder, or a ``StoreError`` saying why it cannot be had."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except (FileExistsError, NotADirectoryError):
+        blocker = next(p for p in [path.parent, *path.parent.parents] if p.exists())
+        raise StoreError(f"{path}: cannot create the store: {blocker} is not a folder") from None
+    except PermissionError as exc:
+        where = exc.filename or path.parent
+        raise StoreError(f"{path}: cannot create the store: {where} is not writable") from None
+
+
+def _store_error(path: Path, exc: sqlite3.DatabaseError) -> StoreError:
+    """One line for what SQLite said about a store."""
+    text = str(exc)
+    if "readonly" in text or "read-only" in text:
+        return StoreError(f"{path}: the store is read-only; Taskloom needs to write to it")
+    if "unable to open" in text:
+        return StoreError(f"{path}: cannot open the store ({text})")
+    if "disk I/O" in text or "full" in text:
+        return StoreError(f"{path}: writing failed: {text}")
+    return StoreError(f"{path}: the store is damaged ({text}); move it aside to start afresh")
+
+
 def _create_private(path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     if not path.exists():
@@ -156,6 +183,16 @@ def _check_existing(path: Path) -> None:
         raise StoreError(f"{path}: the database is corrupt ({ok}); left untouched")
     if version == 0 and tables:
         raise StoreError(f"{path}: a SQLite file that is not a Taskloom store; left untouched")
+    missing = [name for name in REQUIRED_TABLES if version and name not in tables]
+    if missing:
+        raise StoreError(
+            f"{path}: the store is damaged (no table {', '.join(map(repr, missing))}); "
+            "move it aside to start afresh"
+        )
+
+
+def damaged(path: Path, what: str) -> StoreError:
+    return StoreError(f"{path}: the store is damaged ({what}); move it aside to start afresh")
 
 
 class SQLiteStore:
@@ -167,10 +204,18 @@ class SQLiteStore:
         if durability not in ("normal", "full"):
             raise ValueError(f"durability is 'normal' or 'full', got {durability!r}")
         self.path = Path(path).expanduser()
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._owner_lock = StoreLock.acquire(self.path)  # before anything is read or written
+        _make_folder(self.path)
+        try:
+            self._owner_lock = StoreLock.acquire(self.path)  # before anything is read or written
+        except PermissionError as exc:
+            raise StoreError(
+                f"{self.path}: cannot create the store: {self.path.parent} is not writable"
+            ) from exc
         try:
             self._open(durability)
+        except sqlite3.DatabaseError as exc:
+            self._owner_lock.release()
+            raise _store_error(self.path, exc) from exc
         except BaseException:
             self._owner_lock.release()
             raise
@@ -410,7 +455,10 @@ class SQLiteStore:
     # ------------------------------------------------------------------ reading
     def _query(self, sql: str, args=()) -> list[tuple]:
         with self._read_lock:
-            return self._conn.execute(sql, args).fetchall()
+            try:
+                return self._conn.execute(sql, args).fetchall()
+            except sqlite3.DatabaseError as exc:
+                raise _store_error(self.path, exc) from exc
 
     def load_tasks(self) -> list[dict]:
         """Every stored task, in creation order, with its last attempt."""
@@ -428,8 +476,11 @@ class SQLiteStore:
         result = []
         for row in rows:
             record = dict(zip(names, row, strict=True))
-            record["spec"] = json.loads(record["spec"])
-            record["consumed"] = json.loads(record["consumed"]) if record["consumed"] else None
+            try:
+                record["spec"] = json.loads(record["spec"])
+                record["consumed"] = json.loads(record["consumed"]) if record["consumed"] else None
+            except (TypeError, ValueError) as exc:
+                raise damaged(self.path, f"task {record['id']!r}: {exc}") from exc
             attempt = last.get(record["id"])
             record["last_attempt"] = None if attempt is None else (attempt[1], attempt[2])
             result.append(record)

@@ -56,16 +56,25 @@ class StoreLock:
     the live owner. Not shared between threads: one owner object per store.
     """
 
-    def __init__(self, path: Path, fd: int):
+    def __init__(self, path: Path, fd: int, writable: bool = True):
         self.path = path
         self._fd: int | None = fd
+        self._writable = writable
 
     @classmethod
     def acquire(cls, store_path: Path) -> StoreLock:
         from .store import StoreBusy
 
         path = lock_path(store_path)
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        writable = True
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        except PermissionError:
+            if not path.exists():
+                raise
+            # A read-only lock file still locks; the store itself will say it is read-only.
+            fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+            writable = False
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -82,16 +91,18 @@ class StoreLock:
             "since": time.time(),
             "program": _program(),
         }
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, json.dumps(record).encode(), 0)
-        return cls(path, fd)
+        if writable:
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, json.dumps(record).encode(), 0)
+        return cls(path, fd, writable)
 
     def release(self) -> None:
         if self._fd is None:
             return
         fd, self._fd = self._fd, None
         try:
-            os.ftruncate(fd, 0)  # no owner now
+            if self._writable:
+                os.ftruncate(fd, 0)  # no owner now
         finally:
             os.close(fd)  # closing the descriptor releases the flock
 

@@ -218,6 +218,9 @@ def show_history(args) -> int:
         return EXIT_INVALID
     try:
         rows = store.attempts(limit=args.limit)
+    except StoreError as exc:
+        print(exc, file=sys.stderr)
+        return EXIT_INVALID
     finally:
         store.close()
     if not rows:

@@ -7,7 +7,7 @@ marks its process tree and keeps a small watcher process:
 - ``ensure_started()`` puts ``TASKLOOM_OWNER=<token>`` in this process's
   environment, so every command, every process a command starts (even one that
   leaves the process group) and every process-pool worker inherits the mark;
-- it starts a watcher (``python -m engine.reaper PID TOKEN``) in its own session,
+- it starts a watcher (``python reaper.py PID TOKEN``) in its own session,
   which sleeps until this process is gone, then terminates every process that
   still carries the mark: SIGTERM, then SIGKILL after ``GRACE`` seconds.
 
@@ -53,7 +53,9 @@ def ensure_started() -> str:
         env = {k: v for k, v in os.environ.items() if k != ENV_KEY}  # the watcher is unmarked
         try:
             _watcher = subprocess.Popen(
-                [sys.executable, "-m", __name__, str(_owner_pid), _token],
+                # Run as a script, not "-m engine.reaper": importing the package would
+                # load the whole engine into a process that only waits.
+                [sys.executable, "-I", __file__, str(_owner_pid), _token],
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL,

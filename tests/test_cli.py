@@ -408,13 +408,15 @@ def test_a_second_run_of_a_running_workflow_is_refused_and_the_first_is_untouche
         """,
     )
     owner = start_run(path)
-    with open(fifo) as stream:  # the first run's command is running
-        stream.read()
-    second = taskloom("run", path, timeout=30)
+    try:
+        with open(fifo) as stream:  # the first run's command is running
+            stream.read()
+        second = taskloom("run", path, timeout=30)
+    finally:
+        go.touch()  # whatever happened, the first run may finish
     assert second.returncode == 3, second.stdout + second.stderr
     assert f"is in use by taskloom run (pid {owner.pid} on " in second.stderr
     assert "not starting a second run" in second.stderr
-    go.touch()
     out, err = owner.communicate(timeout=30)
     assert owner.returncode == 0, out + err
     assert "first            succeeded (attempt 1)" in out

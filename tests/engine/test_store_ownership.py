@@ -141,7 +141,10 @@ def _watcher_of(owner_pid: int) -> int:
                 cmdline = Path(f"/proc/{name}/cmdline").read_bytes().split(b"\0")
             except OSError:
                 continue
-            if b"engine.reaper" in cmdline and str(owner_pid).encode() in cmdline:
+            if (
+                any(part.endswith(b"reaper.py") for part in cmdline)
+                and str(owner_pid).encode() in cmdline
+            ):
                 return int(name)
     raise AssertionError(f"no watcher for {owner_pid}")
 

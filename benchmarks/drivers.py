@@ -54,7 +54,7 @@ class TaskloomDriver(Driver):
     _FINISHED = {"succeeded": True, "failed": False, "skipped": False}
 
     def __init__(self, workers: int, on_done=None):
-        from engine import Scheduler
+        from taskloom.engine import Scheduler
 
         self.s = Scheduler(workers=workers)
         if on_done is not None:
@@ -78,7 +78,7 @@ class TaskloomDriver(Driver):
 
     def remove_cancelled(self) -> bool:
         # A cancelled task stays queryable (state CANCELLED) until remove() is called.
-        from engine import TaskState
+        from taskloom.engine import TaskState
 
         for info in self.s.tasks():
             if info.state is TaskState.CANCELLED:

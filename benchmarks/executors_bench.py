@@ -83,8 +83,8 @@ def dag_specs(n: int, seed: int = SEED) -> list[tuple[str, tuple[str, ...]]]:
 
 
 def task_for(workload: str, iterations: int):
-    from engine import Call
-    from engine.command import Command
+    from taskloom.engine import Call
+    from taskloom.engine.command import Command
 
     if workload == "noop":
         return Call(f"{HERE}:noop")
@@ -100,7 +100,7 @@ def task_for(workload: str, iterations: int):
 # ---------------------------------------------------------------------- one executor
 def start_executor(name: str, slots: int):
     """(the executor, or None for the engine's threads; a function that stops it)."""
-    from engine.pools import DaskExecutor, RecoveringProcessPool
+    from taskloom.engine.pools import DaskExecutor, RecoveringProcessPool
 
     if name == "threads":
         return None, lambda: None
@@ -134,7 +134,7 @@ def start_executor(name: str, slots: int):
 
 
 def run_workload(executor, in_flight: int, workload: str, n: int, iterations: int) -> dict:
-    from engine import Scheduler, TaskState
+    from taskloom.engine import Scheduler, TaskState
 
     specs = dag_specs(n if workload != "cmd" else max(1, n // 10))
     task = task_for(workload, iterations)

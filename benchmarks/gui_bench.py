@@ -41,7 +41,7 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")  # before anything imports
 from PySide6.QtCore import QEvent, QEventLoop, QObject, QSettings, Qt, QTimer, Signal  # noqa: E402
 from PySide6.QtWidgets import QApplication  # noqa: E402
 
-from engine import ManualClock, Scheduler, SyncExecutor, TaskState  # noqa: E402
+from taskloom.engine import ManualClock, Scheduler, SyncExecutor, TaskState  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results"
 WINDOW_SIZE = (1400, 900)
@@ -117,7 +117,7 @@ def run_loop_for(seconds: float) -> None:
 
 def open_window(scheduler):
     """A MainWindow at 1400x900 with throwaway settings (never the user's geometry)."""
-    from gui.main_window import MainWindow
+    from taskloom.gui.main_window import MainWindow
 
     ini = Path(tempfile.mkdtemp(prefix="taskloom-bench-")) / "bench.ini"
     window = MainWindow(scheduler, settings=QSettings(str(ini), QSettings.Format.IniFormat))
@@ -154,7 +154,7 @@ def graph_is_drawn(window, nodes: int, edges: int) -> bool:
 
 # ---------------------------------------------------------------------- G1: first paint
 def measure_first_paint(n: int) -> dict:
-    from gui.graph.layout import compute_layout
+    from taskloom.gui.graph.layout import compute_layout
 
     fresh_heap()
     dag = layered_dag(n)

@@ -21,8 +21,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from engine import Call, Scheduler
-from engine.store import SQLiteStore
+from taskloom.engine import Call, Scheduler
+from taskloom.engine.store import SQLiteStore
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
@@ -37,7 +37,7 @@ def sleep_5ms() -> None:
 
 def _action(task: str):
     if task == "true_command":
-        from engine.command import Command
+        from taskloom.engine.command import Command
 
         return Command(["true"])
     return Call(f"benchmarks.store_bench:{task}")

@@ -7,7 +7,6 @@ refused change shown next to the field it is about.
 
 from __future__ import annotations
 
-import importlib
 import shlex
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
@@ -35,7 +34,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from engine import RetryPolicy
+from taskloom.engine import RetryPolicy, cron, durations
 
 from .task_spec import TaskSpec, make_call, make_command, target_text
 
@@ -50,7 +49,6 @@ ERROR_STYLE = "color: #D55E00;"
 
 
 def parse_duration(text: str) -> float:
-    durations = importlib.import_module("engine.durations")
     seconds = durations.parse_duration(text)
     if seconds < 0:
         raise ValueError("must not be negative")
@@ -347,10 +345,9 @@ class AddTaskDialog(QDialog):
                 times = [now + timedelta(seconds=interval * i) for i in range(1, 6)]
                 return {"schedule": "every", "interval": interval}, _times(times, now)
             if kind == "cron":
-                cron = importlib.import_module("engine.cron")
                 trigger = cron.CronTrigger(self.cron.text(), tz=self.tz.text().strip() or "UTC")
-                times = trigger.next_n(now, 5) if hasattr(trigger, "next_n") else []
-                described = cron.describe(trigger.expr) if hasattr(cron, "describe") else ""
+                times = trigger.next_n(now, 5)
+                described = cron.describe(trigger.expr)
                 text = (described + "\n" if described else "") + _times(times, now, trigger.zone)
                 return {"schedule": "cron", "cron": trigger.expr, "tz": trigger.tz}, text
         except ValueError as exc:
@@ -398,7 +395,6 @@ class AddTaskDialog(QDialog):
 
 
 def _duration_text(seconds: float) -> str:
-    durations = importlib.import_module("engine.durations")
     return durations.format_duration(seconds)
 
 

@@ -22,11 +22,12 @@ from pathlib import Path
 
 from PySide6.QtCore import QEvent, QObject
 
-from engine.store import StoreBusy
+from taskloom import example_path
+from taskloom.engine.store import StoreBusy
 
 EXIT_BUSY = 3  # as ``taskloom run``: another live process owns the workflow's run
 
-DEFAULT_WORKFLOW = Path(__file__).resolve().parent.parent / "resources" / "examples" / "etl.toml"
+DEFAULT_WORKFLOW = example_path("etl")
 # Errors opening a run: a store that cannot be used, or a task the engine refuses.
 OPEN_ERRORS = (RuntimeError, ValueError, KeyError, TypeError, OSError)
 
@@ -96,7 +97,7 @@ class WorkflowSession:
             self.window.statusBar().showMessage(message, 15000 if self.executor_problem else 8000)
 
     def _open_run(self, fresh: bool, log_dir):
-        from engine.pools import make_executor
+        from taskloom.engine.pools import make_executor
 
         log_dir = None if log_dir is None else str(log_dir)
         workers = self.workflow.workers
@@ -110,7 +111,7 @@ class WorkflowSession:
             self.executor_problem = f"⚠ {exc}: running tasks on threads instead"
         options = dict(workers=workers, log_dir=log_dir, executor=self.executor)
         if self.db_path is None:
-            from engine import Scheduler
+            from taskloom.engine import Scheduler
 
             scheduler = Scheduler(**options)
             self.workflow.schedule_into(scheduler)
@@ -180,7 +181,7 @@ class Sessions:
         self.closing: list[WorkflowSession] = []  # replaced sessions still stopping
 
     def open(self, path) -> bool:
-        from engine.workflow import WorkflowError, load
+        from taskloom.engine.workflow import WorkflowError, load
 
         try:
             workflow = load(path)
@@ -255,27 +256,46 @@ def _show_busy(parent, exc, what: str, modal: bool = False) -> None:
         box.open()  # window-modal, without blocking the event loop
 
 
-def _quit_on_stop_signals(app) -> dict:
+class _StopSignals:
     """SIGTERM, SIGHUP, SIGQUIT and Ctrl-C close the window as the user would: running
     commands are terminated with their process groups and the run stays resumable.
-    Python runs signal handlers only between bytecodes, so a timer wakes it."""
-    import signal
 
-    from PySide6.QtCore import QTimer
+    Installed before the engine starts, so no signal finds the default handler (which
+    would kill us and orphan the commands); one that comes before the event loop runs
+    is remembered. Python runs handlers only between bytecodes: a timer wakes it."""
 
-    def stop(signum, frame):
-        app.quit()
+    NAMES = ("SIGINT", "SIGTERM", "SIGHUP", "SIGQUIT")
 
-    previous = {}
-    for name in ("SIGINT", "SIGTERM", "SIGHUP", "SIGQUIT"):
-        number = getattr(signal, name, None)
-        if number is not None:
-            previous[number] = signal.signal(number, stop)
-    waker = QTimer(app)
-    waker.setObjectName("signal_waker")
-    waker.timeout.connect(lambda: None)
-    waker.start(200)
-    return previous  # for whoever runs the window in-process (tests) to put back
+    def __init__(self, app):
+        self.app = app
+        self.requested = False
+        self._previous: dict = {}
+
+    def install(self) -> None:
+        import signal
+
+        from PySide6.QtCore import QTimer
+
+        for name in self.NAMES:
+            number = getattr(signal, name, None)
+            if number is not None:
+                self._previous[number] = signal.signal(number, self._stop)
+        waker = QTimer(self.app)
+        waker.setObjectName("signal_waker")
+        waker.timeout.connect(lambda: None)
+        waker.start(200)
+
+    def _stop(self, signum, frame) -> None:
+        self.requested = True
+        self.app.quit()
+
+    def restore(self) -> None:
+        """Put back the handlers we replaced (the window may run inside a test)."""
+        import signal
+
+        for number, handler in self._previous.items():
+            signal.signal(number, handler)
+        self._previous.clear()
 
 
 def run_window(
@@ -300,10 +320,8 @@ def run_window(
     Returns the process exit code.
     """
     _ensure_platform(screenshot)
-    from PySide6.QtCore import QSettings, QTimer
+    from PySide6.QtCore import QSettings
     from PySide6.QtWidgets import QApplication
-
-    from engine.workflow import WorkflowError
 
     app = QApplication.instance() or QApplication(sys.argv[:1])
     app.setApplicationName("Taskloom")
@@ -322,6 +340,23 @@ def run_window(
         settings = QSettings(str(scratch / "screenshot.ini"), QSettings.Format.IniFormat)
         data_dir = scratch
         fresh = True
+    stop_signals = _StopSignals(app)
+    stop_signals.install()
+    try:
+        return _open_and_run(
+            app, stop_signals, path, screenshot, quit_after, settings, db, fresh, data_dir, select
+        )
+    finally:
+        stop_signals.restore()
+
+
+def _open_and_run(
+    app, stop_signals, path, screenshot, quit_after, settings, db, fresh, data_dir, select
+) -> int:
+    from PySide6.QtCore import QTimer
+
+    from taskloom.engine.workflow import WorkflowError
+
     sessions = Sessions(settings, db=db, fresh=fresh, data_dir=data_dir)
     try:
         sessions.open(path or DEFAULT_WORKFLOW)
@@ -337,7 +372,6 @@ def run_window(
         print(f"{path or DEFAULT_WORKFLOW}: {exc}", file=sys.stderr)
         return 2
     code = {"value": 0}
-    previous_handlers = _quit_on_stop_signals(app)
     if select:
         window = sessions.current.window
         if select not in window.bridge.tasks:
@@ -356,11 +390,7 @@ def run_window(
     if screenshot or quit_after is not None:
         QTimer.singleShot(int(1000 * (3.0 if quit_after is None else quit_after)), finish)
     try:
-        result = app.exec()
+        result = 0 if stop_signals.requested else app.exec()
     finally:
         sessions.close()
-        import signal
-
-        for number, handler in previous_handlers.items():
-            signal.signal(number, handler)
     return code["value"] if screenshot else result

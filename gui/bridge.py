@@ -15,7 +15,7 @@ from collections import deque
 
 from PySide6.QtCore import QCoreApplication, QObject, QThread, QTimer, Signal
 
-from engine import Event, TaskInfo, TaskState
+from taskloom.engine import Event, TaskInfo, TaskState
 
 # Kinds that change the graph's shape rather than one task's state.
 STRUCTURAL_KINDS = frozenset({"dependency_added", "dependency_removed"})

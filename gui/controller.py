@@ -10,7 +10,7 @@ import networkx as nx
 from PySide6.QtCore import QObject, Signal
 from PySide6.QtGui import QUndoStack
 
-from engine import CycleError, TaskState
+from taskloom.engine import CycleError, TaskState
 
 from .commands import (
     AddDependencyCommand,

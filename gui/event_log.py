@@ -15,7 +15,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from engine import Event, TaskState
+from taskloom.engine import Event, TaskState
 
 from .style import STATE_GLYPHS, kind_label, state_text_colour
 

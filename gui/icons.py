@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 from functools import cache
-from pathlib import Path
 
 from PySide6.QtGui import QIcon
 
-ICON_DIR = Path(__file__).resolve().parent.parent / "resources" / "icons"
+from taskloom import resources_dir
 
 
 @cache
 def icon(name: str) -> QIcon:
-    path = ICON_DIR / f"{name}.svg"
+    path = resources_dir() / "icons" / f"{name}.svg"
     return QIcon(str(path)) if path.exists() else QIcon()

@@ -29,7 +29,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from engine import TaskInfo, TaskState
+from taskloom.engine import TaskInfo, TaskState
 
 from .run_history import PastAttempt, from_memory, store_of, stored_attempts, wall_offset
 from .run_summary import RunSummary, describe_delay  # noqa: F401 - describe_delay re-exported

@@ -9,7 +9,7 @@ from __future__ import annotations
 from PySide6.QtCore import QPoint, QRect, QSize, Qt
 from PySide6.QtWidgets import QLabel, QLayout, QSizePolicy, QWidget
 
-from engine import TaskState
+from taskloom.engine import TaskState
 
 from .style import (
     RECURRING_MARK,

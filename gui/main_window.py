@@ -24,7 +24,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from engine import TaskState
+from taskloom.engine import TaskState
 
 from .bridge import EngineBridge
 from .controller import Controller
@@ -626,7 +626,7 @@ class MainWindow(QMainWindow):
 
     def save_workflow(self, path=None) -> bool:
         """Write the workflow as shown (atomically); explains a failure in the status bar."""
-        from engine.workflow import Workflow, save
+        from taskloom.engine.workflow import Workflow, save
 
         if self.workflow is None:
             name = Path(path).stem if path else "workflow"

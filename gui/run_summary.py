@@ -12,7 +12,7 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QPalette
 from PySide6.QtWidgets import QLabel
 
-from engine import TaskState
+from taskloom.engine import TaskState
 
 from .style import STATE_GLYPHS, STATE_LABELS, link_colours, state_text_colour
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from PySide6.QtGui import QPalette
 from PySide6.QtWidgets import QLabel, QStatusBar
 
-from engine import TaskState
+from taskloom.engine import TaskState
 
 from .style import STATE_GLYPHS, STATE_LABELS, state_text_colour
 

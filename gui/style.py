@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from PySide6.QtGui import QColor, QGuiApplication, QPalette
 
-from engine import TaskState
+from taskloom.engine import TaskState
 
 S = TaskState
 

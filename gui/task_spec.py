@@ -7,15 +7,15 @@ file (``to_workflow``). Tasks read from a file become specs with ``from_workflow
 
 from __future__ import annotations
 
-import importlib
 import os
 import shlex
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 
-from engine import Call, RetryPolicy
-from engine.workflow import schedule_one
+from taskloom.engine import Call, RetryPolicy, workflow
+from taskloom.engine.command import Command
+from taskloom.engine.workflow import schedule_one
 
 SCHEDULE_KINDS = ("now", "at", "after", "every", "cron")
 
@@ -28,10 +28,9 @@ def make_command(text: str, like=None):
     argv = shlex.split(text)
     if not argv:
         raise ValueError("the command is empty")
-    command_module = importlib.import_module("engine.command")  # written in parallel; lazy
-    if like is not None and isinstance(like, command_module.Command):
-        return command_module.Command(argv, cwd=like.cwd, env=like.env)
-    return command_module.Command(argv)
+    if like is not None and isinstance(like, Command):
+        return Command(argv, cwd=like.cwd, env=like.env)
+    return Command(argv)
 
 
 def make_call(ref: str, like=None) -> Call:
@@ -132,7 +131,6 @@ def from_workflow(task, base_dir: Path) -> TaskSpec:
 
 def to_workflow(spec: TaskSpec, task_id: str, deps, base_dir: Path):
     """The ``engine.workflow.TaskSpec`` to write for ``spec``; ValueError if it has no file form."""
-    workflow = importlib.import_module("engine.workflow")
     task = workflow.TaskSpec(name=task_id)
     target = spec.target
     if isinstance(target, Call):

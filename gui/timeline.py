@@ -36,7 +36,7 @@ from PySide6.QtGui import (
 )
 from PySide6.QtWidgets import QApplication, QScrollArea, QToolButton, QToolTip, QVBoxLayout, QWidget
 
-from engine import Entry, Event
+from taskloom.engine import Entry, Event
 
 from .run_history import WindowHistory, store_of, wall_offset
 from .style import ENTRY_COLOURS, OUTCOME_COLOURS, RECURRING_MARK

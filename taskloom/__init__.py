@@ -8,16 +8,17 @@ __version__ = "0.1.0"
 
 
 def resources_dir() -> Path:
-    """The bundled ``resources/`` folder (icons, example workflows).
+    """The bundled resources (icons, example workflows), wherever Taskloom is installed.
 
-    A source checkout has it beside the packages; an installed copy carries it
-    inside this package (``taskloom/resources``, see pyproject's package data).
+    ``taskloom/resources`` is a link to the repository's top-level ``resources/`` in a
+    checkout and a real folder in an installed wheel (pyproject's package data).
     """
-    package = Path(__file__).resolve().parent
-    for candidate in (package.parent / "resources", package / "resources"):
-        if candidate.is_dir():
-            return candidate
-    raise FileNotFoundError(f"taskloom resources not found near {package}")
+    from importlib.resources import files
+
+    folder = Path(str(files(__name__) / "resources"))
+    if not folder.is_dir():
+        raise FileNotFoundError(f"taskloom's resources are missing: {folder} is not a folder")
+    return folder
 
 
 def example_path(name: str = "etl") -> Path:

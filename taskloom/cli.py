@@ -36,7 +36,7 @@ SIGNAL_CHECK = 0.2  # seconds between looks for Ctrl-C / SIGTERM while waiting
 
 # ---------------------------------------------------------------------- arguments
 def _duration(text: str) -> float:
-    from engine.durations import parse_duration
+    from taskloom.engine.durations import parse_duration
 
     try:
         seconds = parse_duration(text)
@@ -160,7 +160,7 @@ def main(argv=None) -> int:
 
 # ---------------------------------------------------------------------- validate, window
 def validate_workflow(path: Path) -> int:
-    from engine.workflow import WorkflowError, load
+    from taskloom.engine.workflow import WorkflowError, load
 
     try:
         workflow = load(path)
@@ -177,7 +177,7 @@ def validate_workflow(path: Path) -> int:
 
 
 def open_window(args) -> int:
-    from gui.app import run_window  # Qt loads only for the window
+    from taskloom.gui.app import run_window  # Qt loads only for the window
 
     path = args.file if args.file is not None else taskloom.example_path("etl")
     result = run_window(
@@ -196,8 +196,8 @@ def open_window(args) -> int:
 def show_history(args) -> int:
     from datetime import datetime
 
-    from engine.store import SQLiteStore, StoreError
-    from engine.workflow import WorkflowError, load
+    from taskloom.engine.store import SQLiteStore, StoreError
+    from taskloom.engine.workflow import WorkflowError, load
 
     from .runs import default_db_path
 
@@ -244,7 +244,7 @@ def show_history(args) -> int:
 # ---------------------------------------------------------------------- run
 def build_executor(spec: str, workers: int):
     """None for the engine's own threads, else a ``concurrent.futures.Executor``."""
-    from engine.pools import make_executor
+    from taskloom.engine.pools import make_executor
 
     return make_executor(spec, workers)
 
@@ -260,8 +260,8 @@ def counted_tasks(workflow) -> list[str]:
 
 
 def run_workflow(args) -> int:
-    from engine.store import StoreBusy, StoreError
-    from engine.workflow import WorkflowError, load
+    from taskloom.engine.store import StoreBusy, StoreError
+    from taskloom.engine.workflow import WorkflowError, load
 
     from .runs import default_db_path, open_run
 
@@ -473,7 +473,7 @@ class RunMonitor:
         return time.monotonic() - self.started
 
     def exit_code(self) -> int:
-        from engine import TaskState
+        from taskloom.engine import TaskState
 
         ok = all(self.states.get(tid) is TaskState.SUCCEEDED for tid in self.counted)
         return EXIT_OK if ok else EXIT_FAILED
@@ -523,7 +523,7 @@ class PlainReport:
 
 
 def _summary_lines(scheduler, monitor: RunMonitor, log_dir: Path) -> list[str]:
-    from engine import TaskState
+    from taskloom.engine import TaskState
 
     counts: dict[str, int] = {}
     for state in monitor.states.values():
@@ -582,7 +582,7 @@ class LiveReport:
         from rich.table import Table
         from rich.text import Text
 
-        from engine import TaskState
+        from taskloom.engine import TaskState
 
         monitor = self.monitor
         counted = monitor.counted

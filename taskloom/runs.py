@@ -59,7 +59,7 @@ def open_run(workflow, db_path: Path, *, fresh: bool = False, **scheduler_kwargs
     Raises ``engine.store.StoreError`` for a store that cannot be used, and
     ``engine.store.StoreBusy`` when another live process owns it.
     """
-    from engine.store import SQLiteStore
+    from taskloom.engine.store import SQLiteStore
 
     store = SQLiteStore(db_path)
     try:
@@ -70,7 +70,7 @@ def open_run(workflow, db_path: Path, *, fresh: bool = False, **scheduler_kwargs
 
 
 def _open(workflow, store, fresh: bool, scheduler_kwargs: dict) -> OpenedRun:
-    from engine import Scheduler
+    from taskloom.engine import Scheduler
 
     records = {rec["id"]: rec for rec in store.load_tasks()}
     in_file = workflow.fingerprints()
@@ -107,7 +107,7 @@ def _open(workflow, store, fresh: bool, scheduler_kwargs: dict) -> OpenedRun:
 
 def _done(record: dict, *states: str) -> bool:
     """A stored one-shot task that settled (in one of ``states``, if given)."""
-    from engine.states import SETTLED
+    from taskloom.engine.states import SETTLED
 
     spec = record["spec"]
     if "every" in spec or "cron" in spec:

@@ -19,7 +19,7 @@ SHUTDOWN_GRACE = 15.0  # seconds a leftover scheduler gets to shut down
 def shutdown_every_scheduler(monkeypatch):
     """Track Schedulers built during the test and shut each one down afterwards."""
     try:
-        from engine import Scheduler
+        from taskloom.engine import Scheduler
     except ImportError:  # engine not written yet: nothing to guard
         yield
         return
@@ -47,7 +47,7 @@ def _shutdown_within(scheduler, seconds: float) -> bool:
 
 @pytest.fixture
 def clock():
-    from engine import ManualClock
+    from taskloom.engine import ManualClock
 
     return ManualClock()
 
@@ -59,7 +59,7 @@ def make_sched(clock):
     Without ``threads`` the scheduler uses the ``clock`` fixture and a SyncExecutor,
     so every run happens inside the call that made it due.
     """
-    from engine import Scheduler, SyncExecutor
+    from taskloom.engine import Scheduler, SyncExecutor
 
     def make(*, start=True, threads=False, workers=4, clock=clock, **kwargs):
         executor = None if threads else SyncExecutor()
@@ -99,7 +99,7 @@ class Runs:
 
     def fn(self, name: str, body: Callable[[], object] | None = None):
         """A task function for ``name``; ``body`` runs inside it (e.g. to block)."""
-        from engine import current_run
+        from taskloom.engine import current_run
 
         def task():
             run = current_run()

@@ -43,7 +43,10 @@ def test_no_engine_file_imports_qt():
 
 
 def test_importing_engine_does_not_load_qt():
-    check = "import engine, sys; bad = {'PySide6', 'shiboken6'} & set(sys.modules); assert not bad"
+    check = (
+        "import taskloom.engine, sys; "
+        "bad = {'PySide6', 'shiboken6'} & set(sys.modules); assert not bad"
+    )
     result = subprocess.run(
         [sys.executable, "-c", check], cwd=ROOT, capture_output=True, text=True, timeout=60
     )

@@ -18,7 +18,7 @@ from PySide6.QtWidgets import (
     QGraphicsSimpleTextItem,
 )
 
-from engine import TaskInfo, TaskState
+from taskloom.engine import TaskInfo, TaskState
 
 from ..style import (
     RECURRING_MARK,

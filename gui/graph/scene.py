@@ -15,7 +15,7 @@ from PySide6.QtCore import QElapsedTimer, QPointF, QRectF, Qt, QTimer, Signal
 from PySide6.QtGui import QBrush, QColor, QGuiApplication, QPainterPath, QPalette
 from PySide6.QtWidgets import QGraphicsItem, QGraphicsPathItem, QGraphicsScene
 
-from engine import TaskInfo, TaskState
+from taskloom.engine import TaskInfo, TaskState
 
 from .items import NodeItem, add_edge, cosmetic_pen, edge_curve, routed_curve
 from .layout import NODE_HEIGHT, NODE_WIDTH, Layout, LayoutCache, compute_layout, structure_key

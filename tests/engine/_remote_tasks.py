@@ -10,7 +10,7 @@ import os
 import signal
 from pathlib import Path
 
-from engine import current_run
+from taskloom.engine import current_run
 
 
 def record_pid(path: str) -> None:
@@ -53,7 +53,7 @@ def announcing_sleeper(fifo: str, seconds: int = 60):
     The test's blocking read of the fifo returns once the command really runs, so
     no test has to poll for "has it started yet".
     """
-    from engine.command import Command
+    from taskloom.engine.command import Command
 
     return Command(["sh", "-c", f'echo "$$" > "{fifo}"; exec sleep {seconds}'])
 
@@ -75,7 +75,7 @@ def engine_submits_in_run_context() -> bool:
     """Whether the engine makes the run's context current while it calls submit()."""
     from concurrent.futures import Executor
 
-    from engine import Scheduler, SyncExecutor
+    from taskloom.engine import Scheduler, SyncExecutor
 
     seen = []
 
@@ -98,7 +98,7 @@ def cancel_a_running_sleeper(executor, workers: int, tmp_path: Path):
     """
     import time
 
-    from engine import Scheduler
+    from taskloom.engine import Scheduler
 
     fifo = tmp_path / "started"
     os.mkfifo(fifo)

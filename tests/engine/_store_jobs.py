@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import time
 
-from engine import current_run
+from taskloom.engine import current_run
 
 
 def record(name: str, log: str, seconds: float = 0.0, fail_first: bool = False) -> None:

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from engine import RetryPolicy, SystemClock, TaskState
-from engine.command import Command, CommandFailed
-from engine.context import RunContext, run_in_context
-from engine.errors import TaskCancelled
+from taskloom.engine import RetryPolicy, SystemClock, TaskState
+from taskloom.engine.command import Command, CommandFailed
+from taskloom.engine.context import RunContext, run_in_context
+from taskloom.engine.errors import TaskCancelled
 
 PY = sys.executable
 
@@ -92,7 +92,7 @@ def test_without_a_run_the_log_goes_to_a_temp_dir():
 
 
 def test_big_output_is_capped_with_its_tail_kept(tmp_path, monkeypatch):
-    import engine.command as command_module
+    import taskloom.engine.command as command_module
 
     monkeypatch.setattr(command_module, "MAX_LOG_BYTES", 100_000)
     script = "import sys\nfor i in range(20000): print(f'line {i:05d}')\nprint('THE END')"
@@ -190,7 +190,7 @@ def test_processes_left_behind_after_exit_are_stopped(tmp_path, fifo):
 
 
 def test_a_process_ignoring_sigterm_is_killed_after_the_grace(tmp_path, fifo, monkeypatch):
-    import engine.command as command_module
+    import taskloom.engine.command as command_module
 
     monkeypatch.setattr(command_module, "GRACE_SECONDS", 0.5)
     script = f"trap '' TERM; echo $$ > '{fifo}'; while :; do sleep 0.1; done"

@@ -7,8 +7,8 @@ from datetime import UTC, datetime
 
 import pytest
 
-from engine.cron import CronTrigger, describe
-from engine.cron import zone as tz
+from taskloom.engine.cron import CronTrigger, describe
+from taskloom.engine.cron import zone as tz
 
 BERLIN = tz("Europe/Berlin")
 NEW_YORK = tz("America/New_York")
@@ -149,7 +149,7 @@ def test_trigger_is_a_plain_value():
 
 
 def test_engine_runs_a_cron_task_at_the_shifted_spring_forward_time(make_sched, runs):
-    from engine import ManualClock
+    from taskloom.engine import ManualClock
 
     clock = ManualClock(wall=utc(2026, 3, 29, 0, 0))  # 01:00 CET, before the gap
     runs.clock = clock

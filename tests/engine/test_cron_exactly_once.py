@@ -18,9 +18,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine import ManualClock, Scheduler, SyncExecutor
-from engine.command import Command
-from engine.cron import CronTrigger
+from taskloom.engine import ManualClock, Scheduler, SyncExecutor
+from taskloom.engine.command import Command
+from taskloom.engine.cron import CronTrigger
 
 # The DST changes of 2026, as UTC instants.
 TRANSITIONS = {

@@ -15,9 +15,9 @@ pytest.importorskip("distributed")
 import dask  # noqa: E402
 from distributed import Client, LocalCluster  # noqa: E402
 
-from engine import Call, RetryPolicy, Scheduler, TaskState  # noqa: E402
-from engine.command import Command  # noqa: E402
-from engine.pools import DaskExecutor, make_executor  # noqa: E402
+from taskloom.engine import Call, RetryPolicy, Scheduler, TaskState  # noqa: E402
+from taskloom.engine.command import Command  # noqa: E402
+from taskloom.engine.pools import DaskExecutor, make_executor  # noqa: E402
 from tests.engine import _remote_tasks as remote  # noqa: E402
 
 S = TaskState

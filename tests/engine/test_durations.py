@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from engine.durations import MAX_DURATION, format_duration, parse_duration
+from taskloom.engine.durations import MAX_DURATION, format_duration, parse_duration
 
 
 @pytest.mark.parametrize(

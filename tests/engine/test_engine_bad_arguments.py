@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from engine import RetryPolicy, TaskState
-from engine.command import Command, CommandFailed
-from engine.context import RunContext, run_in_context
+from taskloom.engine import RetryPolicy, TaskState
+from taskloom.engine.command import Command, CommandFailed
+from taskloom.engine.context import RunContext, run_in_context
 
 S = TaskState
 

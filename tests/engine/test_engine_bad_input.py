@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from engine import RetryPolicy, TaskState
+from taskloom.engine import RetryPolicy, TaskState
 
 S = TaskState
 BAD_SECONDS = [-1, -0.001, math.nan, math.inf, -math.inf]

@@ -6,7 +6,7 @@ import threading
 
 import pytest
 
-from engine import RetryPolicy, TaskState, current_run
+from taskloom.engine import RetryPolicy, TaskState, current_run
 
 S = TaskState
 

@@ -7,7 +7,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from engine import ManualClock, Scheduler, SyncExecutor
+from taskloom.engine import ManualClock, Scheduler, SyncExecutor
 
 BERLIN = ZoneInfo("Europe/Berlin")
 NEW_YORK = ZoneInfo("America/New_York")
@@ -127,7 +127,7 @@ def test_wall_a_hair_behind_at_the_due_time_runs_the_occurrence_once():
 
 
 def test_store_keeps_the_cron_cursor_exactly_and_a_restart_resumes_from_it(tmp_path):
-    from engine.store import SQLiteStore
+    from taskloom.engine.store import SQLiteStore
 
     db = str(tmp_path / "taskloom.db")
     clock = ManualClock(wall=datetime(2026, 6, 1, 12, 0, 30, tzinfo=BERLIN))

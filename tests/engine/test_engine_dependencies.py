@@ -6,7 +6,7 @@ import threading
 
 import pytest
 
-from engine import CycleError, TaskState
+from taskloom.engine import CycleError, TaskState
 
 S = TaskState
 

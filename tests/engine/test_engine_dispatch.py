@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from engine import ManualClock, Scheduler, SystemClock, TaskState
+from taskloom.engine import ManualClock, Scheduler, SystemClock, TaskState
 
 S = TaskState
 

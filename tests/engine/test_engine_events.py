@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from engine import Event, RetryPolicy, TaskState
+from taskloom.engine import Event, RetryPolicy, TaskState
 
 S = TaskState
 STATE_KINDS = {state.value for state in TaskState}

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from engine import Scheduler, SystemClock, TaskState
+from taskloom.engine import Scheduler, SystemClock, TaskState
 
 S = TaskState
 

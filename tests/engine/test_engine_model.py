@@ -6,7 +6,7 @@ and after every step checks the engine against the model and against its own
 event log.
 
 The model only gives dependent tasks delay 0: when a re-armed downstream task
-honours its old run_at is a choice DESIGN.md leaves open.
+honours its old run_at is a choice docs/design.md leaves open.
 """
 
 from __future__ import annotations
@@ -18,7 +18,14 @@ import hypothesis.strategies as st
 from hypothesis import HealthCheck, settings
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
-from engine import ManualClock, RetryPolicy, Scheduler, SyncExecutor, TaskState, current_run
+from taskloom.engine import (
+    ManualClock,
+    RetryPolicy,
+    Scheduler,
+    SyncExecutor,
+    TaskState,
+    current_run,
+)
 
 S = TaskState
 WAITING = "waiting"  # PENDING or SCHEDULED: the model does not tell them apart

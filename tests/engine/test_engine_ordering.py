@@ -8,7 +8,7 @@ import hypothesis.strategies as st
 import pytest
 from hypothesis import given, settings
 
-from engine import TaskState
+from taskloom.engine import TaskState
 
 
 def test_higher_priority_runs_first(sched, clock, runs):
@@ -108,7 +108,7 @@ def test_upcoming_lists_timers_earliest_first_up_to_the_limit(sched, runs):
     steps=st.lists(st.sampled_from([0.25, 0.5, 1.0, 2.0]), min_size=1, max_size=6),
 )
 def test_each_advance_runs_exactly_the_due_tasks_in_rule_order(tasks, steps):
-    from engine import ManualClock, Scheduler, SyncExecutor
+    from taskloom.engine import ManualClock, Scheduler, SyncExecutor
 
     clock = ManualClock()
     with Scheduler(clock=clock, executor=SyncExecutor()) as s:

@@ -1,6 +1,6 @@
 """Pausing the whole dispatcher is an event too, so every window sees it."""
 
-from engine import ManualClock, Scheduler, SyncExecutor
+from taskloom.engine import ManualClock, Scheduler, SyncExecutor
 
 
 def test_pause_and_resume_all_emit_engine_events_once():

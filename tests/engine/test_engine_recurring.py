@@ -6,7 +6,7 @@ import threading
 
 import pytest
 
-from engine import Entry, TaskState
+from taskloom.engine import Entry, TaskState
 
 S = TaskState
 

@@ -6,7 +6,7 @@ import threading
 
 import pytest
 
-from engine import Entry, RetryPolicy, TaskState
+from taskloom.engine import Entry, RetryPolicy, TaskState
 
 S = TaskState
 

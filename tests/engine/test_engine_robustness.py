@@ -6,7 +6,7 @@ import threading
 
 import pytest
 
-from engine import CycleError, SystemClock, TaskState, current_run
+from taskloom.engine import CycleError, SystemClock, TaskState, current_run
 
 S = TaskState
 
@@ -171,7 +171,7 @@ def test_a_timeout_asks_the_running_code_to_stop(make_sched, runs, recorder):
 
 @pytest.mark.timeout(30)
 def test_a_timed_out_attempt_is_retried(make_sched, runs, recorder):
-    from engine import RetryPolicy
+    from taskloom.engine import RetryPolicy
 
     s = make_sched(threads=True, workers=2, clock=SystemClock())
     rec = recorder(s)

@@ -14,8 +14,8 @@ import time
 
 import pytest
 
-from engine import Call, CycleError, ManualClock, Scheduler, SyncExecutor, TaskState
-from engine.store import SQLiteStore
+from taskloom.engine import Call, CycleError, ManualClock, Scheduler, SyncExecutor, TaskState
+from taskloom.engine.store import SQLiteStore
 
 S = TaskState
 NOOP = "tests.engine._store_jobs:noop"

@@ -14,7 +14,7 @@ from functools import partial
 
 import pytest
 
-from engine import RetryPolicy, Scheduler, TaskState, current_run
+from taskloom.engine import RetryPolicy, Scheduler, TaskState, current_run
 
 S = TaskState
 TOTAL = 50_000

@@ -22,11 +22,11 @@ from concurrent.futures import Executor, Future
 
 import pytest
 
-from engine import RetryPolicy, Scheduler, SystemClock, TaskState, current_run
-from engine.command import Command
-from engine.context import RemoteResult
-from engine.errors import TaskCancelled
-from engine.store import SQLiteStore
+from taskloom.engine import RetryPolicy, Scheduler, SystemClock, TaskState, current_run
+from taskloom.engine.command import Command
+from taskloom.engine.context import RemoteResult
+from taskloom.engine.errors import TaskCancelled
+from taskloom.engine.store import SQLiteStore
 
 S = TaskState
 NOOP = "tests.engine._store_jobs:noop"  # a task a store can keep
@@ -187,7 +187,7 @@ def test_copies_of_a_command_that_lingers_after_sigterm_never_overlap(tmp_path, 
     ledger = tmp_path / "ledger"
     pool = None
     if executor == "processes":
-        from engine.pools import RecoveringProcessPool
+        from taskloom.engine.pools import RecoveringProcessPool
 
         pool = RecoveringProcessPool(1)
     if pool is not None:  # children and the cancel manager up before the timeouts start
@@ -464,7 +464,7 @@ def test_a_stop_issued_while_the_run_is_being_submitted_reaches_its_future(clock
 
 @pytest.mark.timeout(60)
 def test_a_cancel_during_submit_to_a_process_pool_terminates_the_command(tmp_path):
-    from engine.pools import RecoveringProcessPool
+    from taskloom.engine.pools import RecoveringProcessPool
 
     class SlowSubmitPool(RecoveringProcessPool):
         def submit(self, fn, /, *args, **kwargs):

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from engine import Call, RetryPolicy, Scheduler, TaskState
-from engine.command import Command
-from engine.pools import RecoveringProcessPool, make_executor
+from taskloom.engine import Call, RetryPolicy, Scheduler, TaskState
+from taskloom.engine.command import Command
+from taskloom.engine.pools import RecoveringProcessPool, make_executor
 from tests.engine import _remote_tasks as remote
 
 S = TaskState

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from engine import Call, Scheduler, TaskState
-from engine.store import SCHEMA_VERSION, SQLiteStore, StoreError
+from taskloom.engine import Call, Scheduler, TaskState
+from taskloom.engine.store import SCHEMA_VERSION, SQLiteStore, StoreError
 
 ROOT = Path(__file__).resolve().parents[2]
 JOBS = "tests.engine._store_jobs"
@@ -142,7 +142,7 @@ def test_retry_after_restart_rearms_skipped_downstream(db, tmp_path):
 def _kill_while_blocked(db, log, *, retry: str = "None") -> None:
     """Run task 'blk' in a child process on ``db`` and SIGKILL the child mid-attempt."""
     script = (
-        "import sys; from engine import *; from engine.store import SQLiteStore\n"
+        "import sys; from taskloom.engine import *; from taskloom.engine.store import SQLiteStore\n"
         f"s = Scheduler(store=SQLiteStore({str(db)!r}))\n"
         "if 'blk' not in {t.id for t in s.tasks()}:\n"
         f"    s.add(Call('{JOBS}:block_until_cancelled', {{'log': {str(log)!r}}}), name='blk',"

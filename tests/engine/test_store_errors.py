@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from engine import Call, Scheduler
-from engine.store import SQLiteStore, StoreError
+from taskloom.engine import Call, Scheduler
+from taskloom.engine.store import SQLiteStore, StoreError
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -24,7 +24,7 @@ def open_store_as_a_user(path: Path) -> str:
     to override them), and return what ``StoreError`` said."""
     code = (
         "import sys\n"
-        "from engine.store import SQLiteStore, StoreError\n"
+        "from taskloom.engine.store import SQLiteStore, StoreError\n"
         "try:\n"
         "    SQLiteStore(sys.argv[1]).close()\n"
         "except StoreError as exc:\n"

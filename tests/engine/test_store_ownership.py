@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from engine import Scheduler, TaskState
-from engine.reaper import ENV_KEY
-from engine.store import SQLiteStore, StoreBusy
-from engine.store_lock import read_owner
+from taskloom.engine import Scheduler, TaskState
+from taskloom.engine.reaper import ENV_KEY
+from taskloom.engine.store import SQLiteStore, StoreBusy
+from taskloom.engine.store_lock import read_owner
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -53,9 +53,9 @@ def owner_script(db: Path, pids: Path, *, extra: str = "") -> str:
         "time.sleep(300)\n"
     )
     return (
-        "from engine import Scheduler\n"
-        "from engine.command import Command\n"
-        "from engine.store import SQLiteStore\n"
+        "from taskloom.engine import Scheduler\n"
+        "from taskloom.engine.command import Command\n"
+        "from taskloom.engine.store import SQLiteStore\n"
         f"s = Scheduler(store=SQLiteStore({str(db)!r}))\n"
         "if 'cmd' not in {t.id for t in s.tasks()}:\n"
         f"    s.add(Command([{sys.executable!r}, '-c', {body!r}]), name='cmd')\n"
@@ -182,7 +182,7 @@ def test_recovery_ends_a_survivor_before_the_task_runs_again(tmp_path):
 
 
 def test_a_recorded_pid_now_used_by_another_process_is_left_alone(tmp_path):
-    from engine.survivors import start_time, terminate_survivors
+    from taskloom.engine.survivors import start_time, terminate_survivors
 
     bystander = subprocess.Popen(["sleep", "30"], start_new_session=True)
     try:
@@ -198,9 +198,9 @@ def test_a_recorded_pid_now_used_by_another_process_is_left_alone(tmp_path):
 
 
 def test_the_owner_marks_its_commands(tmp_path):
-    from engine import Scheduler
-    from engine.command import Command
-    from engine.reaper import current_token, ensure_started
+    from taskloom.engine import Scheduler
+    from taskloom.engine.command import Command
+    from taskloom.engine.reaper import current_token, ensure_started
 
     out = tmp_path / "env"
     s = Scheduler(workers=1)

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from engine import Call, ManualClock, RetryPolicy, TaskState
-from engine.command import Command
-from engine.workflow import Problem, TaskSpec, Workflow, WorkflowError, load, loads, save
+from taskloom.engine import Call, ManualClock, RetryPolicy, TaskState
+from taskloom.engine.command import Command
+from taskloom.engine.workflow import Problem, TaskSpec, Workflow, WorkflowError, load, loads, save
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "resources" / "examples"
 

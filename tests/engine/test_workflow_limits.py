@@ -13,8 +13,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from engine import Scheduler, TaskState
-from engine.workflow import MAX_FILE_BYTES, WorkflowError, load, loads
+from taskloom.engine import Scheduler, TaskState
+from taskloom.engine.workflow import MAX_FILE_BYTES, WorkflowError, load, loads
 
 
 def problems_of(tmp_path, text: str):

@@ -10,7 +10,7 @@ import pytest  # noqa: E402
 from PySide6.QtCore import QSettings  # noqa: E402
 from PySide6.QtWidgets import QApplication  # noqa: E402
 
-from engine import ManualClock, Scheduler, SyncExecutor  # noqa: E402
+from taskloom.engine import ManualClock, Scheduler, SyncExecutor  # noqa: E402
 
 
 @pytest.fixture(autouse=True)
@@ -46,7 +46,7 @@ def threaded_scheduler():
 @pytest.fixture
 def make_window(qtbot, settings):
     """Build MainWindows that are closed and deleted after the test."""
-    from gui.main_window import MainWindow
+    from taskloom.gui.main_window import MainWindow
 
     windows = []
 

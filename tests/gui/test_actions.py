@@ -6,7 +6,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QContextMenuEvent
 from PySide6.QtWidgets import QApplication
 
-from engine import TaskState
+from taskloom.engine import TaskState
 
 S = TaskState
 runs: list[str] = []

@@ -5,8 +5,8 @@ from __future__ import annotations
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QDialogButtonBox
 
-from engine import TaskState
-from gui.add_task import AddTaskDialog
+from taskloom.engine import TaskState
+from taskloom.gui.add_task import AddTaskDialog
 
 S = TaskState
 
@@ -89,8 +89,8 @@ def test_dialog_adds_a_command_task_and_undo_removes_it(qtbot, make_window, manu
 
 
 def test_edit_dialog_keeps_what_it_does_not_show(qtbot, tmp_path):
-    from engine.command import Command
-    from gui.task_spec import TaskSpec
+    from taskloom.engine.command import Command
+    from taskloom.gui.task_spec import TaskSpec
 
     original = TaskSpec(
         name="load",

@@ -10,8 +10,8 @@ from pathlib import Path
 from PySide6.QtGui import QColor, QGuiApplication, QImage, QPalette
 from PySide6.QtWidgets import QApplication
 
-from gui.app import run_window
-from gui.main_window import MainWindow
+from taskloom.gui.app import run_window
+from taskloom.gui.main_window import MainWindow
 
 
 def noop():

@@ -7,8 +7,8 @@ import threading
 import pytest
 from PySide6.QtCore import QCoreApplication, QThread
 
-from engine import Event, TaskState
-from gui.bridge import EngineBridge
+from taskloom.engine import Event, TaskState
+from taskloom.gui.bridge import EngineBridge
 
 S = TaskState
 

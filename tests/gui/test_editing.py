@@ -11,7 +11,7 @@ from PySide6.QtCore import QEvent, QPoint, QPointF, Qt
 from PySide6.QtGui import QMouseEvent
 from PySide6.QtWidgets import QApplication, QDialogButtonBox
 
-from engine import Scheduler, TaskState
+from taskloom.engine import Scheduler, TaskState
 
 S = TaskState
 LEFT = Qt.MouseButton.LeftButton
@@ -127,7 +127,7 @@ def test_drag_onto_a_valid_target_is_green(qtbot, make_window, manual_scheduler)
 
 def test_click_edge_then_delete_removes_dependency(qtbot, make_window, manual_scheduler):
     window = chain_window(make_window, manual_scheduler)
-    from gui.graph.items import edge_curve
+    from taskloom.gui.graph.items import edge_curve
 
     nodes = window.scene.nodes
     curve = edge_curve(nodes["transform"].output_point(), nodes["load"].input_point())
@@ -178,13 +178,13 @@ def test_connecting_an_existing_edge_adds_nothing_to_undo(qtbot, make_window, ma
 
 # -- removing tasks ------------------------------------------------------------------
 def command(code: str = "pass"):
-    from gui.task_spec import make_command
+    from taskloom.gui.task_spec import make_command
 
     return make_command(f"{sys.executable} -c '{code}'")
 
 
 def spec(name, deps=(), priority=0, delay=3600.0):
-    from gui.task_spec import TaskSpec
+    from taskloom.gui.task_spec import TaskSpec
 
     return TaskSpec(
         name=name, target=command(), schedule="after", delay=delay, priority=priority, deps=deps

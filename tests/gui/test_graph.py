@@ -7,12 +7,12 @@ import time
 from PySide6.QtGui import QColor
 from PySide6.QtWidgets import QGraphicsPathItem, QGraphicsScene, QGraphicsSimpleTextItem
 
-from engine import TaskInfo, TaskState
-from gui.graph.items import NodeItem
-from gui.graph.layout import LayoutCache, compute_layout, layered_positions, structure_key
-from gui.graph.scene import GraphScene
-from gui.graph.view import DETAIL_SCALE, GraphView
-from gui.style import STATE_COLOURS
+from taskloom.engine import TaskInfo, TaskState
+from taskloom.gui.graph.items import NodeItem
+from taskloom.gui.graph.layout import LayoutCache, compute_layout, layered_positions, structure_key
+from taskloom.gui.graph.scene import GraphScene
+from taskloom.gui.graph.view import DETAIL_SCALE, GraphView
+from taskloom.gui.style import STATE_COLOURS
 
 S = TaskState
 
@@ -152,7 +152,7 @@ def test_zoom_level_of_detail_fit_and_search(qtbot):
 def test_edges_that_skip_layers_route_between_boxes():
     from PySide6.QtCore import QRectF
 
-    from gui.graph.layout import NODE_HEIGHT, NODE_WIDTH
+    from taskloom.gui.graph.layout import NODE_HEIGHT, NODE_WIDTH
 
     edges = [("a", "b"), ("b", "c"), ("c", "d"), ("a", "d"), ("x", "b")]
     layout = compute_layout("abcdx", edges)
@@ -245,7 +245,7 @@ def test_arrow_keys_walk_the_graph(qtbot):
 def test_thousands_of_nodes_are_made_in_slices_between_events(qtbot):
     from PySide6.QtCore import QElapsedTimer, QTimer
 
-    from gui.graph.scene import CHUNKED_NODES, SLICE_MS
+    from taskloom.gui.graph.scene import CHUNKED_NODES, SLICE_MS
 
     scene = GraphScene()
     ids = [f"n{i}" for i in range(3000)]
@@ -285,7 +285,7 @@ def test_dragged_positions_survive_a_new_layout(qtbot):
 def test_export_graph_as_svg_and_png(qtbot, tmp_path):
     from PySide6.QtGui import QImage
 
-    from gui.graph.export import export_graph, png_size
+    from taskloom.gui.graph.export import export_graph, png_size
 
     scene = GraphScene()
     scene.set_tasks(tasks_of([("extract_orders", "load_warehouse")], ["audit_log"]))

@@ -7,9 +7,9 @@ import re
 from PySide6.QtGui import QColor, QGuiApplication, QPalette
 from PySide6.QtWidgets import QApplication
 
-from engine import Event, RetryPolicy, TaskState
-from gui.event_log import EventLog
-from gui.style import contrast
+from taskloom.engine import Event, RetryPolicy, TaskState
+from taskloom.gui.event_log import EventLog
+from taskloom.gui.style import contrast
 
 S = TaskState
 

@@ -6,7 +6,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QAction
 from PySide6.QtWidgets import QApplication, QToolBar, QWidget
 
-from engine import TaskState
+from taskloom.engine import TaskState
 
 S = TaskState
 ACTIONS = {

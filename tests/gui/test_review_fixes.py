@@ -14,12 +14,13 @@ from PySide6.QtCore import QPointF, QRectF, Qt
 from PySide6.QtGui import QColor, QGuiApplication, QImage, QPainter, QPalette
 from PySide6.QtWidgets import QApplication, QGraphicsItem
 
-import gui.graph.scene as scene_module
-from engine import Event, TaskInfo, TaskState
-from gui.event_log import EventLog
-from gui.graph.items import ARROW_LENGTH
-from gui.graph.scene import GraphScene
-from gui.style import (
+import taskloom.gui.graph.scene as scene_module
+from taskloom.cli import _window_parser
+from taskloom.engine import Event, TaskInfo, TaskState
+from taskloom.gui.event_log import EventLog
+from taskloom.gui.graph.items import ARROW_LENGTH
+from taskloom.gui.graph.scene import GraphScene
+from taskloom.gui.style import (
     STATE_COLOURS,
     apply_theme,
     contrast,
@@ -29,8 +30,7 @@ from gui.style import (
     state_text_colour,
     theme_palette,
 )
-from gui.timeline import LABEL_WIDTH, SPANS
-from taskloom.cli import _window_parser
+from taskloom.gui.timeline import LABEL_WIDTH, SPANS
 
 S = TaskState
 ROOT = Path(__file__).resolve().parents[2]

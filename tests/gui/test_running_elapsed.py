@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import threading
 
-from engine import ManualClock, Scheduler, TaskState
-from gui.graph.items import format_elapsed
+from taskloom.engine import ManualClock, Scheduler, TaskState
+from taskloom.gui.graph.items import format_elapsed
 
 
 def test_running_node_shows_its_elapsed_time(qtbot, make_window):

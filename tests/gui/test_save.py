@@ -6,8 +6,8 @@ import sys
 
 import pytest
 
-from engine.workflow import load
-from gui.app import WorkflowSession
+from taskloom.engine.workflow import load
+from taskloom.gui.app import WorkflowSession
 
 
 def test_save_keeps_edges_added_in_the_window(qtbot, tmp_path, settings):
@@ -34,7 +34,7 @@ def test_save_keeps_edges_added_in_the_window(qtbot, tmp_path, settings):
 def test_open_replaces_the_engine_and_the_window(qtbot, tmp_path, settings):
     from PySide6.QtWidgets import QApplication
 
-    from gui.app import Sessions
+    from taskloom.gui.app import Sessions
 
     first = tmp_path / "one.toml"
     second = tmp_path / "two.toml"
@@ -68,7 +68,7 @@ def test_save_writes_dialog_tasks_dragged_positions_and_drops_removed(qtbot, tmp
     from PySide6.QtCore import QPointF, Qt
     from PySide6.QtWidgets import QDialogButtonBox
 
-    from engine import Scheduler
+    from taskloom.engine import Scheduler
     from tests.gui.test_editing import centre_of, drag
 
     source = tmp_path / "flow.toml"
@@ -126,7 +126,7 @@ def test_save_writes_dialog_tasks_dragged_positions_and_drops_removed(qtbot, tmp
 
 
 def test_save_explains_a_task_that_has_no_file_form(qtbot, tmp_path, make_window, manual_scheduler):
-    from gui.task_spec import TaskSpec, make_call
+    from taskloom.gui.task_spec import TaskSpec, make_call
 
     window = make_window(manual_scheduler)
     assert window.controller.add_task(

@@ -7,8 +7,8 @@ from PySide6.QtCore import QEvent, QPoint, QPointF, Qt
 from PySide6.QtGui import QMouseEvent, QWheelEvent
 from PySide6.QtWidgets import QApplication, QToolTip
 
-from engine import Entry, RetryPolicy, TaskState
-from gui.timeline import DEFAULT_SPAN, LABEL_WIDTH, LANE_HEIGHT, NOW_AT, SPANS
+from taskloom.engine import Entry, RetryPolicy, TaskState
+from taskloom.gui.timeline import DEFAULT_SPAN, LABEL_WIDTH, LANE_HEIGHT, NOW_AT, SPANS
 
 S = TaskState
 
@@ -198,7 +198,7 @@ def test_hovering_a_marker_shows_its_tooltip(qtbot, make_window, manual_schedule
 def test_lanes_by_worker_show_which_worker_ran_each_attempt(qtbot, make_window):
     import threading
 
-    from engine import Scheduler
+    from taskloom.engine import Scheduler
 
     s = Scheduler(workers=2)
     gate = threading.Barrier(2, timeout=5)  # two tasks at once: each on its own worker
@@ -256,7 +256,7 @@ def test_entry_ten_seconds_ahead_shows_then_goes_once_it_ran(qtbot, make_window,
 def test_with_many_tasks_only_those_with_something_to_show_get_a_lane(
     qtbot, make_window, manual_scheduler
 ):
-    from gui.timeline import MANY_LANES
+    from taskloom.gui.timeline import MANY_LANES
 
     manual_scheduler.schedule_after(noop, 3600, name="gate")
     waiting = [f"w{i:03d}" for i in range(MANY_LANES + 50)]

@@ -1,7 +1,7 @@
 """Opening the window for a workflow file: ``taskloom FILE`` ends up here.
 
 Each workflow runs on its run store (SQLite, in the user's data directory and
-named after the workflow, or ``--db``): opening it resumes an unfinished run
+keyed by the workflow file's path, or ``--db``): opening it resumes an unfinished run
 (finished tasks stay finished) or starts a new one, and earlier runs' attempts
 stay there for the inspector and the timeline. Command output goes to a log
 folder beside the store.
@@ -309,7 +309,8 @@ def run_window(
 ) -> int:
     """Show the window for the workflow at ``path`` (default: the bundled ETL example).
 
-    The run lives in ``db`` (default: ``<user data dir>/taskloom/<workflow>.db``):
+    The run lives in ``db`` (default: the workflow file's store in
+    ``<user data dir>/taskloom/runs``):
     an unfinished run is resumed unless ``fresh``. With ``screenshot``, save a
     picture of the window after ``quit_after`` seconds (default 3) and exit 0; a
     screenshot always starts a fresh run, in a throwaway store unless ``db`` is

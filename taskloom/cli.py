@@ -111,7 +111,7 @@ def _store_arguments(parser) -> None:
         "--db",
         type=Path,
         metavar="PATH",
-        help="the run store (default: <user data dir>/taskloom/<workflow name>.db)",
+        help="the run store (default: one per workflow file, in <user data dir>/taskloom/runs)",
     )
 
 

@@ -177,7 +177,7 @@ def validate_workflow(path: Path) -> int:
 
 
 def open_window(args) -> int:
-    from taskloom.gui.app import run_window  # Qt loads only for the window
+    from taskloom.app import run_window  # Qt loads only for the window
 
     path = args.file if args.file is not None else taskloom.example_path("etl")
     result = run_window(

@@ -100,3 +100,13 @@ def test_every_toolbar_icon_loads_and_a_screenshot_works(installed):
     )
     assert shot.returncode == 0, shot.stderr
     assert picture.stat().st_size > 10_000
+
+
+def test_layering_contracts_hold_on_the_installed_package(installed):
+    """import-linter's contracts (pyproject) on the wheel's layout, where taskloom.engine
+    and taskloom.gui really sit inside taskloom/."""
+    venv, _, elsewhere = installed
+    lint = "import sys; from importlinter.cli import lint_imports_command as c; c()"
+    result = run(venv, elsewhere, venv / "bin" / "python", "-c", lint, ROOT / "pyproject.toml")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "Contracts: 2 kept, 0 broken." in result.stdout, result.stdout

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 from PySide6.QtWidgets import QMessageBox
 
+from taskloom.app import Sessions
 from taskloom.engine.store import SQLiteStore, StoreBusy
-from taskloom.gui.app import Sessions
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -119,8 +119,8 @@ def test_a_window_on_a_workflow_that_runs_elsewhere_starts_nothing(tmp_path):
 def test_file_open_of_a_workflow_owned_elsewhere_says_who_and_keeps_the_window(
     qtbot, tmp_path, settings
 ):
+    from taskloom.app import store_paths
     from taskloom.engine.workflow import load
-    from taskloom.gui.app import store_paths
 
     paths = []
     for name in ("first", "other"):

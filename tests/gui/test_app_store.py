@@ -12,10 +12,10 @@ from PySide6.QtCore import QEvent, QPoint, QPointF, Qt
 from PySide6.QtGui import QMouseEvent
 from PySide6.QtWidgets import QApplication
 
+from taskloom.app import Sessions, WorkflowSession, run_window, store_paths
 from taskloom.engine import ManualClock, Scheduler, SyncExecutor, TaskState
 from taskloom.engine.store import SQLiteStore
 from taskloom.engine.workflow import load
-from taskloom.gui.app import Sessions, WorkflowSession, run_window, store_paths
 
 S = TaskState
 

@@ -10,7 +10,7 @@ from pathlib import Path
 from PySide6.QtGui import QColor, QGuiApplication, QImage, QPalette
 from PySide6.QtWidgets import QApplication
 
-from taskloom.gui.app import run_window
+from taskloom.app import run_window
 from taskloom.gui.main_window import MainWindow
 
 

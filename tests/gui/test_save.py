@@ -6,8 +6,8 @@ import sys
 
 import pytest
 
+from taskloom.app import WorkflowSession
 from taskloom.engine.workflow import load
-from taskloom.gui.app import WorkflowSession
 
 
 def test_save_keeps_edges_added_in_the_window(qtbot, tmp_path, settings):
@@ -34,7 +34,7 @@ def test_save_keeps_edges_added_in_the_window(qtbot, tmp_path, settings):
 def test_open_replaces_the_engine_and_the_window(qtbot, tmp_path, settings):
     from PySide6.QtWidgets import QApplication
 
-    from taskloom.gui.app import Sessions
+    from taskloom.app import Sessions
 
     first = tmp_path / "one.toml"
     second = tmp_path / "two.toml"

@@ -72,7 +72,7 @@ class WorkflowSession:
     """
 
     def __init__(self, workflow, settings=None, *, db_path=None, fresh=False, log_dir=None):
-        from .main_window import MainWindow
+        from taskloom.gui.main_window import MainWindow
 
         self.workflow = workflow
         self.db_path = None if db_path is None else Path(db_path)
@@ -327,7 +327,7 @@ def run_window(
     app = QApplication.instance() or QApplication(sys.argv[:1])
     app.setApplicationName("Taskloom")
     app.setOrganizationName("Taskloom")
-    from .style import apply_theme
+    from taskloom.gui.style import apply_theme
 
     try:
         apply_theme(app, theme or os.environ.get("TASKLOOM_THEME"))

@@ -3,21 +3,23 @@
 from .actions import Call
 from .clock import ManualClock, SystemClock
 from .context import RemoteResult, RunContext, current_run
-from .errors import CycleError, TaskCancelled, TaskTimeout
+from .errors import CycleError, InvalidArgument, TaskCancelled, TaskTimeout
 from .executors import SyncExecutor
-from .models import Attempt, Entry, Event, RetryPolicy, TaskInfo
+from .models import Action, Attempt, Entry, Event, RetryPolicy, TaskInfo
 from .scheduler import EVENT_KINDS, TRIGGER_RULES, Scheduler
 from .states import TaskState
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "Action",
     "Attempt",
     "Call",
     "CycleError",
     "EVENT_KINDS",
     "Entry",
     "Event",
+    "InvalidArgument",
     "ManualClock",
     "RemoteResult",
     "RetryPolicy",

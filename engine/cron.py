@@ -24,17 +24,19 @@ from zoneinfo import ZoneInfo
 
 from cronsim import CronSim, CronSimError
 
+from .errors import InvalidArgument
+
 
 def zone(name: str) -> ZoneInfo:
     """The ``ZoneInfo`` for an IANA name; ``ValueError`` naming it if unknown."""
     if not isinstance(name, str) or not name.strip():
-        raise ValueError(f"unknown time zone {name!r}")
+        raise InvalidArgument(f"unknown time zone {name!r}", "tz")
     try:
         return ZoneInfo(name)
     # Not only "not found": a tzdata folder ("Europe") raises IsADirectoryError, a
     # broken file ValueError or another error; each means no such zone.
     except Exception:
-        raise ValueError(f"unknown time zone {name!r}") from None
+        raise InvalidArgument(f"unknown time zone {name!r}", "tz") from None
 
 
 class CronTrigger:
@@ -42,14 +44,14 @@ class CronTrigger:
 
     def __init__(self, expr: str, tz: str = "UTC"):
         if not isinstance(expr, str):
-            raise ValueError(f"bad cron expression {expr!r}: expected a string")
+            raise InvalidArgument(f"bad cron expression {expr!r}: expected a string", "cron")
         self.expr = " ".join(expr.split())
         self.tz = tz
         self.zone = zone(tz)
         try:
             CronSim(self.expr, datetime(2000, 1, 1, tzinfo=self.zone))
         except CronSimError as exc:
-            raise ValueError(f"bad cron expression {expr!r}: {exc}") from None
+            raise InvalidArgument(f"bad cron expression {expr!r}: {exc}", "cron") from None
         # An expression that parses can still never fire ("0 0 31 2 *" is caught by
         # cronsim, "0 0 30 2 *" is not): find out now rather than at run time.
         self.next_after(datetime(2000, 1, 1, tzinfo=UTC))
@@ -69,7 +71,7 @@ class CronTrigger:
             while fire.astimezone(UTC) <= after.astimezone(UTC):
                 fire = next(times)
         except StopIteration:
-            raise ValueError(f"cron expression {self.expr!r} never fires") from None
+            raise InvalidArgument(f"cron expression {self.expr!r} never fires", "cron") from None
         return fire
 
     def next_n(self, after: datetime, n: int) -> list[datetime]:
@@ -104,4 +106,4 @@ def describe(expr: str) -> str:
     try:
         return CronSim(" ".join(str(expr).split()), datetime(2000, 1, 1)).explain()
     except CronSimError as exc:
-        raise ValueError(f"bad cron expression {expr!r}: {exc}") from None
+        raise InvalidArgument(f"bad cron expression {expr!r}: {exc}", "cron") from None

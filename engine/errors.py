@@ -3,15 +3,36 @@
 from __future__ import annotations
 
 
-class CycleError(ValueError):
+class InvalidArgument(ValueError):
+    """A scheduling call refused one of its arguments.
+
+    ``field`` names the argument the refusal is about, by its keyword: "name",
+    "deps", "timeout", "delay", "run_at", "interval", "mode", "overlap", "misfire",
+    "misfire_grace", "trigger_rule", "cron", "tz", "workers". A form can show the
+    message next to its widget for that field without reading the message.
+    """
+
+    def __init__(self, message: str, field: str):
+        super().__init__(message)
+        self.field = field
+
+    def __reduce__(self):
+        return (type(self), (str(self), self.field))
+
+
+class CycleError(InvalidArgument):
     """Adding a task or an edge would close a dependency cycle.
 
     ``path`` lists the task ids around the cycle, first id repeated at the end.
+    Its ``field`` is "deps".
     """
 
     def __init__(self, path):
         self.path = tuple(path)
-        super().__init__("dependency cycle: " + " -> ".join(self.path))
+        super().__init__("dependency cycle: " + " -> ".join(self.path), "deps")
+
+    def __reduce__(self):
+        return (CycleError, (self.path,))
 
 
 class TaskTimeout(Exception):

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from enum import Enum
 from typing import NamedTuple
 
 from .states import TaskState
@@ -22,6 +23,27 @@ class Event(NamedTuple):
     attempt: int
     run_at: float | None
     error: str | None
+    # On the event emitted when an attempt ends: how it ended, as its Attempt record
+    # says ("succeeded", "failed", "cancelled", "interrupted"; a timeout is "failed").
+    # None on every other event. A run cancelled or interrupted while another run of
+    # its task is still in flight emits no event: its outcome is only in attempts().
+    outcome: str | None = None
+
+
+class Action(Enum):
+    """What can be done to a task; ``Scheduler.allowed_actions`` says which, now."""
+
+    CANCEL = "cancel"
+    RETRY = "retry"
+    RUN_NOW = "run_now"
+    PAUSE = "pause"
+    RESUME = "resume"
+    EDIT = "edit"  # redefine it: remove it and add it again under its id
+    REMOVE = "remove"
+    ADD_DEPENDENCY = "add_dependency"  # make it wait for another task
+
+    def __repr__(self) -> str:
+        return f"Action.{self.name}"
 
 
 class TaskInfo(NamedTuple):

@@ -30,11 +30,11 @@ from . import persist
 from .actions import Call
 from .clock import SystemClock
 from .delivery import EventDelivery
-from .errors import CycleError
+from .errors import CycleError, InvalidArgument
 from .executors import SyncExecutor
 from .graph import find_path, find_path_downstream
 from .heaps import ReadyHeap, TimerHeap
-from .models import Attempt, Entry, Event, RetryPolicy, TaskInfo
+from .models import Action, Attempt, Entry, Event, RetryPolicy, TaskInfo
 from .persisting import StoreSync
 from .recurrence import MISFIRES, MODES, OVERLAPS, CronRecurrence, IntervalRecurrence
 from .rules import RELEASE, SKIP, DependencyRules
@@ -67,7 +67,7 @@ def _check_seconds(what: str, value, *, allow_zero: bool = True) -> float:
         seconds = math.inf
     if not math.isfinite(seconds) or seconds < 0 or (seconds == 0 and not allow_zero):
         bound = ">= 0" if allow_zero else "> 0"
-        raise ValueError(f"{what} must be a finite number {bound}, got {_short(value)}")
+        raise InvalidArgument(f"{what} must be a finite number {bound}, got {_short(value)}", what)
     return seconds
 
 
@@ -101,7 +101,7 @@ class Scheduler(DependencyRules, TimerLogic, RunLogic, WorkerLoop, StoreSync):
         log_dir: str | None = None,
     ):
         if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
-            raise ValueError(f"workers must be an int >= 1, got {workers!r}")
+            raise InvalidArgument(f"workers must be an int >= 1, got {workers!r}", "workers")
         self._workers = workers
         self._clock = clock or SystemClock()
         self._executor = executor
@@ -146,6 +146,7 @@ class Scheduler(DependencyRules, TimerLogic, RunLogic, WorkerLoop, StoreSync):
         # redefined by their workflow file): a task added again under the same name
         # numbers on from there, so its stored attempts are never overwritten.
         self._attempt_floor: dict[str, int] = {}
+        self._ending: tuple[Task, str] | None = None  # see _record_attempt
         if store is not None:
             from .recovery import restore
 
@@ -311,7 +312,7 @@ class Scheduler(DependencyRules, TimerLogic, RunLogic, WorkerLoop, StoreSync):
     ) -> str:
         interval = _check_seconds("interval", interval, allow_zero=False)
         if mode not in MODES:
-            raise ValueError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
+            raise InvalidArgument(f"mode must be one of {', '.join(MODES)}, got {mode!r}", "mode")
         recurrence = IntervalRecurrence(interval, mode)
         options = self._recurring_options(overlap, misfire, misfire_grace)
         return self._create(
@@ -345,9 +346,13 @@ class Scheduler(DependencyRules, TimerLogic, RunLogic, WorkerLoop, StoreSync):
     @staticmethod
     def _recurring_options(overlap, misfire, misfire_grace) -> dict:
         if overlap not in OVERLAPS:
-            raise ValueError(f"overlap must be one of {', '.join(OVERLAPS)}, got {overlap!r}")
+            raise InvalidArgument(
+                f"overlap must be one of {', '.join(OVERLAPS)}, got {overlap!r}", "overlap"
+            )
         if misfire not in MISFIRES:
-            raise ValueError(f"misfire must be one of {', '.join(MISFIRES)}, got {misfire!r}")
+            raise InvalidArgument(
+                f"misfire must be one of {', '.join(MISFIRES)}, got {misfire!r}", "misfire"
+            )
         grace = _check_seconds("misfire_grace", misfire_grace)
         return {"overlap": overlap, "misfire": misfire, "misfire_grace": grace}
 
@@ -365,7 +370,9 @@ class Scheduler(DependencyRules, TimerLogic, RunLogic, WorkerLoop, StoreSync):
             return None
         if isinstance(run_at, datetime):
             if run_at.tzinfo is None or run_at.utcoffset() is None:
-                raise ValueError(f"run_at {run_at.isoformat()} has no time zone; give an aware one")
+                raise InvalidArgument(
+                    f"run_at {run_at.isoformat()} has no time zone; give an aware one", "run_at"
+                )
             return self._clock.now() + (run_at - self._clock.wall()).total_seconds()
         return _check_seconds("run_at", run_at)
 
@@ -382,11 +389,14 @@ class Scheduler(DependencyRules, TimerLogic, RunLogic, WorkerLoop, StoreSync):
         if timeout is not None:
             timeout = _check_seconds("timeout", timeout, allow_zero=False)
         if trigger_rule not in TRIGGER_RULES:
-            raise ValueError(
-                f"trigger_rule must be one of {', '.join(TRIGGER_RULES)}, got {trigger_rule!r}"
+            raise InvalidArgument(
+                f"trigger_rule must be one of {', '.join(TRIGGER_RULES)}, got {trigger_rule!r}",
+                "trigger_rule",
             )
         if name is not None and (not isinstance(name, str) or not name.strip()):
-            raise ValueError(f"name must be a non-empty string, got {name!r}")  # as in files
+            raise InvalidArgument(  # as in files
+                f"name must be a non-empty string, got {name!r}", "name"
+            )
         if isinstance(deps, str):
             deps = (deps,)
         deps = list(dict.fromkeys(deps))
@@ -411,7 +421,7 @@ class Scheduler(DependencyRules, TimerLogic, RunLogic, WorkerLoop, StoreSync):
             if name is None:
                 name = self._generate_id(fn)
             elif name in self._tasks:
-                raise ValueError(f"a task named {name!r} already exists")
+                raise InvalidArgument(f"a task named {name!r} already exists", "name")
             if name in deps:
                 raise CycleError([name, name])
             if self._started:
@@ -505,10 +515,9 @@ class Scheduler(DependencyRules, TimerLogic, RunLogic, WorkerLoop, StoreSync):
                 raise CycleError([task_id, task_id])
             if dep_id in task.deps:
                 return
-            if task.dependents and dep_id in self._tasks:
-                path = find_path_downstream(self._tasks, task_id, dep_id)
-                if path is not None:
-                    raise CycleError([*path, task_id])
+            cycle = self._cycle_closed_by(task, dep_id)
+            if cycle is not None:
+                raise CycleError(cycle)
             task.add_dep(dep_id)
             upstream = self._tasks.get(dep_id)
             if upstream is None:
@@ -641,11 +650,9 @@ class Scheduler(DependencyRules, TimerLogic, RunLogic, WorkerLoop, StoreSync):
         """Run a task that waits for its time now; a recurring task gets an extra run."""
         with self._edit():
             task = self._get(task_id)
-            if task.cancel_requested or task.state.settled and task.recurrence is None:
+            if not self._run_now_acts(task):
                 return False
             if task.recurrence is not None and task.state is not S.PENDING:
-                if task.runs and task.overlap == "skip":
-                    return False
                 task.waiting_runs = max(task.waiting_runs, 0) + 1
                 if task.overlap == "queue" and task.runs:
                     task.waiting_runs = 1
@@ -656,13 +663,19 @@ class Scheduler(DependencyRules, TimerLogic, RunLogic, WorkerLoop, StoreSync):
                 task.timer = None
                 task.waiting_runs = 1
                 self._make_ready(task)
-            elif task.state is S.RETRY_WAIT:
+            else:  # RETRY_WAIT
                 self._timers.discard(task.retry_timer)
                 task.retry_timer = None
                 self._make_ready(task)
-            else:
-                return False
         return True
+
+    def _run_now_acts(self, task: Task) -> bool:
+        """Whether ``run_now`` does anything to the task (the one test for both)."""
+        if task.cancel_requested or task.state.settled and task.recurrence is None:
+            return False
+        if task.recurrence is not None and task.state is not S.PENDING:
+            return not (task.runs and task.overlap == "skip")
+        return task.state is S.SCHEDULED or task.state is S.RETRY_WAIT
 
     def pause(self, task_id: str | None = None) -> None:
         with self._edit():
@@ -731,6 +744,79 @@ class Scheduler(DependencyRules, TimerLogic, RunLogic, WorkerLoop, StoreSync):
     def attempts(self, task_id: str) -> list[Attempt]:
         with self._lock:
             return list(self._get(task_id).history or ())
+
+    def would_close_cycle(self, task_id: str, dep_id: str) -> list[str] | None:
+        """The cycle ``add_dependency(task_id, dep_id)`` would close, or None.
+
+        Read-only. The path is in ``CycleError.path``'s form: ``task_id``, the tasks
+        downstream of it that lead to ``dep_id``, ``dep_id``, and ``task_id`` again
+        (``[t, t]`` for a task made to wait for itself); it is the path the refusal
+        would name. Only the graph is asked: ``add_dependency`` may still refuse the
+        edge for another reason (see ``Action.ADD_DEPENDENCY``). A ``dep_id`` the
+        engine does not know closes no cycle; an unknown ``task_id`` is a KeyError.
+        """
+        with self._lock:
+            return self._cycle_closed_by(self._get(task_id), dep_id)
+
+    def _cycle_closed_by(self, task: Task, dep_id: str) -> list[str] | None:
+        if dep_id == task.id:
+            return [task.id, task.id]
+        if not task.dependents or dep_id not in self._tasks:
+            return None  # only a task something depends on can be part of a cycle
+        path = find_path_downstream(self._tasks, task.id, dep_id)
+        return None if path is None else [*path, task.id]
+
+    def allowed_actions(self, task_id: str) -> frozenset[Action]:
+        """What can usefully be done to the task now, by the rules the calls apply.
+
+        - ``CANCEL``: it has not settled and no cancel is pending (``cancel`` acts).
+        - ``RETRY``: it is FAILED, SKIPPED or CANCELLED with no run in flight, and it
+          would run again: a one-shot task whose dependencies still rule it out (an
+          upstream failed, was skipped or cancelled) would only be skipped again, so
+          retry is not offered; retry that upstream, which re-arms its skipped
+          downstream. (``retry`` itself still accepts such a task.)
+        - ``RUN_NOW``: ``run_now`` acts: a task waiting for its time (SCHEDULED) or
+          its retry backoff (RETRY_WAIT), or a recurring task not PENDING whose
+          overlap policy lets an extra run in. It makes the task due now; a paused
+          task, or a paused dispatcher, holds it until resumed (still allowed).
+        - ``PAUSE`` / ``RESUME``: the task is not paused / is paused.
+        - ``REMOVE``: no attempt of it is in flight (``remove`` acts).
+        - ``EDIT``: it may be redefined (removed and added again under its id): no
+          attempt in flight, and it has not started or has settled. A task waiting
+          out its retry backoff is between attempts of one run: not editable.
+        - ``ADD_DEPENDENCY``: it can gain a dependency: it has not started
+          (PENDING, SCHEDULED, READY) or it is recurring (see ``would_close_cycle``
+          for the edge itself).
+
+        After ``shutdown`` nothing is allowed (every call raises RuntimeError).
+        KeyError if the task is unknown.
+        """
+        with self._lock:
+            task = self._get(task_id)
+            if self._closed:
+                return frozenset()
+            return self._allowed_actions(task)
+
+    def _allowed_actions(self, task: Task) -> frozenset[Action]:
+        state = task.state
+        allowed = [Action.RESUME if task.paused else Action.PAUSE]
+        if not (state.settled or task.cancel_requested):
+            allowed.append(Action.CANCEL)
+        if (
+            state in (S.FAILED, S.SKIPPED, S.CANCELLED)
+            and not task.runs
+            and (task.recurrence is not None or self._decide(task) != SKIP)
+        ):
+            allowed.append(Action.RETRY)
+        if self._run_now_acts(task):
+            allowed.append(Action.RUN_NOW)
+        if not task.runs:
+            allowed.append(Action.REMOVE)
+            if state in NOT_STARTED or state.settled:
+                allowed.append(Action.EDIT)
+        if state in NOT_STARTED or task.recurrence is not None:
+            allowed.append(Action.ADD_DEPENDENCY)
+        return frozenset(allowed)
 
     @property
     def paused(self) -> bool:
@@ -807,8 +893,28 @@ class Scheduler(DependencyRules, TimerLogic, RunLogic, WorkerLoop, StoreSync):
         if self._unsettled == 0:
             self._settled_cond.notify_all()
 
+    # An attempt's outcome rides on the first event its end emits (``Event.outcome``).
+    # RunLogic records the outcome and then changes the task's state; these two hooks
+    # note the outcome in between, and forget it once the end is handled, so an end
+    # that emits nothing (a cancelled or interrupted run while another still runs)
+    # never lends its outcome to a later event.
+    def _record_attempt(self, task, run, outcome, error_text, tb) -> None:
+        super()._record_attempt(task, run, outcome, error_text, tb)
+        self._ending = (task, outcome)
+
+    def _record_outcome(self, run, error, tb) -> None:
+        try:
+            super()._record_outcome(run, error, tb)
+        finally:
+            self._ending = None
+
     def _emit(self, task: Task, kind: str, error: str | None = None) -> None:
         self._seq += 1
+        outcome = None
+        ending = self._ending
+        if ending is not None and ending[0] is task:
+            outcome = ending[1]
+            self._ending = None
         if self._store is not None:
             self._persist_state(task, kind, error)
         delivery = self._delivery
@@ -824,6 +930,7 @@ class Scheduler(DependencyRules, TimerLogic, RunLogic, WorkerLoop, StoreSync):
                     task.attempt,
                     task.run_at,
                     error,
+                    outcome,
                 )
             )
 

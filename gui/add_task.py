@@ -46,6 +46,20 @@ SCHEDULES = (
     ("cron", "On a cron schedule"),
 )
 ERROR_STYLE = "color: #D55E00;"
+# The engine names the argument it refused (InvalidArgument.field); the widget
+# showing that argument explains it. Fields the dialog shows as they are map to
+# themselves ("name", "timeout", "deps", "target"); the rest go above the buttons.
+FIELD_WIDGETS = {
+    "delay": "schedule",
+    "run_at": "schedule",
+    "interval": "schedule",
+    "mode": "schedule",
+    "cron": "schedule",
+    "tz": "schedule",
+    "overlap": "schedule",
+    "misfire": "schedule",
+    "misfire_grace": "schedule",
+}
 
 
 def parse_duration(text: str) -> float:
@@ -387,8 +401,10 @@ class AddTaskDialog(QDialog):
         self.specReady.emit(spec)
         super().accept()
 
-    def show_refusal(self, key: str, why: str) -> None:
-        """The engine said no: explain it next to the field (or above the buttons)."""
+    def show_refusal(self, field: str, why: str) -> None:
+        """The engine said no about ``field`` (an engine argument or one of this
+        dialog's fields): explain it next to its widget (or above the buttons)."""
+        key = FIELD_WIDGETS.get(field, field)
         label = self.errors.get(key, self.errors["submit"])
         label.setText(why)
         label.show()

@@ -6,11 +6,10 @@ controller does it, reporting refusals as messages.
 
 from __future__ import annotations
 
-import networkx as nx
 from PySide6.QtCore import QObject, Signal
 from PySide6.QtGui import QUndoStack
 
-from taskloom.engine import CycleError, TaskState
+from taskloom.engine import Action, CycleError, TaskState
 
 from .commands import (
     AddDependencyCommand,
@@ -23,11 +22,6 @@ from .commands import (
 )
 
 S = TaskState
-# The engine has no update call, so an edit removes and re-adds the task: only
-# while it has not started, or once it has settled.
-EDITABLE = frozenset(
-    {S.PENDING, S.SCHEDULED, S.READY, S.SUCCEEDED, S.FAILED, S.SKIPPED, S.CANCELLED}
-)
 
 
 class Controller(QObject):
@@ -130,16 +124,29 @@ class Controller(QObject):
             return f"{tid} was not defined in this window or its workflow file"
         try:
             state = self.scheduler.task(tid).state
+            editable = Action.EDIT in self.scheduler.allowed_actions(tid)
         except (KeyError, RuntimeError) as exc:
             return _describe(exc)
-        if state not in EDITABLE:
+        if not editable:  # an edit removes and re-adds the task (the engine has no update)
             return f"{tid} is {state.name.lower()}: edit it before it starts or once it has settled"
         return None
+
+    def allowed_actions(self, ids) -> frozenset[Action]:
+        """What the engine allows now for at least one of ``ids`` (gone ones allow nothing)."""
+        allowed: set[Action] = set()
+        for tid in ids:
+            try:
+                allowed |= self.scheduler.allowed_actions(tid)
+            except KeyError:  # removed since the window last heard of it
+                continue
+        return frozenset(allowed)
 
     def edit_task(self, tid: str, new) -> tuple[str, str] | None:
         """Replace ``tid``'s definition (remove + add, one undo step).
 
         Returns None when done, or (field, why) when refused; the engine is left as it was.
+        ``field`` is the argument the engine refused (``InvalidArgument.field``: "deps"
+        for a cycle), or "submit" when the refusal is about no one argument.
         """
         why = self.can_edit(tid)
         if why is not None:
@@ -163,29 +170,18 @@ class Controller(QObject):
             if isinstance(exc, CycleError):
                 self.cycleRefused.emit(list(exc.path))
                 return "deps", f"{' → '.join(exc.path)} would be a cycle"
-            return _field_of(exc), _describe(exc)
+            return getattr(exc, "field", None) or "submit", _describe(exc)
         self._push(command)
         self.message.emit(f"Changed {tid}", False)
         return None
 
     def _cycle_through(self, tid: str, deps) -> list[str] | None:
-        """The cycle that making ``tid`` wait for ``deps`` would close, if any."""
-        graph = self._graph()
+        """The cycle that making ``tid`` wait for ``deps`` would close, as the engine sees it."""
         for dep in deps:
-            if dep in graph and tid in graph:
-                try:
-                    path = nx.shortest_path(graph, tid, dep)
-                except nx.NetworkXNoPath:
-                    continue
-                return [*path, tid]
+            cycle = self.scheduler.would_close_cycle(tid, dep)
+            if cycle is not None:
+                return cycle
         return None
-
-    def _graph(self) -> nx.DiGraph:
-        tasks = self.scheduler.tasks()
-        graph = nx.DiGraph()
-        graph.add_nodes_from(t.id for t in tasks)
-        graph.add_edges_from((d, t.id) for t in tasks for d in t.deps)
-        return graph
 
     def move_nodes(self, placer, moves: dict) -> None:
         """Record one drag gesture (already shown) as one undo step."""
@@ -208,11 +204,13 @@ class Controller(QObject):
         """
         tasks = {t.id: t for t in self.scheduler.tasks()}
         if ids:
-            graph = self._graph()
             around = set()
-            for tid in ids:
-                if tid in graph:
-                    around |= nx.ancestors(graph, tid) | {tid}
+            stack = [tid for tid in ids if tid in tasks]
+            while stack:  # the selection and everything upstream of it
+                tid = stack.pop()
+                if tid not in around:
+                    around.add(tid)
+                    stack.extend(d for d in tasks[tid].deps if d in tasks)
         else:
             around = set(tasks)
         failed = sorted(t for t in around if tasks[t].state is S.FAILED)
@@ -273,21 +271,6 @@ def _with_deps(spec, deps):
     from dataclasses import replace
 
     return replace(spec, deps=tuple(deps))
-
-
-def _field_of(exc: BaseException) -> str:
-    """Which dialog field an engine refusal is about (best guess from its message)."""
-    text = str(exc).lower()
-    for words, key in (
-        (("interval", "delay", "run_at", "cron", "time zone", "timezone"), "schedule"),
-        (("timeout",), "timeout"),
-        (("depend", "unknown", "cycle"), "deps"),
-        (("name",), "name"),
-        (("callable", "reference", "command", "argv"), "target"),
-    ):
-        if any(word in text for word in words):
-            return key
-    return "submit"
 
 
 def _describe(exc: BaseException) -> str:

@@ -24,7 +24,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from taskloom.engine import TaskState
+from taskloom.engine import Action, TaskState
 
 from .bridge import EngineBridge
 from .controller import Controller
@@ -40,9 +40,6 @@ from .task_spec import from_workflow, to_workflow
 from .timeline import Timeline
 
 S = TaskState
-CANCELLABLE = {S.PENDING, S.SCHEDULED, S.READY, S.RUNNING, S.RETRY_WAIT}
-RETRYABLE = {S.FAILED, S.SKIPPED, S.CANCELLED}
-RUNNABLE_NOW = {S.SCHEDULED, S.RETRY_WAIT}  # waiting for a time; deps are never skipped
 
 
 class MainWindow(QMainWindow):
@@ -71,6 +68,7 @@ class MainWindow(QMainWindow):
         self._file_specs: dict = {}  # specs as read from it (unchanged tasks are kept as written)
 
         self.scene = GraphScene(self)
+        self.scene.scheduler = scheduler  # asked about edges while one is dragged
         self.scene.elapsed_source = self._running_for
         self.graph_view = GraphView(self.scene)
         self.legend = Legend()
@@ -443,22 +441,20 @@ class MainWindow(QMainWindow):
         self._update_actions()
 
     def _update_actions(self) -> None:
+        """Enable what the engine says can be done to at least one selected task now."""
         infos = [self.bridge.tasks[t] for t in self.selected if t in self.bridge.tasks]
-        states = [info.state for info in infos]
-        self.act_cancel.setEnabled(any(s in CANCELLABLE for s in states))
-        self.act_retry.setEnabled(any(s in RETRYABLE for s in states))
-        self.act_run_now.setEnabled(
-            any(i.state in RUNNABLE_NOW or i.recurring and i.state is not S.PENDING for i in infos)
-        )
-        self.act_pause_task.setEnabled(bool(infos))
+        allowed = self.controller.allowed_actions([info.id for info in infos])
+        self.act_cancel.setEnabled(Action.CANCEL in allowed)
+        self.act_retry.setEnabled(Action.RETRY in allowed)
+        self.act_run_now.setEnabled(Action.RUN_NOW in allowed)
+        self.act_pause_task.setEnabled(bool({Action.PAUSE, Action.RESUME} & allowed))
         self._update_retry_failed()
-        self.act_edit.setEnabled(len(infos) == 1 and self.controller.can_edit(infos[0].id) is None)
+        why = self.controller.can_edit(infos[0].id) if len(infos) == 1 else None
+        self.act_edit.setEnabled(len(infos) == 1 and why is None)
         self.act_edit.setStatusTip(
-            (self.controller.can_edit(infos[0].id) or "Change the selected task")
-            if len(infos) == 1
-            else "Select one task to edit it"
+            (why or "Change the selected task") if len(infos) == 1 else "Select one task to edit it"
         )
-        self.act_remove.setEnabled(any(s is not S.RUNNING for s in states))
+        self.act_remove.setEnabled(Action.REMOVE in allowed)
         self.act_delete_edge.setEnabled(self.scene.selected_edge is not None or bool(infos))
 
     def _update_retry_failed(self) -> None:

@@ -52,13 +52,6 @@ FIT_SPANS = (20.0, 600.0)  # the range the automatic fit stays within
 FIT_HISTORY = 30.0  # seconds shown before now when this run has no attempt yet
 FIT_PAD = 0.06  # of the span, left of the first attempt and right of the last entry
 PAN_STEP = 0.1  # of the span, per wheel notch or arrow key
-END_KINDS = {
-    "succeeded": "succeeded",
-    "failed": "failed",
-    "retry_wait": "failed",
-    "cancelled": "cancelled",
-    "ready": "interrupted",  # running -> ready only when shutdown interrupted the attempt
-}
 LATE_COLOUR = QColor("#D55E00")
 EARLIER_RUN_ALPHA = 150  # earlier runs' bars are a little faded
 MANY_LANES = 200  # above this many tasks, only tasks with something to show get a lane
@@ -169,11 +162,11 @@ class TimelineModel:
             if event.kind == "running":
                 bars = self.bars.setdefault(event.task_id, deque(maxlen=20))
                 bars.append([event.at, None, "running", event.attempt])
-            elif event.kind in END_KINDS:
+            elif event.outcome is not None:  # the engine says this event ended an attempt
                 bars = self.bars.get(event.task_id)
                 if bars and bars[-1][1] is None:
                     bars[-1][1] = event.at
-                    bars[-1][2] = END_KINDS[event.kind]
+                    bars[-1][2] = event.outcome
                     if self.by_worker:
                         self._attempt_ended(event.task_id, bars[-1][3])
 

@@ -15,12 +15,11 @@ from PySide6.QtCore import QElapsedTimer, QPointF, QRectF, Qt, QTimer, Signal
 from PySide6.QtGui import QBrush, QColor, QGuiApplication, QPainterPath, QPalette
 from PySide6.QtWidgets import QGraphicsItem, QGraphicsPathItem, QGraphicsScene
 
-from taskloom.engine import TaskInfo, TaskState
+from taskloom.engine import Action, TaskInfo, TaskState
 
 from .items import NodeItem, add_edge, cosmetic_pen, edge_curve, routed_curve
 from .layout import NODE_HEIGHT, NODE_WIDTH, Layout, LayoutCache, compute_layout, structure_key
 
-NOT_STARTED = frozenset({TaskState.PENDING, TaskState.SCHEDULED, TaskState.READY})
 BACKGROUND_LAYOUT_NODES = 400  # above this, lay out off the GUI thread
 CHUNKED_NODES = 400  # above this many new nodes, create them in slices between events
 SLICE_MS = 30  # longest time one slice of node creation may hold the GUI thread
@@ -45,6 +44,8 @@ class GraphScene(QGraphicsScene):
         self.nodes: dict[str, NodeItem] = {}
         self.tasks: dict[str, TaskInfo] = {}
         self.graph = nx.DiGraph()  # upstream -> downstream, mirrors the engine's edges
+        # The engine, asked whether a dragged edge could be added (None: no engine).
+        self.scheduler = None
         self.cache = LayoutCache()
         self.layout: Layout | None = None
         self._wanted_key: tuple | None = None
@@ -476,17 +477,22 @@ class GraphScene(QGraphicsScene):
         self.target_ring.setPath(QPainterPath())
         self.cycle_path.setPath(QPainterPath())
 
-    def has_started(self, tid: str) -> bool:
-        """A one-shot task past PENDING/SCHEDULED/READY can no longer gain a dependency."""
-        info = self.tasks.get(tid)
-        return info is not None and not info.recurring and info.state not in NOT_STARTED
+    def can_gain_dependency(self, tid: str) -> bool:
+        """Whether the engine lets ``tid`` wait for another task now (it has not
+        started, or it is recurring)."""
+        if self.scheduler is None:
+            return False
+        try:
+            return Action.ADD_DEPENDENCY in self.scheduler.allowed_actions(tid)
+        except KeyError:  # removed since this scene last heard of it
+            return False
 
     def would_close_cycle(self, upstream: str, downstream: str) -> list[str] | None:
-        """If making ``downstream`` depend on ``upstream`` closes a cycle, return it."""
-        if upstream == downstream:
-            return [upstream, upstream]
-        try:
-            path = nx.shortest_path(self.graph, downstream, upstream)
-        except (nx.NetworkXNoPath, nx.NodeNotFound):
+        """The cycle making ``downstream`` depend on ``upstream`` would close, as the
+        engine sees it (``[downstream, ..., upstream, downstream]``), or None."""
+        if self.scheduler is None:
             return None
-        return [*path, downstream]
+        try:
+            return self.scheduler.would_close_cycle(downstream, upstream)
+        except KeyError:
+            return None

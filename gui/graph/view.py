@@ -338,7 +338,7 @@ class GraphView(QGraphicsView):
             return
         upstream = self._connect_from
         cycle = scene.would_close_cycle(upstream, target)
-        started = scene.has_started(target)
+        started = not scene.can_gain_dependency(target)
         ok = cycle is None and not started and not scene.graph.has_edge(upstream, target)
         scene.show_rubber(start, scene.nodes[target].input_point(), ok)
         scene.show_target(target, ok)

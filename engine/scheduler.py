@@ -209,10 +209,14 @@ class Scheduler(DependencyRules, TimerLogic, RunLogic, WorkerLoop, StoreSync):
             self._work_cond.notify_all()
             self._timer_cond.notify_all()
             self._settled_cond.notify_all()
-            if wait:
-                self._settled_cond.wait_for(lambda: self._running == 0)
             deferred = self._take_deferred()
+        # The stop requests, here: after a store failure no idle worker is left to run them.
         self._after(deferred)
+        if wait:
+            with self._lock:
+                self._settled_cond.wait_for(lambda: self._running == 0)
+                deferred = self._take_deferred()
+            self._after(deferred)
         if self._clock.manual:
             self._clock.detach(self._on_clock_moved)
         if wait:

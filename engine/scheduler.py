@@ -674,6 +674,7 @@ class Scheduler(DependencyRules, TimerLogic, RunLogic, WorkerLoop, StoreSync):
             elif task.state is S.RETRY_WAIT:
                 self._timers.discard(task.retry_timer)
                 task.retry_timer = None
+                task.retry_pending = True  # still the retry: resume() after pause() requeues it
                 self._make_ready(task)
             else:
                 return False

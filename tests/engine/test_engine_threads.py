@@ -8,13 +8,24 @@ wait on events (a Recorder, a marker task on a one-worker scheduler), never slee
 from __future__ import annotations
 
 import logging
+import random
 import sqlite3
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
+from itertools import count
 
 import pytest
 
-from engine import RetryPolicy, Scheduler, SyncExecutor, TaskState, current_run
+from engine import (
+    CycleError,
+    RetryPolicy,
+    Scheduler,
+    SyncExecutor,
+    SystemClock,
+    TaskState,
+    current_run,
+)
 from engine.store import SQLiteStore, StoreError
 
 S = TaskState
@@ -318,8 +329,6 @@ def test_an_engine_error_recording_an_outcome_fails_the_attempt_and_the_worker_g
 
 @pytest.mark.timeout(30)
 def test_an_engine_error_in_the_timer_thread_is_logged_and_it_goes_on(caplog):
-    from engine import SystemClock
-
     s = Scheduler(workers=2, clock=SystemClock())
     on_timeout = s._on_timeout
     broken = []
@@ -395,3 +404,140 @@ def test_an_unexpected_error_in_the_store_writer_marks_the_store_failed(tmp_path
     assert not store._thread.is_alive()
     assert len(failures) == 1 and "writer bug" in str(failures[0])
     store.close()
+
+
+# ---------------------------------------------------------------------- case 6
+def unexplained_states(s) -> list[str]:
+    """Tasks in a state no rule explains, looked at atomically under the engine lock."""
+    found = []
+    with s._lock:
+        for t in s._tasks.values():
+            state = t.state
+            if state is S.RUNNING and not t.runs:
+                found.append(f"{t.id}: RUNNING with no run")
+            if state is S.READY and t.ready is None and not (t.held or t.paused or t.runs):
+                found.append(f"{t.id}: READY, not queued, held or paused")
+            if state in (S.PENDING, S.SKIPPED) and (t.ready is not None or t.retry_pending):
+                found.append(f"{t.id}: {state.name} with a queued start")
+            if state in (S.PENDING, S.SKIPPED) and t.retry_timer is not None:
+                found.append(f"{t.id}: {state.name} with a retry timer")
+    return found
+
+
+def hammer_body():
+    run = current_run()
+    pause = random.uniform(0.0, 0.01)
+    if random.random() < 0.5:
+        time.sleep(pause)  # stubborn: ignores cancel and timeout
+    else:
+        run.wait_cancelled(pause)
+    if random.random() < 0.3:
+        raise RuntimeError("flaky")
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("seed", [11, 22, 33])
+def test_an_eight_thread_api_hammer_kills_no_engine_thread_and_strands_no_task(monkeypatch, seed):
+    crashes = []
+    monkeypatch.setattr(threading, "excepthook", crashes.append)
+    s = Scheduler(workers=4, clock=SystemClock())
+    policy = RetryPolicy(max_attempts=3, base=0.005, jitter=0.0)
+    names_lock = threading.Lock()
+    names: list[str] = []
+    serial = count()
+
+    def new_task(rnd) -> None:
+        with names_lock:
+            known = list(names)
+        deps = rnd.sample(known, k=min(len(known), rnd.choice((0, 0, 1, 2))))
+        name = f"t{next(serial)}"
+        kind = rnd.random()
+        kw = {"name": name, "deps": deps, "retry": policy, "timeout": rnd.choice((None, 0.005))}
+        if kind < 0.2:
+            overlap = rnd.choice(("skip", "queue", "parallel"))
+            kw["retry"] = None if overlap == "parallel" else policy  # see the report: RETRY_WAIT
+            s.schedule_every(hammer_body, rnd.uniform(0.01, 0.05), overlap=overlap, **kw)
+        elif kind < 0.3:
+            s.schedule(hammer_body, s.clock.now() + rnd.uniform(0, 0.05), **kw)
+        else:
+            s.add(hammer_body, **kw)
+        with names_lock:
+            names.append(name)
+
+    rnd0 = random.Random(seed)
+    for _ in range(20):
+        new_task(rnd0)
+    s.start()
+    engine_threads = [*s._threads, s._delivery._thread]
+    stop, problems = threading.Event(), []
+
+    def watchdog():
+        while not stop.wait(0.01):
+            problems.extend(f"{t.name} died" for t in engine_threads if not t.is_alive())
+            problems.extend(unexplained_states(s))
+
+    expected = (CycleError, KeyError, ValueError)  # refusals the API documents
+
+    def hammer(thread_seed: int) -> None:
+        rnd = random.Random(thread_seed)
+        deadline = time.monotonic() + 2.0
+        while time.monotonic() < deadline:
+            with names_lock:
+                known = list(names)
+            a, b = rnd.choice(known), rnd.choice(known)
+            op = rnd.randrange(14)
+            try:
+                if op == 0:
+                    new_task(rnd)
+                elif op == 1:
+                    if s.remove(a):
+                        with names_lock:
+                            if a in names:
+                                names.remove(a)
+                elif op == 2:
+                    s.add_dependency(a, b)
+                elif op == 3:
+                    deps = s.task(a).deps
+                    if deps:
+                        s.remove_dependency(a, rnd.choice(deps))
+                elif op == 4:
+                    s.cancel(a)
+                elif op in (5, 6):
+                    s.retry(a)
+                elif op in (7, 8):
+                    s.run_now(a)
+                elif op == 9:
+                    s.pause(a)
+                elif op == 10:
+                    s.resume(a)
+                elif op == 11:
+                    s.pause()
+                else:
+                    s.resume()
+            except expected:
+                pass  # a task another thread removed, a cycle, a started task
+            time.sleep(rnd.uniform(0, 0.001))
+
+    watcher = threading.Thread(target=watchdog, daemon=True)
+    watcher.start()
+    threads = [threading.Thread(target=hammer, args=(seed * 100 + i,)) for i in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    s.resume()
+    for info in s.tasks():  # recurring ones never settle: stop everything
+        s.resume(info.id)
+        s.cancel(info.id)
+    settled = s.wait(timeout=10)
+    stop.set()
+    watcher.join(5)
+    problems.extend(unexplained_states(s))
+    closer = threading.Thread(target=s.shutdown)
+    closer.start()
+    closer.join(15)
+
+    assert not closer.is_alive(), "shutdown() did not return"
+    assert settled, {i.id: i.state for i in s.tasks() if not i.state.settled}
+    assert not sorted(set(problems)), sorted(set(problems))[:20]
+    assert not crashes, crashes

@@ -10,6 +10,14 @@ Work flows through two heaps (see ``heaps.py``): timers not yet due, and ready
 work ordered by priority. By default ``workers`` engine-owned threads take work
 straight off the ready heap; with an ``Executor`` the engine submits at most
 ``workers`` callables at a time and learns outcomes from done-callbacks.
+
+No engine thread dies of an engine error: each loop (worker, timer, done-callback,
+delivery) logs it once and fails the attempt it was handling (``_engine_error``).
+The store is never flushed under the lock; when writing fails, its writer thread
+(which never holds it) calls ``_on_store_failure``, which takes the lock, stops
+the engine and fails runs waiting for a commit; ``wait()``, ``shutdown()`` and
+scheduling calls then raise ``StoreError``. ``wait()``/``shutdown(wait=True)``
+from task code, and ``wait()`` from a listener, raise ``RuntimeError``.
 """
 
 from __future__ import annotations

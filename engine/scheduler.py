@@ -266,7 +266,15 @@ class Scheduler(DependencyRules, TimerLogic, RunLogic, WorkerLoop, StoreSync):
             self.start()
         deadline = None if timeout is None else time.monotonic() + timeout
         with self._lock:
-            self._settled_cond.wait_for(lambda: self._unsettled == 0 or self._stopping, timeout)
+            # After a store failure, also for the runs still in flight to end (they fail).
+            self._settled_cond.wait_for(
+                lambda: (
+                    self._unsettled == 0
+                    or self._stopping
+                    and (self._store_error is None or self._running == 0)
+                ),
+                timeout,
+            )
             settled = self._unsettled == 0
             seq = self._seq
         if self._store_error is not None:

@@ -207,9 +207,10 @@ def test_a_failed_commit_reports_its_cause_not_the_rollback(tmp_path):
 def test_a_store_failure_fails_the_attempt_and_stops_the_engine(make_sched, clock, tmp_path, when):
     outcome = "running" if when == "before_the_code" else "succeeded"
     store, conn = failing_store(tmp_path / "t.db", outcome)
-    s = make_sched(threads=True, workers=2, store=store)
+    s = make_sched(threads=True, workers=2, store=store, start=False)
     s.add(NOOP, name="job")
-    s.add(NOOP, name="after", deps=["job"])
+    s.add(NOOP, name="after", deps=["job"])  # before start: a failure would refuse it
+    s.start()
     with pytest.raises(StoreError, match="disk I/O error") as info:
         s.wait(timeout=10)
     assert str(store.path) in str(info.value)

@@ -32,6 +32,7 @@ class EventDelivery:
         self._progress = threading.Condition()
         self._closed = False
         self._thread: threading.Thread | None = None
+        self._drainer: int | None = None  # thread id of the drain loop under way
         if threaded:
             self._thread = threading.Thread(target=self._run, name="taskloom-events", daemon=True)
             self._thread.start()
@@ -62,9 +63,12 @@ class EventDelivery:
 
     def _run(self) -> None:
         while True:
-            self._wakeup.wait()
-            self._wakeup.clear()
-            self._drain()
+            try:
+                self._wakeup.wait()
+                self._wakeup.clear()
+                self._drain()
+            except BaseException:  # noqa: BLE001 - delivery must outlive a bug
+                log.exception("event delivery failed")
             if self._closed and not self.outbox:
                 return
 
@@ -72,6 +76,7 @@ class EventDelivery:
         while self.outbox:
             if not self._drain_lock.acquire(blocking=False):
                 return  # another drain loop (an outer frame in this thread) will finish
+            self._drainer = threading.get_ident()
             try:
                 outbox = self.outbox
                 while outbox:
@@ -82,12 +87,23 @@ class EventDelivery:
                                 callback(event)
                             except Exception:
                                 log.exception("listener %r failed on %s", callback, event)
+                            except BaseException:  # SystemExit: only the caller's own
+                                if not self._threaded:
+                                    raise
+                                log.exception("listener %r failed on %s", callback, event)
                     self._delivered = event.seq
                 if self._threaded:
                     with self._progress:
                         self._progress.notify_all()
             finally:
+                self._drainer = None
                 self._drain_lock.release()
+
+    def in_listener(self) -> bool:
+        """Whether the calling thread is delivering events (inside a listener)."""
+        if self._thread is not None and self._thread is threading.current_thread():
+            return True
+        return self._drainer == threading.get_ident()
 
     def wait_delivered(self, seq: int, timeout: float | None = None) -> bool:
         """Block until every event up to ``seq`` has been handed to the listeners."""

@@ -77,6 +77,9 @@ class StoreSync:
         engine's outcome (a later cancel queues "cancelled" after it). The store's writer
         finishes the run after its commit, so no worker waits on I/O. With
         ``SyncExecutor`` the caller commits and finishes it at once (deterministic)."""
+        if self._store_error is not None:  # nothing commits any more: the run fails
+            self._finish(run, self._store_error, None)
+            return
         self._timers.discard(run.timeout_entry)
         run.timeout_entry = None
         ctx = run.ctx
@@ -93,7 +96,8 @@ class StoreSync:
             ctx.worker,
         )
         row = self._attempt_row(run.task, record)
+        self._durable.add(run)  # finished by _durable_done, or failed by _on_store_failure
         if self._sync:
             self._store.put_attempt(row)
         else:
-            self._store.put_attempt(row, on_commit=lambda: self._on_done(run, None, None))
+            self._store.put_attempt(row, on_commit=lambda: self._durable_done(run))

@@ -7,6 +7,8 @@ timer, FAILED, CANCELLED, or back on the timer heap for a recurring task.
 
 from __future__ import annotations
 
+import logging
+
 from .context import RunContext
 from .errors import TaskTimeout
 from .models import Attempt
@@ -14,6 +16,7 @@ from .states import TaskState
 from .task import MAX_ATTEMPTS_KEPT, Run, Task
 
 S = TaskState
+log = logging.getLogger("taskloom.engine")
 
 
 def _error_text(exc: BaseException) -> str:
@@ -45,6 +48,16 @@ class RunLogic:
                 return None
             task = entry[4]
             task.ready = None
+            if task.state is not S.RUNNING and not task.state.allowed & S.RUNNING.bit:
+                # A bookkeeping bug queued it: starting would raise IllegalTransition
+                # half-way through and kill the thread. Drop the entry, say so.
+                log.error(
+                    "task %r is %s and cannot start: dropped its ready entry",
+                    task.id,
+                    task.state.name,
+                )
+                task.retry_pending = False
+                continue
             if not task.start_held:
                 return self._start_run(task)
             task.held = True  # a run in its way began lingering after it was queued
@@ -88,12 +101,17 @@ class RunLogic:
 
     def _finish(self, run: Run, error: BaseException | None, tb: str | None) -> None:
         """The run's code returned: free its slot, record its outcome (under the lock)."""
+        if run.released:
+            return
+        run.released = True
         self._running -= 1
         if self._running == 0:
             self._settled_cond.notify_all()
         task = run.task
         if run.done:  # timed out: its outcome is recorded, the task's next start waited
-            task.lingering -= 1
+            if run.lingers:
+                run.lingers = False
+                task.lingering -= 1
         else:
             self._record_outcome(run, error, tb)
         if task.held and not task.start_held:  # a start waited for this run to end
@@ -211,7 +229,58 @@ class RunLogic:
         # The code may still run; it keeps its worker until it returns (_finish).
         error = TaskTimeout(f"task {task.id!r} ran past its {task.timeout:g}s timeout")
         task.lingering += 1  # first: what _record_outcome makes ready must wait for it
+        run.lingers = True
         self._record_outcome(run, error, None)
+
+    def _engine_error(
+        self, where: str, exc: BaseException, run: Run | None = None, returned: bool = True
+    ) -> None:
+        """Under the lock: an unexpected error in an engine thread (a bug). Log it once
+        and fail the attempt it was handling, so that nothing waits on it for ever.
+        ``returned``: the attempt's code has returned (else a timeout was handling it)."""
+        what = "" if run is None else f" handling attempt {run.attempt} of {run.task.id!r}"
+        log.error("engine error in %s%s", where, what, exc_info=exc)
+        if run is not None:
+            try:
+                self._fail_attempt(run, exc, returned)
+            except Exception:
+                log.exception("could not fail attempt %d of %r", run.attempt, run.task.id)
+        self._settled_cond.notify_all()
+        self._work_cond.notify_all()
+
+    def _fail_attempt(self, run: Run, exc: BaseException, returned: bool) -> None:
+        task = run.task
+        if not returned and not run.done and not run.lingers:
+            run.lingers = True  # its code still runs: _finish ends the lingering
+            task.lingering += 1
+        if not run.done:
+            run.done = True
+            if run in task.runs:
+                task.runs.remove(run)
+            self._timers.discard(run.timeout_entry)
+            self._durable.discard(run)
+            text = f"engine error: {_error_text(exc)}"
+            task.error = text
+            self._record_attempt(task, run, "failed", text, None)
+            if task.state is not S.FAILED and task.state.allowed & S.FAILED.bit and not task.runs:
+                self._set_state(task, S.FAILED, text)
+                if task.recurrence is not None:
+                    self._after_recurring_run(task)
+                elif task.repeats:
+                    self._evaluate_many((task.id,))
+                else:
+                    self._after_settled(task)
+        if returned:
+            if not run.released:
+                run.released = True
+                self._running -= 1
+            if run.lingers:
+                run.lingers = False
+                task.lingering -= 1
+            if task.held and not task.start_held:
+                task.held = False
+                if task.state is S.READY or task.waiting_runs > 0 or task.retry_pending:
+                    self._make_ready(task)
 
     def _stop_run(self, run: Run) -> None:
         """Ask a run to stop; the calls run after the lock is released."""

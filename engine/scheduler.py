@@ -10,6 +10,14 @@ Work flows through two heaps (see ``heaps.py``): timers not yet due, and ready
 work ordered by priority. By default ``workers`` engine-owned threads take work
 straight off the ready heap; with an ``Executor`` the engine submits at most
 ``workers`` callables at a time and learns outcomes from done-callbacks.
+
+No engine thread dies of an engine error: each loop (worker, timer, done-callback,
+delivery) logs it once and fails the attempt it was handling (``_engine_error``).
+The store is never flushed under the lock; when writing fails, its writer thread
+(which never holds it) calls ``_on_store_failure``, which takes the lock, stops
+the engine and fails runs waiting for a commit; ``wait()``, ``shutdown()`` and
+scheduling calls then raise ``StoreError``. ``wait()``/``shutdown(wait=True)``
+from task code, and ``wait()`` from a listener, raise ``RuntimeError``.
 """
 
 from __future__ import annotations
@@ -40,6 +48,7 @@ from .recurrence import MISFIRES, MODES, OVERLAPS, CronRecurrence, IntervalRecur
 from .rules import RELEASE, SKIP, DependencyRules
 from .running import RunLogic
 from .states import NOT_STARTED, TaskState, check_transition
+from .store import StoreError
 from .task import Task
 from .timing import TimerLogic
 from .workers import WorkerLoop
@@ -147,6 +156,10 @@ class Scheduler(DependencyRules, TimerLogic, RunLogic, WorkerLoop, StoreSync):
         # numbers on from there, so its stored attempts are never overwritten.
         self._attempt_floor: dict[str, int] = {}
         self._ending: tuple[Task, str] | None = None  # see _record_attempt
+        self._local = threading.local()  # .run: the attempt whose code this thread runs
+        self._durable: set = set()  # runs whose success waits for its commit
+        self._store_error: StoreError | None = None  # writing failed: the engine stopped
+        self._store_error_reported = False
         if store is not None:
             from .recovery import restore
 
@@ -158,6 +171,7 @@ class Scheduler(DependencyRules, TimerLogic, RunLogic, WorkerLoop, StoreSync):
 
                     what = f"{type(exc).__name__}: {exc}"
                     raise damaged(Path(store.path), what) from exc
+            store.add_failure_listener(self._on_store_failure)
         if self._clock.manual:
             self._clock.attach(self._on_clock_moved)
 
@@ -225,6 +239,8 @@ class Scheduler(DependencyRules, TimerLogic, RunLogic, WorkerLoop, StoreSync):
         task READY, so a run resumed from the store runs it again (Ctrl-C, closing
         the window).
         """
+        if wait:
+            self._refuse_reentry("shutdown")
         with self._lock:
             self._closed = True
             self._stopping = True
@@ -236,10 +252,14 @@ class Scheduler(DependencyRules, TimerLogic, RunLogic, WorkerLoop, StoreSync):
             self._work_cond.notify_all()
             self._timer_cond.notify_all()
             self._settled_cond.notify_all()
-            if wait:
-                self._settled_cond.wait_for(lambda: self._running == 0)
             deferred = self._take_deferred()
+        # The stop requests, here: after a store failure no idle worker is left to run them.
         self._after(deferred)
+        if wait:
+            with self._lock:
+                self._settled_cond.wait_for(lambda: self._running == 0)
+                deferred = self._take_deferred()
+            self._after(deferred)
         if self._clock.manual:
             self._clock.detach(self._on_clock_moved)
         if wait:
@@ -249,21 +269,51 @@ class Scheduler(DependencyRules, TimerLogic, RunLogic, WorkerLoop, StoreSync):
                     thread.join()
         self._delivery.close(wait=wait)
         if self._store is not None:
-            self._store.flush()
+            try:
+                self._store.flush()
+            except StoreError as exc:
+                self._on_store_failure(exc)
+        if self._store_error is not None and not self._store_error_reported:
+            self._store_error_reported = True  # once: a later shutdown() has nothing new
+            self._raise_store_error()
+
+    def _raise_store_error(self) -> None:
+        error = self._store_error
+        raise StoreError(str(error)) from error.__cause__
+
+    def _refuse_reentry(self, call: str) -> None:
+        """Like ``Thread.join()`` on itself: waiting here could never end."""
+        if getattr(self._local, "run", None) is not None:
+            raise RuntimeError(f"{call}() called from task code would wait for itself")
+        if call == "wait" and self._delivery.in_listener():
+            raise RuntimeError(f"{call}() called from a listener would wait for its own delivery")
 
     def wait(self, timeout: float | None = None) -> bool:
         """True once every task that is not recurring (nor downstream of one) settled.
 
         ``timeout`` is None or seconds >= 0; ``math.inf`` also means no timeout.
+        Raises ``StoreError`` once the store failed (the engine stopped), and
+        ``RuntimeError`` from task code or a listener (it would wait for itself).
         """
         timeout = _check_wait_timeout(timeout)
+        self._refuse_reentry("wait")
         if not self._started:
             self.start()
         deadline = None if timeout is None else time.monotonic() + timeout
         with self._lock:
-            self._settled_cond.wait_for(lambda: self._unsettled == 0 or self._stopping, timeout)
+            # After a store failure, also for the runs still in flight to end (they fail).
+            self._settled_cond.wait_for(
+                lambda: (
+                    self._unsettled == 0
+                    or self._stopping
+                    and (self._store_error is None or self._running == 0)
+                ),
+                timeout,
+            )
             settled = self._unsettled == 0
             seq = self._seq
+        if self._store_error is not None:
+            self._raise_store_error()
         if not settled:
             return False
         remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
@@ -534,12 +584,15 @@ class Scheduler(DependencyRules, TimerLogic, RunLogic, WorkerLoop, StoreSync):
             task = self._get(task_id)
             if dep_id not in task.deps:
                 raise KeyError(f"task {task_id!r} does not depend on {dep_id!r}")
-            self._unlink(task, dep_id)
+            decidable = self._unlink(task, dep_id)
             self._emit(task, "dependency_removed")
-            if task.state is S.PENDING:
-                self._evaluate_many((task_id,))
+            pending = [task_id] if task.state is S.PENDING else []
+            self._evaluate_many([*pending, *decidable])
 
-    def _unlink(self, task: Task, dep_id: str) -> None:
+    def _unlink(self, task: Task, dep_id: str) -> list[str]:
+        """Drop the edge; returns the tasks it made one-shot again (no longer downstream
+        of a recurring task), which the caller re-evaluates: a dependent waiting for
+        a new success of theirs may now be decided."""
         task.deps.remove(dep_id)
         if task.consumed:
             task.consumed.pop(dep_id, None)
@@ -552,18 +605,23 @@ class Scheduler(DependencyRules, TimerLogic, RunLogic, WorkerLoop, StoreSync):
                 waiting.pop(task.id, None)
                 if not waiting:
                     del self._orphans[dep_id]
+        repeated = task.repeats
         self._refresh_repeats(task)
+        if not repeated or task.repeats:
+            return []
+        flipped, stack = [], [task]  # downstream of task, all of it repeated before
+        while stack:
+            current = stack.pop()
+            flipped.append(current.id)
+            stack.extend(self._tasks[d] for d in current.dependents if not self._tasks[d].repeats)
+        return flipped
 
     def _reconsider_not_started(self, task: Task) -> None:
         """A not-started task gained an edge: it may have to wait, or be skipped."""
         decision = self._decide(task)
         if decision == RELEASE:
             return
-        self._timers.discard(task.timer)
-        self._ready.discard(task.ready)
-        task.timer = task.ready = None
-        task.waiting_runs = 0
-        task.held = False
+        self._drop_queued(task)  # a retry that came due too: it waits for the deps now
         if decision == SKIP:
             self._set_state(task, S.SKIPPED)
             self._evaluate_many(task.dependents)
@@ -577,11 +635,12 @@ class Scheduler(DependencyRules, TimerLogic, RunLogic, WorkerLoop, StoreSync):
             if task.runs:
                 return False
             self._drop_queued(task)
+            decidable = []
             for dep_id in list(task.deps):
-                self._unlink(task, dep_id)
+                decidable += self._unlink(task, dep_id)
             dependents = list(task.dependents)
             for dependent_id in dependents:
-                self._unlink(self._tasks[dependent_id], task_id)
+                decidable += self._unlink(self._tasks[dependent_id], task_id)
             if not task.repeats and not task.state.settled:
                 self._unsettled -= 1
                 self._notify_if_settled()
@@ -591,7 +650,7 @@ class Scheduler(DependencyRules, TimerLogic, RunLogic, WorkerLoop, StoreSync):
             if self._store is not None:
                 self._attempt_floor[task_id] = task.attempt
             self._emit(task, "removed")
-            self._evaluate_many(dependents)
+            self._evaluate_many([*dependents, *decidable])
         return True
 
     # ------------------------------------------------------------------ control
@@ -652,7 +711,13 @@ class Scheduler(DependencyRules, TimerLogic, RunLogic, WorkerLoop, StoreSync):
             task = self._get(task_id)
             if not self._run_now_acts(task):
                 return False
-            if task.recurrence is not None and task.state is not S.PENDING:
+            if task.recurrence is not None and task.state is S.RETRY_WAIT and not task.runs:
+                # the retry, now: its timer must not start another run later
+                self._timers.discard(task.retry_timer)
+                task.retry_timer = None
+                task.retry_pending = True
+                self._make_ready(task)
+            elif task.recurrence is not None and task.state is not S.PENDING:
                 task.waiting_runs = max(task.waiting_runs, 0) + 1
                 if task.overlap == "queue" and task.runs:
                     task.waiting_runs = 1
@@ -666,6 +731,7 @@ class Scheduler(DependencyRules, TimerLogic, RunLogic, WorkerLoop, StoreSync):
             else:  # RETRY_WAIT
                 self._timers.discard(task.retry_timer)
                 task.retry_timer = None
+                task.retry_pending = True  # still the retry: resume() after pause() requeues it
                 self._make_ready(task)
         return True
 
@@ -873,6 +939,8 @@ class Scheduler(DependencyRules, TimerLogic, RunLogic, WorkerLoop, StoreSync):
         self._after(deferred)
 
     def _check_open(self) -> None:
+        if self._store_error is not None:
+            self._raise_store_error()
         if self._closed:
             raise RuntimeError("the scheduler has been shut down")
 

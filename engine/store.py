@@ -236,6 +236,8 @@ class SQLiteStore:
         self._closed = False
         self._committing = False  # one commit at a time, by the writer or a flushing caller
         self._failure: BaseException | None = None
+        self._failure_listeners: list = []
+        self._failure_told = False
         self._thread = threading.Thread(target=self._writer, name="taskloom-store", daemon=True)
         self._thread.start()
         self._take_over()
@@ -333,11 +335,32 @@ class SQLiteStore:
                         return False
                     self._cond.wait(remaining)
                 if self._failure is not None:
-                    raise StoreError(f"{self.path}: writing failed: {self._failure}")
+                    raise self.failure_error() from self._failure
                 if self._committed >= target:
                     return True
                 batch = self._take_batch()
-            self._commit_batch(batch)
+            try:
+                self._commit_batch(batch)
+            except Exception:  # logged by _commit_batch; callers see StoreError
+                raise self.failure_error() from self._failure
+
+    @property
+    def failed(self) -> bool:
+        return self._failure is not None
+
+    def failure_error(self) -> StoreError:
+        """The error every write reports once one commit failed: the store and the first cause."""
+        cause = self._failure
+        return StoreError(f"{self.path}: writing failed: {type(cause).__name__}: {cause}")
+
+    def add_failure_listener(self, callback) -> None:
+        """``callback(StoreError)`` is called once, on the writer thread, when writing
+        fails (at once, on this thread, if it already has). It must not block on I/O."""
+        with self._cond:
+            self._failure_listeners.append(callback)
+            told = self._failure_told
+        if told:
+            callback(self.failure_error())
 
     def _take_batch(self) -> list:
         """Under the condition: claim the queue for one commit."""
@@ -370,15 +393,41 @@ class SQLiteStore:
     # ------------------------------------------------------------------ writer
     def _writer(self) -> None:
         while True:
-            with self._cond:
-                self._cond.wait_for(lambda: not self._committing and (self._queue or self._closed))
-                if not self._queue:
-                    return  # closed and drained
-                batch = self._take_batch()
             try:
+                with self._cond:
+                    self._cond.wait_for(
+                        lambda: (
+                            self._failure is not None
+                            or (not self._committing and (self._queue or self._closed))
+                        )
+                    )
+                    if self._failure is not None:
+                        break
+                    if not self._queue:
+                        return  # closed and drained
+                    batch = self._take_batch()
                 self._commit_batch(batch)
-            except BaseException:
-                return
+            except BaseException as exc:  # noqa: BLE001 - the store is failed, not the thread lost
+                with self._cond:
+                    if self._failure is None:
+                        log.error("store writer failed", exc_info=exc)
+                        self._failure = exc
+                    self._committing = False
+                    self._cond.notify_all()
+                break
+        self._tell_failure()
+
+    def _tell_failure(self) -> None:
+        """On the writer thread (never under an engine lock): tell listeners once."""
+        with self._cond:
+            listeners = list(self._failure_listeners)
+            self._failure_told = True
+        error = self.failure_error()
+        for callback in listeners:
+            try:
+                callback(error)
+            except Exception:
+                log.exception("store failure listener failed")
 
     def _commit(self, batch: list) -> None:
         tasks: dict[str, tuple] = {}
@@ -438,7 +487,13 @@ class SQLiteStore:
                     conn.execute("DELETE FROM tasks WHERE id=?", (task_id,))
                 conn.execute("COMMIT")
             except BaseException:
-                conn.execute("ROLLBACK")
+                # SQLite may have rolled back already (a disk I/O error does): a failed
+                # ROLLBACK must not replace the cause.
+                if conn.in_transaction:
+                    try:
+                        conn.execute("ROLLBACK")
+                    except sqlite3.Error:
+                        log.warning("rollback after a failed commit failed too", exc_info=True)
                 raise
 
     def close(self) -> None:

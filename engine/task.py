@@ -138,6 +138,8 @@ class Run:
         "future",
         "timeout_entry",
         "stop_requested",
+        "released",
+        "lingers",
     )
 
     def __init__(self, task, attempt, ctx, started):
@@ -150,3 +152,5 @@ class Run:
         self.timeout_entry = None
         # Cancel, timeout or shutdown asked it to stop: a future attached later is cancelled.
         self.stop_requested = False
+        self.released = False  # its code returned and its worker slot was freed (_finish)
+        self.lingers = False  # counted in task.lingering: timed out, code still running

@@ -87,21 +87,28 @@ class TimerLogic:
                 return moved
             moved = True
             due, _, target, kind, _ = entry
-            if kind == "timeout":
-                self._on_timeout(target)
-            elif kind == "retry":
-                target.retry_timer = None
-                target.retry_pending = True
-                if target.state is S.RETRY_WAIT:
-                    self._set_state(target, S.READY)
-                self._push_ready(target)
-            elif kind == "recurring":
-                target.timer = None
-                self._occurrence(target, due, now)
-            else:
-                target.timer = None
-                target.waiting_runs = 1
-                self._make_ready(target)
+            try:
+                self._promote(due, target, kind, now)
+            except Exception as exc:  # a bug fails what it was handling, not the thread
+                run = target if kind == "timeout" else None
+                self._engine_error(f"the timer ({kind})", exc, run, returned=False)
+
+    def _promote(self, due: float, target, kind: str, now: float) -> None:
+        if kind == "timeout":
+            self._on_timeout(target)
+        elif kind == "retry":
+            target.retry_timer = None
+            target.retry_pending = True
+            if target.state is S.RETRY_WAIT:
+                self._set_state(target, S.READY)
+            self._push_ready(target)
+        elif kind == "recurring":
+            target.timer = None
+            self._occurrence(target, due, now)
+        else:
+            target.timer = None
+            target.waiting_runs = 1
+            self._make_ready(target)
 
     def _occurrence(self, task: Task, due: float, now: float) -> None:
         """A recurring task came due: apply misfire and overlap, queue the next one."""
@@ -186,18 +193,24 @@ class TimerLogic:
     def _timer_loop(self) -> None:
         lock = self._lock
         while True:
-            with lock:
-                while not self._stopping:
-                    if self._promote_due():
-                        break
-                    deadline = self._timers.next_due()
-                    self._timer_wait = math.inf if deadline is None else deadline
-                    timeout = None if deadline is None else max(0.0, deadline - self._clock.now())
-                    if self._cron_tasks:  # notice wall-clock jumps within a minute
-                        timeout = 60.0 if timeout is None else min(timeout, 60.0)
-                    self._timer_cond.wait(timeout)
+            try:
+                with lock:
+                    while not self._stopping:
+                        if self._promote_due():
+                            break
+                        deadline = self._timers.next_due()
+                        self._timer_wait = math.inf if deadline is None else deadline
+                        now = self._clock.now()
+                        timeout = None if deadline is None else max(0.0, deadline - now)
+                        if self._cron_tasks:  # notice wall-clock jumps within a minute
+                            timeout = 60.0 if timeout is None else min(timeout, 60.0)
+                        self._timer_cond.wait(timeout)
+                        self._timer_wait = None
+                    if self._stopping:
+                        return
+                    deferred = self._take_deferred()
+                self._after(deferred)
+            except BaseException as exc:  # noqa: BLE001 - the timer thread must outlive a bug
+                with lock:
                     self._timer_wait = None
-                if self._stopping:
-                    return
-                deferred = self._take_deferred()
-            self._after(deferred)
+                    self._engine_error("the timer thread", exc)

@@ -6,8 +6,10 @@
     taskloom --version
 
 ``run`` exits 0 when every one-shot task succeeded, 1 when any did not, 2 when
-the file is invalid, 3 when another live process already runs the workflow (its
-store is owned: the message names the owner). ``validate`` exits 0 for a valid
+the file is invalid or its run store cannot be used (at open, or when writing it
+fails during the run: the run stops and one line names the store and the cause),
+3 when another live process already runs the workflow (its store is owned: the
+message names the owner). ``validate`` exits 0 for a valid
 file, 1 when it lists problems, 2 when the file cannot be read at all (missing,
 not a regular file, over 32 MiB). Recurring tasks (and tasks downstream of them)
 run until Ctrl-C or ``--for``; they do not decide the exit code. Ctrl-C cancels what is
@@ -281,6 +283,7 @@ def run_workflow(args) -> int:
     os.environ["TASKLOOM_RUN_ID"] = uuid.uuid4().hex[:12]
     log_dir = args.log_dir or Path(tempfile.mkdtemp(prefix=f"taskloom-{workflow.name}-"))
     log_dir.mkdir(parents=True, exist_ok=True)
+    _log_engine_to(log_dir / "taskloom.log")
     db_path = args.db or default_db_path(workflow)
     try:
         opened = open_run(
@@ -319,16 +322,38 @@ def run_workflow(args) -> int:
             reporter.note(f"{args.file}: {exc}")
             _stop(scheduler, executor)
             return EXIT_INVALID
+        store_error = None
+
+        def should_stop() -> bool:  # a failed store stops the engine: stop waiting too
+            return stop_signals.should_stop() or opened.store.failed
+
         try:
-            monitor.wait(args.run_for, stop=stop_signals.should_stop)
+            monitor.wait(args.run_for, stop=should_stop)
         except KeyboardInterrupt:
-            interrupted = True
-            reason = stop_signals.reason or "interrupted"
-            reporter.note(f"{reason}: stopping running tasks (the run can be resumed)...")
+            if stop_signals.reason is not None or not opened.store.failed:
+                interrupted = True
+                reason = stop_signals.reason or "interrupted"
+                reporter.note(f"{reason}: stopping running tasks (the run can be resumed)...")
         finally:
-            _stop(scheduler, executor)
+            store_error = _stop(scheduler, executor)
             opened.store.close()
-    return reporter.summary(scheduler, log_dir, interrupted)
+    code = reporter.summary(scheduler, log_dir, interrupted)
+    if store_error is not None:
+        print(f"taskloom: {store_error}; the run stopped", file=sys.stderr)
+        return EXIT_INVALID
+    return code
+
+
+def _log_engine_to(path: Path) -> None:
+    """Engine and store errors (with tracebacks) go to a file beside the task logs:
+    the terminal gets the one line that matters (e.g. the store failed)."""
+    import logging
+
+    handler = logging.FileHandler(path, delay=True)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(name)s %(levelname)s %(message)s"))
+    logger = logging.getLogger("taskloom")
+    logger.addHandler(handler)
+    logger.propagate = False
 
 
 class StopSignals:
@@ -404,15 +429,24 @@ def _silence_output() -> None:
     os.close(devnull)
 
 
-def _stop(scheduler, executor) -> None:
-    """Stop running tasks (commands are terminated) and shut down.
+def _stop(scheduler, executor):
+    """Stop running tasks (commands are terminated) and shut down. Returns the
+    ``StoreError`` that stopped the run, if writing its store failed.
 
     Interrupted attempts leave their tasks READY in the store, so the next
     ``taskloom run`` of the file resumes the run instead of starting over.
     """
-    scheduler.shutdown(wait=True, cancel_running=True)
-    if executor is not None:
-        executor.shutdown(wait=True, cancel_futures=True)
+    from taskloom.engine.store import StoreError
+
+    failure = None
+    try:
+        scheduler.shutdown(wait=True, cancel_running=True)
+    except StoreError as exc:
+        failure = exc
+    finally:
+        if executor is not None:
+            executor.shutdown(wait=True, cancel_futures=True)
+    return failure
 
 
 class RunMonitor:

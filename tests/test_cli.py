@@ -530,3 +530,37 @@ def test_a_resumed_run_runs_what_the_file_says_now(tmp_path):
         "1",
         "2",
     ]  # the redefined task numbers its attempts on: nothing overwritten
+
+
+def _limit_file_size(limit: int):
+    def apply():
+        import resource
+
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+    return apply
+
+
+@pytest.mark.timeout(90)
+def test_a_store_that_cannot_be_written_stops_the_run_with_exit_2_and_its_cause(tmp_path):
+    """The file size limit (a full disk) hits the store mid-run: a few tasks set up in
+    a few kB, then four fast recurring ones grow the write-ahead log until it may not.
+    The run stops, terminating what runs, and says why in one line."""
+    ticks = "".join(f'[tasks.tick{i}]\ncommand = ["true"]\nevery = "10ms"\n\n' for i in range(4))
+    path = write(tmp_path, ticks + '[tasks.sleeper]\ncommand = ["sleep", "60"]\npriority = 9\n')
+    process = subprocess.Popen(
+        [sys.executable, "-m", "taskloom", "run", str(path)],
+        cwd=ROOT,
+        env=ENV,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=_limit_file_size(1_000_000),
+    )
+    out, err = process.communicate(timeout=60)  # the sleeper is terminated, not waited for
+    assert process.returncode == 2, out + err
+    (line,) = err.splitlines()
+    assert line.startswith("taskloom: "), line  # mid-run, not refused at open
+    assert ".db: writing failed: OperationalError: disk I/O error; the run stopped" in line
+    assert "cannot rollback" not in line
+    assert "sleeper" in out  # it had started

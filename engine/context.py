@@ -73,11 +73,9 @@ class RunContext:
 
     def process_started(self, pid: int, pgid: int) -> None:
         """A command started process ``pid`` (group ``pgid``) for this attempt: with a
-        store, its record is on disk when this returns (see ``survivors.py``)."""
+        store, it is recorded in the attempt's row (see ``survivors.py``)."""
         if self.on_process is not None:
-            from .survivors import start_time
-
-            self.on_process(pid, pgid, start_time(pid))
+            self.on_process(pid, pgid)
 
     def on_cancel(self, callback) -> None:
         """Call ``callback()`` when the run is cancelled (at once if it already is)."""

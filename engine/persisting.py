@@ -62,12 +62,17 @@ class StoreSync:
         )
 
     def _record_processes(self, run: Run) -> None:
-        """Let the attempt's command record its process in the store before it works."""
+        """Let the attempt's command record its process in the store.
+
+        Queued, not flushed: the writer commits it with its next batch, within a few
+        milliseconds. A synchronous commit here cost 18% of the throughput of short
+        commands, and it is the second line of defence only: every process a command
+        starts carries its owner's mark, which is on disk before any command runs
+        (``owner_token``), so recovery finds survivors even without this row."""
         store, task_id, number = self._store, run.task.id, run.attempt
 
-        def record(pid: int, pgid: int, started) -> None:
-            store.put_process(task_id, number, pid, pgid, started)
-            store.flush()
+        def record(pid: int, pgid: int) -> None:
+            store.put_process(task_id, number, pid, pgid)
 
         run.ctx.on_process = record
 

@@ -24,6 +24,7 @@ from collections import deque
 from pathlib import Path
 
 from .store_lock import StoreLock
+from .survivors import start_time
 
 log = logging.getLogger("taskloom.store")
 
@@ -127,6 +128,7 @@ class StoreBusy(StoreError):
 
 
 REQUIRED_TABLES = ("tasks", "attempts", "events", "meta")
+LAZY_DELAY = 0.05  # seconds a lazy op may wait for a commit to ride along with
 
 
 def _make_folder(path: Path) -> None:
@@ -230,6 +232,10 @@ class SQLiteStore:
         self.run = self._stored_run()  # a workflow run: a fresh start counts up
         self._read_lock = threading.Lock()  # the writer's connection is shared for reads
         self._queue: deque = deque()
+        # Ops that may wait up to LAZY_DELAY to ride along with the next commit, so
+        # that they cost no commit of their own (see put_process).
+        self._lazy: list = []
+        self._lazy_due: float | None = None
         self._cond = threading.Condition()
         self._queued = 0  # ops queued so far
         self._committed = 0  # ops committed so far
@@ -286,12 +292,21 @@ class SQLiteStore:
             self._conn.execute("COMMIT")
 
     # ------------------------------------------------------------------ queueing
-    def _put(self, op) -> None:
+    def _put(self, op, lazy: bool = False) -> None:
         with self._cond:
-            self._queue.append(op)
             self._queued += 1
+            if lazy:
+                self._lazy.append(op)
+                if self._lazy_due is None:
+                    self._lazy_due = time.monotonic() + LAZY_DELAY
+                    self._cond.notify_all()  # the writer sets its timer
+                return
+            self._queue.append(op)
             if len(self._queue) == 1:
                 self._cond.notify_all()
+
+    def _lazy_ready(self) -> bool:
+        return self._lazy_due is not None and time.monotonic() >= self._lazy_due
 
     def put_task(self, row: tuple) -> None:
         """(id, ord, spec_json, state, attempt, budget_base, next_wall, successes,
@@ -308,9 +323,12 @@ class SQLiteStore:
         exit_code, worker). ``on_commit()`` is called by the writer once it is on disk."""
         self._put(("attempt", row, on_commit))
 
-    def put_process(self, task_id: str, number: int, pid: int, pgid: int, started) -> None:
-        """The process attempt ``number`` of ``task_id`` started (see survivors.py)."""
-        self._put(("process", (pid, pgid, started, self.run, task_id, number)))
+    def put_process(self, task_id: str, number: int, pid: int, pgid: int) -> None:
+        """The process attempt ``number`` of ``task_id`` started (see survivors.py).
+        Lazy: committed with the next batch, at most ``LAZY_DELAY`` later. Its start
+        time is read then, by the writer: read at once, /proc can make the caller
+        wait for the new process's exec to finish."""
+        self._put(("process", (pid, pgid, self.run, task_id, number)), lazy=True)
 
     def delete_task(self, task_id: str) -> None:
         self._put(("delete", task_id))
@@ -365,8 +383,10 @@ class SQLiteStore:
     def _take_batch(self) -> list:
         """Under the condition: claim the queue for one commit."""
         self._committing = True
-        batch = list(self._queue)
+        batch = [*self._lazy, *self._queue]
         self._queue.clear()
+        self._lazy.clear()
+        self._lazy_due = None
         return batch
 
     def _commit_batch(self, batch: list) -> None:
@@ -395,15 +415,19 @@ class SQLiteStore:
         while True:
             try:
                 with self._cond:
-                    self._cond.wait_for(
-                        lambda: (
-                            self._failure is not None
-                            or (not self._committing and (self._queue or self._closed))
+                    while not (
+                        self._failure is not None
+                        or (
+                            not self._committing
+                            and (self._queue or self._closed or self._lazy_ready())
                         )
-                    )
+                    ):
+                        due = self._lazy_due
+                        idle = due is None or self._committing
+                        self._cond.wait(None if idle else max(0.0, due - time.monotonic()))
                     if self._failure is not None:
                         break
-                    if not self._queue:
+                    if not self._queue and not self._lazy:
                         return  # closed and drained
                     batch = self._take_batch()
                 self._commit_batch(batch)
@@ -448,7 +472,8 @@ class SQLiteStore:
                 tasks[op[1][0]] = op[1]
                 updates.pop(op[1][0], None)
             elif kind == "process":
-                processes.append(op[1])
+                pid, pgid, *where = op[1]
+                processes.append((pid, pgid, start_time(pid), *where))
             else:
                 deletes.append(op[1])
                 tasks.pop(op[1], None)

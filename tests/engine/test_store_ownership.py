@@ -134,6 +134,15 @@ def test_commands_die_with_their_owner_when_it_is_killed(tmp_path):
     assert time.monotonic() - killed_at < 2.0
 
 
+def _recorded_pid(db: Path):
+    reader = SQLiteStore.reader(db)
+    try:
+        rows = reader.attempts("cmd")
+        return rows[0]["pid"] if rows else None
+    finally:
+        reader.close()
+
+
 def _watcher_of(owner_pid: int) -> int:
     for name in os.listdir("/proc"):
         if name.isdigit():
@@ -156,6 +165,7 @@ def test_recovery_ends_a_survivor_before_the_task_runs_again(tmp_path):
     db, pids = tmp_path / "run.db", tmp_path / "pids"
     proc, (command, grandchild, escaped) = start_owner(db, pids)
     wait_for(lambda: _watcher_of(proc.pid) > 0, what="the watcher")
+    wait_for(lambda: _recorded_pid(db) == command, what="the command's record")
     os.kill(_watcher_of(proc.pid), signal.SIGKILL)
     proc.send_signal(signal.SIGKILL)
     proc.wait()

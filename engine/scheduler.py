@@ -22,6 +22,7 @@ from task code, and ``wait()`` from a listener, raise ``RuntimeError``.
 
 from __future__ import annotations
 
+import json
 import logging
 import math
 import random
@@ -466,6 +467,12 @@ class Scheduler(DependencyRules, TimerLogic, RunLogic, WorkerLoop, StoreSync):
                 options=options,
             )
             spec["run_at_wall"] = None if run_at is None else self._to_wall(run_at)
+            try:  # refuse now: once in the engine, a row that cannot be written is too late
+                json.dumps(spec)
+            except (TypeError, ValueError) as exc:
+                raise TypeError(
+                    f"{fn!r} cannot be stored: its arguments must be plain data ({exc})"
+                ) from None
 
         with self._edit():
             if name is None:

@@ -169,3 +169,15 @@ def test_history_of_a_store_that_is_not_one(tmp_path):
     result = taskloom("history", workflow(tmp_path), "--db", db)
     assert result.returncode == 2
     assert one_line(result).startswith(f"{db}: not a readable Taskloom store")
+
+
+def test_a_call_whose_arguments_cannot_be_stored_is_refused_before_it_is_added(tmp_path):
+    store = SQLiteStore(tmp_path / "run.db")
+    s = Scheduler(store=store)
+    try:
+        with pytest.raises(TypeError, match="cannot be stored: its arguments must be plain"):
+            s.add(Call("builtins:print", {"x": object()}), name="p")
+        assert s.tasks() == []  # nothing half-added
+    finally:
+        s.shutdown()
+        store.close()

@@ -31,6 +31,7 @@ class Call:
         return self.ref.rpartition(":")[2].rpartition(".")[2]
 
     def resolve(self):
+        """The function ``ref`` names, imported; ``ImportError`` naming it if it cannot be."""
         module_name, _, attr_path = self.ref.partition(":")
         try:
             target = importlib.import_module(module_name)

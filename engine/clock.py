@@ -12,12 +12,16 @@ from datetime import UTC, datetime, timedelta
 
 
 class SystemClock:
+    """The real clock: ``time.monotonic()`` for timers, the system's UTC time for walls."""
+
     manual = False
 
     def now(self) -> float:
+        """Monotonic seconds: the time timers are kept in."""
         return time.monotonic()
 
     def wall(self) -> datetime:
+        """The wall-clock time, an aware UTC datetime (for cron and absolute times)."""
         return datetime.now(UTC)
 
 
@@ -40,12 +44,15 @@ class ManualClock:
         self._listeners: list = []
 
     def now(self) -> float:
+        """Monotonic seconds: only ``advance`` moves them."""
         return self._now
 
     def wall(self) -> datetime:
+        """The wall-clock time: the start wall plus elapsed seconds plus ``jump_wall`` steps."""
         return self._wall0 + timedelta(seconds=self._now + self._wall_offset)
 
     def advance(self, seconds: float) -> None:
+        """Move time forward; returns once the work that came due has been dispatched."""
         if seconds < 0:
             raise ValueError(f"ManualClock.advance: seconds must be >= 0, got {seconds!r}")
         with self._lock:
@@ -63,10 +70,12 @@ class ManualClock:
             callback()
 
     def attach(self, callback) -> None:
+        """Call ``callback()`` whenever the clock moves (a scheduler attaches itself)."""
         with self._lock:
             self._listeners.append(callback)
 
     def detach(self, callback) -> None:
+        """Stop calling ``callback`` when the clock moves."""
         with self._lock:
             if callback in self._listeners:
                 self._listeners.remove(callback)

@@ -29,6 +29,10 @@ _current: contextvars.ContextVar[RunContext | None] = contextvars.ContextVar(
 
 
 class RunContext:
+    """What task code sees of its own attempt (``current_run()``): its id and attempt
+    number, a cooperative cancel flag with callbacks, and fields it may set for the
+    attempt record (``output``, ``log_path``, ``exit_code``, ``worker``)."""
+
     __slots__ = (
         "task_id",
         "attempt",
@@ -60,9 +64,11 @@ class RunContext:
 
     @property
     def cancelled(self) -> bool:
+        """Whether the attempt was asked to stop (cancel, timeout or shutdown)."""
         return self._cancelled
 
     def wait_cancelled(self, timeout: float | None = None) -> bool:
+        """Block until the attempt is asked to stop or ``timeout`` passes; True if asked."""
         with _lock:
             if self._cancelled:
                 return True
@@ -88,6 +94,7 @@ class RunContext:
         _safe_call(callback)
 
     def request_cancel(self) -> None:
+        """Ask the attempt to stop: sets the flag and calls the registered callbacks once."""
         with _lock:
             if self._cancelled:
                 return
@@ -134,6 +141,7 @@ class RemoteResult:
         return (_remote_result, (self.value, *fields))
 
     def apply_to(self, ctx: RunContext) -> None:
+        """Copy what the remote code reported into the attempt's ``RunContext``."""
         ctx.worker = self.worker or ctx.worker
         ctx.output = self.output if self.output is not None else ctx.output
         ctx.log_path = self.log_path or ctx.log_path

@@ -9,6 +9,7 @@ class SyncExecutor(Executor):
     """With a ``ManualClock`` it makes the engine fully deterministic."""
 
     def submit(self, fn, /, *args, **kwargs):
+        """Run ``fn`` now, on the calling thread; returns a finished ``Future``."""
         future = Future()
         future.set_running_or_notify_cancel()
         try:

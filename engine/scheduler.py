@@ -102,6 +102,17 @@ def _check_wait_timeout(timeout) -> float | None:
 
 
 class Scheduler(DependencyRules, TimerLogic, RunLogic, WorkerLoop, StoreSync):
+    """Runs callables when they are due: at a time, after a delay, on an interval or a
+    cron schedule, and once their dependencies allow, with priorities, retries,
+    cancellation and events. The public API of the engine; see docs/design.md.
+
+    ``workers`` attempts run at once, on engine-owned threads or on ``executor``
+    (any ``concurrent.futures.Executor``; ``SyncExecutor`` runs everything on the
+    calling thread). ``clock`` defaults to the real one (``ManualClock`` in tests).
+    ``store`` (a ``SQLiteStore``) keeps every task and attempt so that a run can be
+    resumed after a crash; ``log_dir`` is where commands write their output.
+    Nothing runs before ``start()``."""
+
     def __init__(
         self,
         workers: int = 4,
@@ -185,6 +196,8 @@ class Scheduler(DependencyRules, TimerLogic, RunLogic, WorkerLoop, StoreSync):
         self.shutdown(wait=True)
 
     def start(self) -> None:
+        """Start dispatching: due work begins to run. Calling it again does nothing.
+        ``RuntimeError`` if the OS cannot start the threads (nothing is left half-started)."""
         with self._edit():
             if self._started:
                 return
@@ -333,15 +346,22 @@ class Scheduler(DependencyRules, TimerLogic, RunLogic, WorkerLoop, StoreSync):
         timeout: float | None = None,
         trigger_rule: str = "all_success",
     ) -> str:
+        """Add a one-shot task; returns its id. ``run_at`` is a time on the scheduler's
+        clock (seconds) or an aware ``datetime``; None means as soon as ``deps`` allow.
+        ``name`` is the task id (generated if None); ``priority`` orders ready work
+        (higher first); ``retry`` a ``RetryPolicy``; ``timeout`` seconds per attempt;
+        ``trigger_rule`` one of ``TRIGGER_RULES``. A refused call changes nothing."""
         return self._create(
             fn, run_at, name, deps, priority, retry, timeout, trigger_rule, None, {}
         )
 
     def schedule_after(self, fn, delay, **kw) -> str:
+        """Like ``schedule``, due ``delay`` seconds from now."""
         delay = _check_seconds("delay", delay)
         return self.schedule(fn, self._clock.now() + delay, **kw)
 
     def add(self, fn, deps: Iterable[str] = (), **kw) -> str:
+        """Like ``schedule``, run as soon as ``deps`` allow (the usual way to build a graph)."""
         return self.schedule(fn, None, deps=deps, **kw)
 
     def schedule_every(
@@ -361,6 +381,11 @@ class Scheduler(DependencyRules, TimerLogic, RunLogic, WorkerLoop, StoreSync):
         timeout: float | None = None,
         trigger_rule: str = "all_success",
     ) -> str:
+        """Add a recurring task every ``interval`` seconds; returns its id. ``mode`` is
+        fixed_rate (a cadence) or fixed_delay (interval after each run ends);
+        ``overlap`` (skip, queue, parallel) says what an occurrence due while a run is
+        going does; ``misfire`` (run_once, skip, run_all) what occurrences more than
+        ``misfire_grace`` seconds late do. Other arguments as in ``schedule``."""
         interval = _check_seconds("interval", interval, allow_zero=False)
         if mode not in MODES:
             raise InvalidArgument(f"mode must be one of {', '.join(MODES)}, got {mode!r}", "mode")
@@ -386,6 +411,10 @@ class Scheduler(DependencyRules, TimerLogic, RunLogic, WorkerLoop, StoreSync):
         timeout: float | None = None,
         trigger_rule: str = "all_success",
     ) -> str:
+        """Add a task at the times of a cron expression (5 fields, or 6 with seconds)
+        in time zone ``tz``; returns its id. Each occurrence runs once, at its wall-clock
+        time; daylight-saving days follow docs/design.md (Cron). ``overlap`` and
+        ``misfire`` as in ``schedule_every``."""
         from .cron import CronTrigger  # the cron library loads only when used
 
         recurrence = CronRecurrence(CronTrigger(expr, tz), expr, tz)
@@ -559,6 +588,10 @@ class Scheduler(DependencyRules, TimerLogic, RunLogic, WorkerLoop, StoreSync):
 
     # ------------------------------------------------------------------ graph edits
     def add_dependency(self, task_id: str, dep_id: str) -> None:
+        """Make ``task_id`` wait for ``dep_id``. ``CycleError`` (with the path) if the edge
+        would close a cycle; ``ValueError`` if ``task_id`` has already started (a
+        recurring task may gain one any time); ``KeyError`` for an unknown ``dep_id``
+        once the scheduler runs (before ``start()`` it may be added later)."""
         with self._edit():
             task = self._get(task_id)
             if dep_id not in self._tasks and self._started:
@@ -587,6 +620,8 @@ class Scheduler(DependencyRules, TimerLogic, RunLogic, WorkerLoop, StoreSync):
                 self._reconsider_not_started(task)
 
     def remove_dependency(self, task_id: str, dep_id: str) -> None:
+        """Drop the edge; the task is evaluated again (it may run now). ``KeyError`` if
+        there is no such edge."""
         with self._edit():
             task = self._get(task_id)
             if dep_id not in task.deps:
@@ -662,6 +697,9 @@ class Scheduler(DependencyRules, TimerLogic, RunLogic, WorkerLoop, StoreSync):
 
     # ------------------------------------------------------------------ control
     def cancel(self, task_id: str) -> bool:
+        """Cancel a task that has not settled: queued work is dropped, running attempts are
+        asked to stop (a command's process group is terminated); dependents see
+        CANCELLED. Returns False if there was nothing to cancel."""
         with self._edit():
             task = self._get(task_id)
             if task.state.settled or task.cancel_requested:
@@ -751,6 +789,8 @@ class Scheduler(DependencyRules, TimerLogic, RunLogic, WorkerLoop, StoreSync):
         return task.state is S.SCHEDULED or task.state is S.RETRY_WAIT
 
     def pause(self, task_id: str | None = None) -> None:
+        """Hold a task (``task_id``) or the whole dispatcher (None): nothing new starts,
+        running attempts go on, due occurrences fold into one run."""
         with self._edit():
             if task_id is None:
                 if not self._paused_all:
@@ -766,6 +806,7 @@ class Scheduler(DependencyRules, TimerLogic, RunLogic, WorkerLoop, StoreSync):
                     self._emit(task, "paused")
 
     def resume(self, task_id: str | None = None) -> None:
+        """Undo ``pause`` for a task (``task_id``) or the whole dispatcher (None)."""
         with self._edit():
             if task_id is None:
                 if self._paused_all:
@@ -782,6 +823,9 @@ class Scheduler(DependencyRules, TimerLogic, RunLogic, WorkerLoop, StoreSync):
 
     # ------------------------------------------------------------------ listeners
     def on(self, kind: str, callback) -> Callable[[], None]:
+        """Call ``callback(event)`` for each event of ``kind`` (a state's lowercase name, or
+        one of ``EVENT_KINDS``), outside the engine lock, in ``seq`` order. Returns a
+        function that unsubscribes."""
         if kind not in EVENT_KINDS:
             kinds = ", ".join(sorted(EVENT_KINDS))
             raise ValueError(f"unknown event kind {kind!r}; one of: {kinds}")
@@ -789,19 +833,25 @@ class Scheduler(DependencyRules, TimerLogic, RunLogic, WorkerLoop, StoreSync):
         return lambda: self._delivery.remove(kind, callback)
 
     def subscribe(self, callback) -> Callable[[], None]:
+        """Call ``callback(event)`` for every event, as ``on`` does. Returns a function that
+        unsubscribes."""
         self._delivery.add(None, callback)
         return lambda: self._delivery.remove(None, callback)
 
     # ------------------------------------------------------------------ queries
     def task(self, task_id: str) -> TaskInfo:
+        """A frozen ``TaskInfo`` snapshot of one task; ``KeyError`` if unknown."""
         with self._lock:
             return self._info(self._get(task_id))
 
     def tasks(self) -> list[TaskInfo]:
+        """Frozen ``TaskInfo`` snapshots of every task, in the order they were added."""
         with self._lock:
             return [self._info(t) for t in self._tasks.values()]
 
     def upcoming(self, limit: int = 100) -> list[Entry]:
+        """The next ``limit`` timer entries (scheduled runs, retry backoffs, recurring
+        occurrences), earliest first, as frozen ``Entry`` records."""
         with self._lock:
             return self._upcoming(limit)
 
@@ -815,6 +865,8 @@ class Scheduler(DependencyRules, TimerLogic, RunLogic, WorkerLoop, StoreSync):
             )
 
     def attempts(self, task_id: str) -> list[Attempt]:
+        """The task's recent attempts (this run, in memory), oldest first, as frozen
+        ``Attempt`` records; the store keeps them all."""
         with self._lock:
             return list(self._get(task_id).history or ())
 
@@ -898,10 +950,12 @@ class Scheduler(DependencyRules, TimerLogic, RunLogic, WorkerLoop, StoreSync):
 
     @property
     def clock(self):
+        """The clock the scheduler runs on."""
         return self._clock
 
     @property
     def workers(self) -> int:
+        """How many attempts may run at once."""
         return self._workers
 
     def _upcoming(self, limit: int) -> list[Entry]:
@@ -1021,4 +1075,5 @@ class Scheduler(DependencyRules, TimerLogic, RunLogic, WorkerLoop, StoreSync):
 
     @property
     def store(self):
+        """The store the scheduler writes to, or None."""
         return self._store

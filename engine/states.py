@@ -6,6 +6,9 @@ from enum import Enum
 
 
 class TaskState(Enum):
+    """A task's state; ``settled`` tells the final ones (SUCCEEDED, FAILED, SKIPPED,
+    CANCELLED). The legal transitions are in ``TRANSITIONS`` below."""
+
     PENDING = "pending"  # waiting for dependencies
     SCHEDULED = "scheduled"  # on the timer heap, not yet due
     READY = "ready"  # due, waiting for a free worker

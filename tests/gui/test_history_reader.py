@@ -12,9 +12,9 @@ import time
 import pytest
 from PySide6.QtCore import QTimer
 
-from taskloom.engine import StoreError, TaskState
+from taskloom.engine import ManualClock, StoreError, TaskState
 from taskloom.gui.history_reader import HistoryReader
-from taskloom.gui.run_history import WindowRead
+from taskloom.gui.run_history import WindowHistory, WindowRead
 from tests.gui.test_app_store import open_session, run_in_the_past, wait_state, write_workflow
 
 S = TaskState
@@ -235,3 +235,22 @@ def test_only_the_newest_waiting_request_of_each_kind_is_read(qtbot, reader_of):
     assert [asked["task_id"] for asked in store.asked] in (["a", None, "c"], ["a", "c", None])
     found = next(f for _rid, key, f in answers if key == "window")
     assert found == WindowRead({}, {}, False, None)
+
+
+def test_a_window_read_on_its_way_is_not_asked_for_again(qtbot):
+    history = WindowHistory(FakeStore(), ManualClock(start=1000.0), min_interval=0.0)
+    assert history.needs_read(900.0, 1000.0)
+    query = history.plan(900.0, 1000.0)  # reads from 800 (one span of margin)
+    # While it is on its way, the same window or one panned within its reach waits for
+    # it: asking again would make its answer stale, and slow reads would never land.
+    assert not history.needs_read(900.0, 1000.0)
+    assert not history.needs_read(850.0, 950.0)
+    assert history.needs_read(700.0, 800.0)  # panned further back than it reads
+    history.failed(query)  # the store was unavailable: nothing shown, asked again
+    assert history.failures == 1 and history.covered is None
+    assert history.needs_read(900.0, 1000.0)
+    query = history.plan(900.0, 1000.0)
+    bars = {"a": [(820.0, 830.0, "succeeded", 1, 1)]}
+    history.apply(query, WindowRead(bars, {1: 820.0}, False, 820.0))
+    assert history.reads == 1 and history.bars == bars and history.covered == (800.0, 1000.0)
+    assert history.pending is None and not history.needs_read(900.0, 1000.0)

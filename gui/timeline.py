@@ -712,7 +712,10 @@ class Timeline(QWidget):
         self.model.history = None
         self._history_request = None
         if self.reader is not None:
-            self.reader.windowRead.disconnect(self._history_read)
+            try:
+                self.reader.windowRead.disconnect(self._history_read)
+            except (RuntimeError, TypeError):  # the reader went with the window already
+                pass
             if self._own_reader:
                 self.reader.close()
             self.reader = None

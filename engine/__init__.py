@@ -8,6 +8,7 @@ from .executors import SyncExecutor
 from .models import Action, Attempt, Entry, Event, RetryPolicy, TaskInfo
 from .scheduler import EVENT_KINDS, TRIGGER_RULES, Scheduler
 from .states import TaskState
+from .store import StoreError  # raised by a Scheduler whose store failed, and by reads
 
 __version__ = "0.1.0"
 
@@ -26,6 +27,7 @@ __all__ = [
     "RunContext",
     "Scheduler",
     "SyncExecutor",
+    "StoreError",
     "SystemClock",
     "TRIGGER_RULES",
     "TaskCancelled",

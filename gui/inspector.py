@@ -3,12 +3,13 @@
 The attempts list shows this run's attempts from the engine and, with a run
 store, earlier runs' attempts (and this run's from before a restart) from the
 store, oldest first, with their run number. The store is read once per selected
-task: attempts of finished runs never change.
+task (attempts of finished runs never change), off the GUI thread by the window's
+``HistoryReader``: this run's attempts show at once, earlier runs' join them when
+the read answers ("loading earlier runs…" until then).
 """
 
 from __future__ import annotations
 
-import sqlite3
 import time
 
 from PySide6.QtCore import Qt, Signal
@@ -17,6 +18,7 @@ from PySide6.QtWidgets import (
     QAbstractItemView,
     QCheckBox,
     QFormLayout,
+    QHBoxLayout,
     QHeaderView,
     QLabel,
     QPlainTextEdit,
@@ -31,7 +33,7 @@ from PySide6.QtWidgets import (
 
 from taskloom.engine import TaskInfo, TaskState
 
-from .run_history import PastAttempt, from_memory, store_of, stored_attempts, wall_offset
+from .run_history import PastAttempt, from_memory, store_of, wall_offset
 from .run_summary import RunSummary, describe_delay  # noqa: F401 - describe_delay re-exported
 from .style import (
     RECURRING_MARK,
@@ -53,7 +55,7 @@ RUN_COLUMN = COLUMNS.index("run")
 class Inspector(QWidget):
     taskActivated = Signal(str)  # a dependency link was clicked
 
-    def __init__(self, bridge, parent=None):
+    def __init__(self, bridge, parent=None, *, reader=None):
         super().__init__(parent)
         self.setObjectName("inspector")
         self.bridge = bridge
@@ -93,7 +95,17 @@ class Inspector(QWidget):
         self.earlier_runs.setChecked(True)
         self.earlier_runs.setVisible(self.store is not None)
         self.earlier_runs.toggled.connect(lambda _on: self.refresh())
+        # Earlier runs come from the reader, off the GUI thread; None: this run only.
+        self.reader = reader if self.store is not None else None
+        if self.reader is not None:
+            self.reader.attemptsRead.connect(self._history_read)
         self._stored: dict[str, list[PastAttempt]] = {}  # per task, read once
+        self._asked: tuple[int, str] | None = None  # (request id, task) awaited
+        self._unavailable: set[str] = set()  # tasks whose read failed (retried on reselect)
+        self.history_note = QLabel()
+        self.history_note.setObjectName("earlierRunsNote")
+        self.history_note.setEnabled(False)  # drawn faint, like a hint
+        self.history_note.setVisible(False)
         self.output = QPlainTextEdit()
         self.output.setObjectName("attemptOutput")
         self.output.setReadOnly(True)
@@ -118,7 +130,12 @@ class Inspector(QWidget):
         attempts_layout = QVBoxLayout(attempts_box)
         attempts_layout.setContentsMargins(0, 0, 0, 0)
         attempts_layout.setSpacing(2)
-        attempts_layout.addWidget(self.earlier_runs)
+        earlier_row = QHBoxLayout()
+        earlier_row.setContentsMargins(0, 0, 0, 0)
+        earlier_row.addWidget(self.earlier_runs)
+        earlier_row.addWidget(self.history_note)
+        earlier_row.addStretch(1)
+        attempts_layout.addLayout(earlier_row)
         attempts_layout.addWidget(self.attempt_list)
         split = QSplitter(Qt.Orientation.Vertical)
         split.addWidget(top_scroll)
@@ -148,6 +165,7 @@ class Inspector(QWidget):
         if tid != self.task_id:  # a new task starts on its latest attempt
             self.attempt_list.clear()
             self._attempts = []
+            self._unavailable.discard(tid)  # selecting it again tries the store again
         self.task_id = tid
         self.refresh()
 
@@ -164,8 +182,10 @@ class Inspector(QWidget):
             self.attempt_list.clear()
             self.output.clear()
             self._attempts = []
+            self._show_note("")
             return
         self._show_info(info)
+        self._ask_history(info.id)
         self._show_attempts(self._rows(info.id))
 
     def tick(self) -> None:
@@ -203,19 +223,51 @@ class Inspector(QWidget):
         self.fields["before"].setText(self._links(info.dependents))
         self.fields["error"].setText(info.error or "—")
 
+    def _wants_history(self) -> bool:
+        return self.reader is not None and self.earlier_runs.isChecked()
+
+    def _ask_history(self, tid: str) -> None:
+        """Ask the reader for the task's stored attempts, unless they are known or asked
+        for already; say so beside "Earlier runs" while the answer is on its way."""
+        if not self._wants_history() or tid in self._stored:
+            self._show_note("")
+            return
+        if tid in self._unavailable:
+            self._show_note("earlier runs unavailable")
+            return
+        if self._asked is None or self._asked[1] != tid:
+            run = self.store.run
+            known = {(run, a.number) for a in self.bridge.attempts(tid)}
+            rid = self.reader.request_attempts(tid, known, EARLIER_KEPT)
+            if not rid:  # the reader stopped with the session: this run only
+                self._show_note("")
+                return
+            self._asked = (rid, tid)  # an answer for any earlier request is stale now
+        self._show_note("loading earlier runs…")
+
+    def _history_read(self, rid: int, tid: str, found) -> None:
+        if self._asked is None or self._asked[0] != rid:
+            return  # stale: another task was selected since
+        self._asked = None
+        if found is None:
+            self._unavailable.add(tid)
+        else:
+            self._stored[tid] = found
+        if tid == self.task_id:
+            self.refresh()
+
+    def _show_note(self, text: str) -> None:
+        self.history_note.setText(text)
+        self.history_note.setVisible(bool(text))
+
     def _rows(self, tid: str) -> list[PastAttempt]:
-        """This run's attempts from memory, plus stored ones it does not hold, oldest first."""
+        """This run's attempts from memory, plus stored ones it does not hold (once
+        read), oldest first. Never reads the store."""
         offset = wall_offset(self.bridge.scheduler.clock)
         run = None if self.store is None else self.store.run
         rows = [from_memory(tid, a, run, offset) for a in self.bridge.attempts(tid)]
-        if self.store is None or not self.earlier_runs.isChecked():
+        if not self._wants_history() or tid not in self._stored:
             return rows
-        if tid not in self._stored:
-            known = {(run, row.number) for row in rows}
-            try:
-                self._stored[tid] = stored_attempts(self.store, tid, known, EARLIER_KEPT)
-            except sqlite3.Error:  # the store closed with the session
-                return rows
         known = {row.number for row in rows}
         stored = [r for r in self._stored[tid] if not (r.run == run and r.number in known)]
         return sorted(stored + rows, key=lambda r: (r.started, r.run or 0, r.number))

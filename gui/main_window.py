@@ -32,9 +32,11 @@ from .event_log import EventLog
 from .graph.export import export_graph
 from .graph.scene import GraphScene
 from .graph.view import GraphView
+from .history_reader import HistoryReader
 from .icons import icon
 from .inspector import Inspector
 from .legend import Legend
+from .run_history import store_of
 from .status import StatusPanel
 from .task_spec import from_workflow, to_workflow
 from .timeline import Timeline
@@ -80,10 +82,13 @@ class MainWindow(QMainWindow):
         central_layout.addWidget(self.graph_view, 1)
         self.setCentralWidget(central)
 
-        self.inspector = Inspector(self.bridge)
+        # Past runs from the store, if it has one, read off the GUI thread.
+        store = store_of(scheduler)
+        self.history_reader = None if store is None else HistoryReader(store, self)
+        self.inspector = Inspector(self.bridge, reader=self.history_reader)
         self.inspector.setMinimumWidth(300)
         self.timeline = Timeline(self.bridge.clock_now, self.bridge.attempts)
-        self.timeline.attach_history(scheduler)  # past runs from the store, if it has one
+        self.timeline.attach_history(scheduler, self.history_reader)
         self.event_log = EventLog(self._clock_text)
         self.inspector_dock = self._dock(
             "Inspector", self.inspector, Qt.DockWidgetArea.RightDockWidgetArea
@@ -669,6 +674,14 @@ class MainWindow(QMainWindow):
 
     def shutdown_views(self) -> None:
         """Stop listening to the engine; the caller owns the scheduler."""
+        self.stop_history()
         self.bridge.close()
         self._status_timer.stop()
         self._inspector_timer.stop()
+
+    def stop_history(self) -> None:
+        """The store is about to close: no new reads, no more answers. Does not block;
+        ``history_reader.join()`` waits for a read still running. Idempotent."""
+        self.timeline.detach_history()
+        if self.history_reader is not None:
+            self.history_reader.close()

@@ -5,7 +5,9 @@ upcoming entry to show), or per worker ("By worker": which thread, process or cl
 worker ran each attempt; on by default when tasks run on a Dask cluster).
 Attempts are bars coloured by outcome: this run's from the
 event stream, earlier runs' (and this run's older ones) from the run store, read
-for the visible window only and at most every few seconds. Upcoming heap
+for the visible window only, at most every few seconds, and off the GUI thread
+(the window's ``HistoryReader``): the timeline draws what it has and adds the
+stored bars when the read answers. Upcoming heap
 entries are markers by kind (scheduled, retry with its attempt number,
 recurring); an entry past its due time is marked late.
 
@@ -19,7 +21,6 @@ last upcoming entry, 20 s to 10 min), so a workflow of 1-second tasks is readabl
 from __future__ import annotations
 
 import math
-import sqlite3
 import time
 from collections import deque
 
@@ -38,6 +39,7 @@ from PySide6.QtWidgets import QApplication, QScrollArea, QToolButton, QToolTip, 
 
 from taskloom.engine import Entry, Event
 
+from .history_reader import HistoryReader
 from .run_history import WindowHistory, store_of, wall_offset
 from .style import ENTRY_COLOURS, OUTCOME_COLOURS, RECURRING_MARK
 
@@ -683,23 +685,40 @@ class Timeline(QWidget):
         self._dirty = True
         self._painted_now = -math.inf
         self.canvas.viewChanged.connect(self._touch)
+        self.reader: HistoryReader | None = None  # reads the store's window off the GUI thread
+        self._own_reader = False
+        self._history_request = None  # (request id, WindowQuery) awaited
         self._timer = QTimer(self)
         self._timer.setInterval(100)  # the axis moves with now
         self._timer.timeout.connect(self._tick)
         self._timer.start()
 
-    def attach_history(self, scheduler) -> None:
-        """Draw attempts from the scheduler's run store too (earlier runs, older attempts)."""
+    def attach_history(self, scheduler, reader: HistoryReader | None = None) -> None:
+        """Draw attempts from the scheduler's run store too (earlier runs, older attempts),
+        read by ``reader`` (the window's; without one, the timeline starts its own)."""
         store = store_of(scheduler)
         if store is None:
             return
         clock = scheduler.clock
+        if reader is None:
+            reader, self._own_reader = HistoryReader(store, self), True
+        self.reader = reader
+        reader.windowRead.connect(self._history_read)
         self.model.history = WindowHistory(store, clock)
         self.canvas.wall_offset = lambda: wall_offset(clock)
 
     def detach_history(self) -> None:
-        """The store is about to close: stop reading it."""
+        """The store is about to close: stop reading it (bars read so far go too)."""
         self.model.history = None
+        self._history_request = None
+        if self.reader is not None:
+            try:
+                self.reader.windowRead.disconnect(self._history_read)
+            except (RuntimeError, TypeError):  # the reader went with the window already
+                pass
+            if self._own_reader:
+                self.reader.close()
+            self.reader = None
 
     def _tick(self) -> None:
         if not self.isVisible():
@@ -726,16 +745,31 @@ class Timeline(QWidget):
         self._dirty = True
 
     def read_history(self) -> None:
-        """Read the store for the visible window now (the tick does it when needed)."""
+        """Ask for the visible window's stored attempts now (the tick does it when
+        needed); the bars are drawn when the answer comes."""
         history = self.model.history
-        if history is None:
+        if history is None or self.reader is None:
             return
+        query = history.plan(*self.canvas.window())
+        rid = self.reader.request_window(query.since, query.until, query.limit, query.offset)
+        if rid:  # an answer to an earlier request is stale now
+            self._history_request = (rid, query)
+        else:  # the reader has stopped: no answer will come
+            history.pending = None
+
+    def _history_read(self, rid: int, found) -> None:
+        history = self.model.history
+        request = self._history_request
+        if history is None or request is None or request[0] != rid:
+            return  # stale: the window moved on and a newer read is on its way
+        self._history_request = None
+        if found is None:  # unavailable: keep what we have, try again when due
+            history.failed(request[1])
+            return
+        history.apply(request[1], found)
         self._dirty = True
-        try:
-            history.read(*self.canvas.window())
-        except sqlite3.Error:  # the store was closed under us: keep what we have
-            self.model.history = None
         self.canvas.update()
+        self.axis.update()
 
     def set_by_worker(self, on: bool) -> None:
         """Lanes per worker (on) or per task (off)."""

@@ -14,6 +14,7 @@ closed once the engine has written its last state.
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
 import tempfile
@@ -25,9 +26,12 @@ from PySide6.QtCore import QEvent, QObject
 from taskloom import example_path
 from taskloom.engine.store import StoreBusy
 
+log = logging.getLogger(__name__)
+
 EXIT_BUSY = 3  # as ``taskloom run``: another live process owns the workflow's run
 
 DEFAULT_WORKFLOW = example_path("etl")
+READER_JOIN_TIMEOUT = 10.0  # seconds the store waits for a history read still running
 # Errors opening a run: a store that cannot be used, or a task the engine refuses.
 OPEN_ERRORS = (RuntimeError, ValueError, KeyError, TypeError, OSError)
 
@@ -80,11 +84,13 @@ class WorkflowSession:
             Path(log_dir).mkdir(parents=True, exist_ok=True)
         self.scheduler, self.store = self._open_run(fresh, log_dir)
         self._stopper: threading.Thread | None = None
+        self._reader = None  # the window's history reader: joined before the store closes
         try:
             # The window subscribes before the engine starts, so its log has every run.
             self.window = MainWindow(
                 self.scheduler, settings=settings, title=workflow.name, workflow=workflow
             )
+            self._reader = self.window.history_reader
             self.scheduler.start()
         except BaseException:
             self._shut_down()
@@ -132,7 +138,7 @@ class WorkflowSession:
         (their tasks stay READY), then the store is closed. Idempotent."""
         if self._stopper is not None:
             return
-        self.window.timeline.detach_history()
+        self.window.stop_history()  # no new store reads; one running is joined below
         # At once: nothing new starts and running programs get their SIGTERM; the
         # thread then waits for them to end and for the store's last writes.
         self.scheduler.shutdown(wait=False, cancel_running=True)
@@ -147,6 +153,8 @@ class WorkflowSession:
         finally:
             if self.executor is not None:
                 self.executor.shutdown(wait=True, cancel_futures=True)
+            if self._reader is not None and not self._reader.join(READER_JOIN_TIMEOUT):
+                log.warning("a run-history read is still running; closing the store anyway")
             if self.store is not None:
                 self.store.close()
 

@@ -401,8 +401,8 @@ class MainWindow(QMainWindow):
             self._recolour_timer.start(0 if nodes < 500 else min(250, nodes // 20))
         # The selection's panels are cheap: keep them in step with every batch.
         self.timeline.set_tasks(changed)
-        if self.inspector.task_id in changed:
-            self.inspector.refresh()
+        if self.inspector.task_id in changed or self.inspector.task_id is None:
+            self.inspector.refresh()  # the task's page, or the run summary's counts
         if any(t in changed for t in self.selected):
             self._update_actions()
         elif self.act_retry_failed.isEnabled() or any(

@@ -143,3 +143,20 @@ def test_dependency_links_stay_readable_in_the_dark_theme(qtbot, make_window, ma
     finally:
         QApplication.setPalette(original)
     qtbot.waitUntil(lambda: link_colour(after) == light, timeout=2000)
+
+
+def test_run_summary_follows_every_batch_not_only_the_clock_tick(
+    qtbot, make_window, manual_scheduler
+):
+    manual_scheduler.add("builtins:print", name="p")
+    manual_scheduler.schedule_after("builtins:print", 60, name="later")
+    window = make_window(manual_scheduler)
+    window._inspector_timer.stop()  # only batches may update it now
+    summary = window.inspector.summary
+
+    def shown() -> str:  # the summary's words, without its HTML
+        return re.sub(r"<[^>]+>|&nbsp;", " ", summary.text())
+
+    manual_scheduler.start()
+    qtbot.waitUntil(lambda: re.search(r"1\s+.*succeeded", shown()) is not None, timeout=3000)
+    assert re.search(r"1\s+.*scheduled", shown())

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 
 from .models import Attempt
+from .options import Outcome
 from .task import Run, Task
 
 
@@ -92,7 +93,7 @@ class StoreSync:
             run.attempt,
             run.started,
             self._clock.now(),
-            "succeeded",
+            Outcome.SUCCEEDED,
             None,
             None,
             ctx.output,

@@ -23,6 +23,7 @@ from datetime import UTC, datetime
 
 from . import persist
 from .models import Attempt
+from .options import Outcome
 from .recurrence import CronRecurrence
 from .states import SETTLED, TaskState
 from .task import MAX_ATTEMPTS_KEPT, Task
@@ -142,9 +143,9 @@ def _mark_repeats(tasks: dict) -> None:
 
 def _restore_state(scheduler, task: Task, last_attempt, pending: list) -> None:
     state = task.state
-    interrupted = last_attempt is not None and last_attempt[1] == "running"
+    interrupted = last_attempt is not None and last_attempt[1] == Outcome.RUNNING
     if interrupted or state is S.RUNNING:
-        if last_attempt is not None and last_attempt[1] == "succeeded":
+        if last_attempt is not None and last_attempt[1] == Outcome.SUCCEEDED:
             _set(scheduler, task, S.SUCCEEDED)
             task.successes = max(task.successes, 1)
             task.error = None
@@ -192,7 +193,7 @@ def _make_ready(scheduler, task: Task) -> None:
 def _lost_in_a_row(task: Task) -> int:
     count = 0
     for record in reversed(task.history or ()):
-        if record.outcome != "lost":
+        if record.outcome != Outcome.LOST:
             break
         count += 1
     return count
@@ -226,10 +227,10 @@ def _record_lost_attempt(scheduler, task: Task, last_attempt) -> None:
     previous = task.history[-1] if task.history else None
     now = scheduler._clock.now()
     if previous is not None and previous.number == last_attempt[0]:
-        record = previous._replace(ended=now, outcome="lost", error=LOST)
+        record = previous._replace(ended=now, outcome=Outcome.LOST, error=LOST)
         task.history[-1] = record
     else:
-        record = Attempt(last_attempt[0], now, now, "lost", LOST, None, None, None, None)
+        record = Attempt(last_attempt[0], now, now, Outcome.LOST, LOST, None, None, None, None)
         task.history.append(record)
     task.error = LOST
     scheduler._store.put_attempt(scheduler._attempt_row(task, record))

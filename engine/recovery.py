@@ -99,7 +99,7 @@ def restore(scheduler, store) -> None:
     for task_id, stored in store.recent_attempts(MAX_ATTEMPTS_KEPT).items():
         task = tasks.get(task_id)
         if task is not None:
-            task.history = [_attempt_from_row(row, offset) for row in stored]
+            task.history = [Attempt.from_row(row, offset) for row in stored]
             # An attempt row can reach the disk in a commit before its task's row does:
             # never number a new attempt like one already recorded.
             task.attempt = max(task.attempt, stored[-1]["number"])
@@ -110,21 +110,6 @@ def restore(scheduler, store) -> None:
         _restore_state(scheduler, task, rec["last_attempt"], pending)
     scheduler._evaluate_many(pending)
     store.flush()
-
-
-def _attempt_from_row(row: dict, offset: float) -> Attempt:
-    return Attempt(
-        row["number"],
-        row["started"] - offset,
-        None if row["ended"] is None else row["ended"] - offset,
-        row["outcome"],
-        row["error"],
-        row["traceback"],
-        row["output"],
-        row["log_path"],
-        row["exit_code"],
-        row["worker"],
-    )
 
 
 def _mark_repeats(tasks: dict) -> None:
@@ -218,7 +203,7 @@ def _set(scheduler, task: Task, state: TaskState) -> None:
     task.state = state
     if not task.repeats and was_settled != state.settled:
         scheduler._unsettled += 1 if was_settled else -1
-    scheduler._store.update_task((*scheduler._state_row(task), task.id), None)
+    scheduler._store.update_task(scheduler._state_row(task).update_row(task.id), None)
 
 
 def _record_lost_attempt(scheduler, task: Task, last_attempt) -> None:

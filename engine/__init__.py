@@ -6,6 +6,7 @@ from .context import RemoteResult, RunContext, current_run
 from .errors import CycleError, InvalidArgument, TaskCancelled, TaskTimeout
 from .executors import SyncExecutor
 from .models import Action, Attempt, Entry, Event, RetryPolicy, TaskInfo
+from .options import Misfire, Mode, Outcome, Overlap, TriggerRule
 from .scheduler import EVENT_KINDS, TRIGGER_RULES, Scheduler
 from .states import TaskState
 from .store import StoreError  # raised by a Scheduler whose store failed, and by reads
@@ -22,6 +23,10 @@ __all__ = [
     "Event",
     "InvalidArgument",
     "ManualClock",
+    "Misfire",
+    "Mode",
+    "Outcome",
+    "Overlap",
     "RemoteResult",
     "RetryPolicy",
     "RunContext",
@@ -34,5 +39,6 @@ __all__ = [
     "TaskInfo",
     "TaskState",
     "TaskTimeout",
+    "TriggerRule",
     "current_run",
 ]

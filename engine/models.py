@@ -7,10 +7,12 @@ run, and a tuple is built without per-field ``object.__setattr__`` calls.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from enum import Enum
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
+from .options import Outcome
 from .states import TaskState
 
 
@@ -24,10 +26,10 @@ class Event(NamedTuple):
     run_at: float | None
     error: str | None
     # On the event emitted when an attempt ends: how it ended, as its Attempt record
-    # says ("succeeded", "failed", "cancelled", "interrupted"; a timeout is "failed").
+    # says (an Outcome: SUCCEEDED, FAILED, CANCELLED, INTERRUPTED; a timeout FAILED).
     # None on every other event. A run cancelled or interrupted while another run of
     # its task is still in flight emits no event: its outcome is only in attempts().
-    outcome: str | None = None
+    outcome: Outcome | None = None
 
 
 class Action(Enum):
@@ -68,18 +70,63 @@ class Entry(NamedTuple):
 
 
 class Attempt(NamedTuple):
-    """One finished or running attempt of a task (kept in memory, newest last)."""
+    """One finished or running attempt of a task (kept in memory, newest last).
+
+    Stored as one row of the store's ``attempts`` table: its columns after ``run``
+    are ``task_id`` and these fields, in this order (``records.ATTEMPT_COLUMNS``,
+    checked when ``records`` is imported). ``to_row``/``from_row`` convert.
+    """
 
     number: int
-    started: float
-    ended: float | None
-    outcome: str  # "running", "succeeded", "failed", "cancelled", "interrupted"
+    started: float  # scheduler clock (monotonic); wall-clock epoch seconds in the store
+    ended: float | None  # likewise
+    outcome: Outcome | str  # an Outcome; a str only if read from a row no Outcome names
     error: str | None
     traceback: str | None
     output: str | None  # tail of captured output, when the task captured any
     log_path: str | None
     exit_code: int | None
     worker: str | None = None  # thread, process or cluster worker that ran it
+
+    def to_row(self, task_id: str, to_wall: Callable[[float | None], float | None]) -> tuple:
+        """The row ``SQLiteStore.put_attempt`` takes: ``task_id``, then the fields,
+        times turned to wall-clock seconds by ``to_wall`` (which maps None to None)."""
+        return (
+            task_id,
+            self.number,
+            to_wall(self.started),
+            to_wall(self.ended),
+            str(self.outcome),  # plain text: the column is TEXT
+            self.error,
+            self.traceback,
+            self.output,
+            self.log_path,
+            self.exit_code,
+            self.worker,
+        )
+
+    @classmethod
+    def from_row(cls, row: Mapping[str, Any], offset: float) -> Attempt:
+        """An attempt read back from the store: ``row`` by column name (as
+        ``SQLiteStore.attempts``/``recent_attempts`` give it); ``offset`` is wall
+        minus scheduler clock, taken off the stored times."""
+        ended = row["ended"]
+        outcome = row["outcome"]
+        return cls(
+            row["number"],
+            row["started"] - offset,
+            None if ended is None else ended - offset,
+            _OUTCOMES.get(outcome, outcome),
+            row["error"],
+            row["traceback"],
+            row["output"],
+            row["log_path"],
+            row["exit_code"],
+            row["worker"],
+        )
+
+
+_OUTCOMES: dict[str, Outcome] = {o.value: o for o in Outcome}
 
 
 @dataclass(frozen=True, slots=True)

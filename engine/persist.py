@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from .actions import Call
 from .models import RetryPolicy
+from .options import Mode
 from .recurrence import CronRecurrence, IntervalRecurrence
 
 
@@ -64,7 +65,7 @@ def retry_spec(policy: RetryPolicy) -> dict:
 
 def recurrence_from_spec(spec: dict):
     if "every" in spec:
-        return IntervalRecurrence(spec["every"], spec.get("mode", "fixed_rate"))
+        return IntervalRecurrence(spec["every"], spec.get("mode", Mode.FIXED_RATE))
     if "cron" in spec:
         from .cron import CronTrigger
 

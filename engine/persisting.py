@@ -6,9 +6,9 @@ the store's writer commits them in batches.
 
 from __future__ import annotations
 
-import json
-
 from .models import Attempt
+from .options import Outcome
+from .records import StateRow
 from .task import Run, Task
 
 
@@ -18,25 +18,11 @@ class StoreSync:
             return None
         return mono + self._clock.wall().timestamp() - self._clock.now()
 
-    def _state_row(self, task: Task) -> tuple:
-        consumed = json.dumps(task.consumed) if task.consumed else None
-        # a cron task's cursor is a wall time: stored exactly, not via the monotonic clock
-        cursor = task.cron_next
-        next_wall = self._to_wall(task.run_at) if cursor is None else cursor.timestamp()
-        return (
-            task.state.value,
-            task.attempt,
-            task.budget_base,
-            next_wall,
-            task.successes,
-            consumed,
-            task.error,
-            int(task.paused),
-        )
+    def _state_row(self, task: Task) -> StateRow:
+        return StateRow.of(task, self._to_wall)
 
     def _task_row(self, task: Task, spec: dict) -> tuple:
-        row = self._state_row(task)
-        return (task.id, task.order, json.dumps(spec), *row)
+        return self._state_row(task).task_row(task.id, task.order, spec)
 
     def _persist_state(self, task: Task, kind: str, error: str | None) -> None:
         if kind == "removed":
@@ -44,22 +30,10 @@ class StoreSync:
             return
         at = self._clock.wall().timestamp()
         event = (self._seq, task.id, kind, task.state.value, at, task.attempt, error)
-        self._store.update_task((*self._state_row(task), task.id), event)
+        self._store.update_task(self._state_row(task).update_row(task.id), event)
 
     def _attempt_row(self, task: Task, record: Attempt) -> tuple:
-        return (
-            task.id,
-            record.number,
-            self._to_wall(record.started),
-            self._to_wall(record.ended),
-            record.outcome,
-            record.error,
-            record.traceback,
-            record.output,
-            record.log_path,
-            record.exit_code,
-            record.worker,
-        )
+        return record.to_row(task.id, self._to_wall)
 
     def _record_processes(self, run: Run) -> None:
         """Let the attempt's command record its process in the store.
@@ -92,7 +66,7 @@ class StoreSync:
             run.attempt,
             run.started,
             self._clock.now(),
-            "succeeded",
+            Outcome.SUCCEEDED,
             None,
             None,
             ctx.output,

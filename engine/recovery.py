@@ -23,6 +23,7 @@ from datetime import UTC, datetime
 
 from . import persist
 from .models import Attempt
+from .options import Outcome
 from .recurrence import CronRecurrence
 from .states import SETTLED, TaskState
 from .task import MAX_ATTEMPTS_KEPT, Task
@@ -98,7 +99,7 @@ def restore(scheduler, store) -> None:
     for task_id, stored in store.recent_attempts(MAX_ATTEMPTS_KEPT).items():
         task = tasks.get(task_id)
         if task is not None:
-            task.history = [_attempt_from_row(row, offset) for row in stored]
+            task.history = [Attempt.from_row(row, offset) for row in stored]
             # An attempt row can reach the disk in a commit before its task's row does:
             # never number a new attempt like one already recorded.
             task.attempt = max(task.attempt, stored[-1]["number"])
@@ -109,21 +110,6 @@ def restore(scheduler, store) -> None:
         _restore_state(scheduler, task, rec["last_attempt"], pending)
     scheduler._evaluate_many(pending)
     store.flush()
-
-
-def _attempt_from_row(row: dict, offset: float) -> Attempt:
-    return Attempt(
-        row["number"],
-        row["started"] - offset,
-        None if row["ended"] is None else row["ended"] - offset,
-        row["outcome"],
-        row["error"],
-        row["traceback"],
-        row["output"],
-        row["log_path"],
-        row["exit_code"],
-        row["worker"],
-    )
 
 
 def _mark_repeats(tasks: dict) -> None:
@@ -142,9 +128,9 @@ def _mark_repeats(tasks: dict) -> None:
 
 def _restore_state(scheduler, task: Task, last_attempt, pending: list) -> None:
     state = task.state
-    interrupted = last_attempt is not None and last_attempt[1] == "running"
+    interrupted = last_attempt is not None and last_attempt[1] == Outcome.RUNNING
     if interrupted or state is S.RUNNING:
-        if last_attempt is not None and last_attempt[1] == "succeeded":
+        if last_attempt is not None and last_attempt[1] == Outcome.SUCCEEDED:
             _set(scheduler, task, S.SUCCEEDED)
             task.successes = max(task.successes, 1)
             task.error = None
@@ -192,7 +178,7 @@ def _make_ready(scheduler, task: Task) -> None:
 def _lost_in_a_row(task: Task) -> int:
     count = 0
     for record in reversed(task.history or ()):
-        if record.outcome != "lost":
+        if record.outcome != Outcome.LOST:
             break
         count += 1
     return count
@@ -217,7 +203,7 @@ def _set(scheduler, task: Task, state: TaskState) -> None:
     task.state = state
     if not task.repeats and was_settled != state.settled:
         scheduler._unsettled += 1 if was_settled else -1
-    scheduler._store.update_task((*scheduler._state_row(task), task.id), None)
+    scheduler._store.update_task(scheduler._state_row(task).update_row(task.id), None)
 
 
 def _record_lost_attempt(scheduler, task: Task, last_attempt) -> None:
@@ -226,10 +212,10 @@ def _record_lost_attempt(scheduler, task: Task, last_attempt) -> None:
     previous = task.history[-1] if task.history else None
     now = scheduler._clock.now()
     if previous is not None and previous.number == last_attempt[0]:
-        record = previous._replace(ended=now, outcome="lost", error=LOST)
+        record = previous._replace(ended=now, outcome=Outcome.LOST, error=LOST)
         task.history[-1] = record
     else:
-        record = Attempt(last_attempt[0], now, now, "lost", LOST, None, None, None, None)
+        record = Attempt(last_attempt[0], now, now, Outcome.LOST, LOST, None, None, None, None)
         task.history.append(record)
     task.error = LOST
     scheduler._store.put_attempt(scheduler._attempt_row(task, record))

@@ -11,16 +11,18 @@ from __future__ import annotations
 import math
 from datetime import UTC, datetime
 
-MODES = ("fixed_rate", "fixed_delay")
-OVERLAPS = ("skip", "queue", "parallel")
-MISFIRES = ("run_once", "skip", "run_all")
+from .options import Misfire, Mode, Overlap, values
+
+MODES = values(Mode)
+OVERLAPS = values(Overlap)
+MISFIRES = values(Misfire)
 RUN_ALL_CAP = 1000  # a run_all catch-up after a long stall never queues more than this
 
 
 class IntervalRecurrence:
     __slots__ = ("interval", "mode")
 
-    def __init__(self, interval: float, mode: str):
+    def __init__(self, interval: float, mode: Mode):
         self.interval = interval
         self.mode = mode
 
@@ -51,7 +53,7 @@ class CronRecurrence:
     """
 
     __slots__ = ("trigger", "expr", "tz")
-    mode = "fixed_rate"
+    mode = Mode.FIXED_RATE
 
     def __init__(self, trigger, expr: str, tz: str):
         self.trigger = trigger

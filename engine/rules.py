@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from .options import TriggerRule
 from .states import TaskState
 from .task import Task
 
@@ -60,13 +61,13 @@ class DependencyRules:
             elif state is S.SKIPPED or state is S.CANCELLED:
                 done += 1
         rule = task.trigger_rule
-        if rule == "all_success":
+        if rule == TriggerRule.ALL_SUCCESS:
             if done > succeeded:
                 return SKIP
             return RELEASE if succeeded == n else WAIT
-        if rule == "all_done":
+        if rule == TriggerRule.ALL_DONE:
             return RELEASE if done == n else WAIT
-        if failed:  # one_failed
+        if failed:  # TriggerRule.ONE_FAILED
             return RELEASE
         return SKIP if done == n else WAIT
 

@@ -12,6 +12,7 @@ import logging
 from .context import RunContext
 from .errors import TaskTimeout
 from .models import Attempt
+from .options import Mode, Outcome, Overlap
 from .states import TaskState
 from .task import MAX_ATTEMPTS_KEPT, Run, Task
 
@@ -86,7 +87,7 @@ class RunLogic:
             self._timers_changed()
         if task.history is None:
             task.history = []
-        record = Attempt(run.attempt, now, None, "running", None, None, None, None, None)
+        record = Attempt(run.attempt, now, None, Outcome.RUNNING, None, None, None, None, None)
         task.history.append(record)
         if self._store is not None:
             self._store.put_attempt(self._attempt_row(task, record))
@@ -95,7 +96,7 @@ class RunLogic:
             self._emit(task, "running")  # another parallel run of a recurring task
         else:
             self._set_state(task, S.RUNNING)
-        if task.overlap == "parallel" and task.waiting_runs > 0:
+        if task.overlap == Overlap.PARALLEL and task.waiting_runs > 0:
             self._push_ready(task)
         return run
 
@@ -126,11 +127,11 @@ class RunLogic:
         self._timers.discard(run.timeout_entry)
         interrupted = self._interrupting and error is not None and not task.cancel_requested
         if task.cancel_requested:
-            outcome = "cancelled"
+            outcome = Outcome.CANCELLED
         elif error is None:
-            outcome = "succeeded"
+            outcome = Outcome.SUCCEEDED
         else:
-            outcome = "interrupted" if interrupted else "failed"
+            outcome = Outcome.INTERRUPTED if interrupted else Outcome.FAILED
         error_text = None if error is None else _error_text(error)
         self._record_attempt(task, run, outcome, error_text, tb)
 
@@ -183,7 +184,7 @@ class RunLogic:
     def _after_recurring_run(self, task: Task) -> None:
         """A recurring run ended: back on the timer heap (or straight on to the next run)."""
         task.budget_base = task.attempt
-        if task.recurrence.mode == "fixed_delay" and task.timer is None:
+        if task.recurrence.mode == Mode.FIXED_DELAY and task.timer is None:
             self._set_timer(task, self._clock.now() + task.recurrence.interval)
         if task.successes and task.dependents:
             self._evaluate_many(task.dependents)
@@ -261,7 +262,7 @@ class RunLogic:
             self._durable.discard(run)
             text = f"engine error: {_error_text(exc)}"
             task.error = text
-            self._record_attempt(task, run, "failed", text, None)
+            self._record_attempt(task, run, Outcome.FAILED, text, None)
             if task.state is not S.FAILED and task.state.allowed & S.FAILED.bit and not task.runs:
                 self._set_state(task, S.FAILED, text)
                 if task.recurrence is not None:

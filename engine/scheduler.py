@@ -44,6 +44,7 @@ from .executors import SyncExecutor
 from .graph import find_path, find_path_downstream
 from .heaps import ReadyHeap, TimerHeap
 from .models import Action, Attempt, Entry, Event, RetryPolicy, TaskInfo
+from .options import Misfire, Mode, Overlap, TriggerRule, values
 from .persisting import StoreSync
 from .recurrence import MISFIRES, MODES, OVERLAPS, CronRecurrence, IntervalRecurrence
 from .rules import RELEASE, SKIP, DependencyRules
@@ -57,7 +58,7 @@ from .workers import WorkerLoop
 log = logging.getLogger("taskloom.engine")
 
 S = TaskState
-TRIGGER_RULES = ("all_success", "all_done", "one_failed")
+TRIGGER_RULES = values(TriggerRule)
 EVENT_KINDS = frozenset(s.value for s in TaskState) | {
     "dependency_added",
     "dependency_removed",
@@ -389,7 +390,7 @@ class Scheduler(DependencyRules, TimerLogic, RunLogic, WorkerLoop, StoreSync):
         interval = _check_seconds("interval", interval, allow_zero=False)
         if mode not in MODES:
             raise InvalidArgument(f"mode must be one of {', '.join(MODES)}, got {mode!r}", "mode")
-        recurrence = IntervalRecurrence(interval, mode)
+        recurrence = IntervalRecurrence(interval, Mode(mode))
         options = self._recurring_options(overlap, misfire, misfire_grace)
         return self._create(
             fn, run_at, name, deps, priority, retry, timeout, trigger_rule, recurrence, options
@@ -434,7 +435,7 @@ class Scheduler(DependencyRules, TimerLogic, RunLogic, WorkerLoop, StoreSync):
                 f"misfire must be one of {', '.join(MISFIRES)}, got {misfire!r}", "misfire"
             )
         grace = _check_seconds("misfire_grace", misfire_grace)
-        return {"overlap": overlap, "misfire": misfire, "misfire_grace": grace}
+        return {"overlap": Overlap(overlap), "misfire": Misfire(misfire), "misfire_grace": grace}
 
     def _normalise_fn(self, fn):
         if isinstance(fn, str):
@@ -473,6 +474,7 @@ class Scheduler(DependencyRules, TimerLogic, RunLogic, WorkerLoop, StoreSync):
                 f"trigger_rule must be one of {', '.join(TRIGGER_RULES)}, got {trigger_rule!r}",
                 "trigger_rule",
             )
+        trigger_rule = TriggerRule(trigger_rule)
         if name is not None and (not isinstance(name, str) or not name.strip()):
             raise InvalidArgument(  # as in files
                 f"name must be a non-empty string, got {name!r}", "name"
@@ -764,7 +766,7 @@ class Scheduler(DependencyRules, TimerLogic, RunLogic, WorkerLoop, StoreSync):
                 self._make_ready(task)
             elif task.recurrence is not None and task.state is not S.PENDING:
                 task.waiting_runs = max(task.waiting_runs, 0) + 1
-                if task.overlap == "queue" and task.runs:
+                if task.overlap == Overlap.QUEUE and task.runs:
                     task.waiting_runs = 1
                 else:
                     self._make_ready(task)
@@ -785,7 +787,7 @@ class Scheduler(DependencyRules, TimerLogic, RunLogic, WorkerLoop, StoreSync):
         if task.cancel_requested or task.state.settled and task.recurrence is None:
             return False
         if task.recurrence is not None and task.state is not S.PENDING:
-            return not (task.runs and task.overlap == "skip")
+            return not (task.runs and task.overlap == Overlap.SKIP)
         return task.state is S.SCHEDULED or task.state is S.RETRY_WAIT
 
     def pause(self, task_id: str | None = None) -> None:

@@ -23,6 +23,7 @@ import time
 from collections import deque
 from pathlib import Path
 
+from .records import ATTEMPT_COLUMNS, ATTEMPT_WRITE, TASK_COLUMNS
 from .store_lock import StoreLock
 from .survivors import start_time
 
@@ -83,35 +84,11 @@ MIGRATIONS: dict[int, list[str]] = {
     ],
 }
 
-TASK_COLUMNS = (
-    "id, ord, spec, state, attempt, budget_base, next_wall, successes, consumed, error, paused"
-)
-
-
-ATTEMPT_COLUMNS = (
-    "run",
-    "task_id",
-    "number",
-    "started",
-    "ended",
-    "outcome",
-    "error",
-    "traceback",
-    "output",
-    "log_path",
-    "exit_code",
-    "worker",
-    "pid",
-    "pgid",
-    "proc_started",
-)
-# An attempt row as the engine writes it: everything but the process columns, which
-# ``put_process`` fills in and a later update of the row must keep.
-_ATTEMPT_WRITE = ATTEMPT_COLUMNS[:12]
+# TASK_COLUMNS and ATTEMPT_COLUMNS live with the rows' conversions, in records.py.
 _ATTEMPT_UPSERT = (
-    f"INSERT INTO attempts ({', '.join(_ATTEMPT_WRITE)}) VALUES ({', '.join('?' * 12)})"
+    f"INSERT INTO attempts ({', '.join(ATTEMPT_WRITE)}) VALUES ({', '.join('?' * 12)})"
     " ON CONFLICT (run, task_id, number) DO UPDATE SET "
-    + ", ".join(f"{c}=excluded.{c}" for c in _ATTEMPT_WRITE[3:])
+    + ", ".join(f"{c}=excluded.{c}" for c in ATTEMPT_WRITE[3:])
 )
 
 
@@ -309,18 +286,17 @@ class SQLiteStore:
         return self._lazy_due is not None and time.monotonic() >= self._lazy_due
 
     def put_task(self, row: tuple) -> None:
-        """(id, ord, spec_json, state, attempt, budget_base, next_wall, successes,
-        consumed_json, error, paused): the whole row."""
+        """The whole row, every column of ``TASK_COLUMNS`` (``StateRow.task_row``)."""
         self._put(("task", row))
 
     def update_task(self, row: tuple, event: tuple | None) -> None:
-        """(state, attempt, budget_base, next_wall, successes, consumed_json, error, paused,
-        id) and the event (seq, task_id, kind, state, at, attempt, error) that caused it."""
+        """The state columns, then the id (``StateRow.update_row``), and the event
+        (seq, task_id, kind, state, at, attempt, error) that caused it."""
         self._put(("update", row, event))
 
     def put_attempt(self, row: tuple, on_commit=None) -> None:
-        """(task_id, number, started, ended, outcome, error, traceback, output, log_path,
-        exit_code, worker). ``on_commit()`` is called by the writer once it is on disk."""
+        """The columns of ``ATTEMPT_WRITE`` after ``run`` (``Attempt.to_row``).
+        ``on_commit()`` is called by the writer once it is on disk."""
         self._put(("attempt", row, on_commit))
 
     def put_process(self, task_id: str, number: int, pid: int, pgid: int) -> None:

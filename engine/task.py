@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from types import MappingProxyType
 
+from .options import Misfire, Overlap
 from .states import TaskState
 
 # Most tasks have no dependents, no dependencies or no run in flight: they share
@@ -72,8 +73,8 @@ class Task:
         self.attempt = 0  # attempts started, ever
         self.budget_base = 0  # attempt count when the current retry budget began
         self.recurrence = None
-        self.overlap = "skip"
-        self.misfire = "run_once"
+        self.overlap = Overlap.SKIP
+        self.misfire = Misfire.RUN_ONCE
         self.misfire_grace = 30.0
         self.paused = False
         self.error: str | None = None
@@ -121,7 +122,7 @@ class Task:
     def start_held(self) -> bool:
         """A start must wait for a run (timed out or not) to end: one attempt at a time.
         Occurrences of a parallel task may overlap; a retry waits for lingering runs."""
-        if self.overlap == "parallel":
+        if self.overlap == Overlap.PARALLEL:
             return self.lingering > 0 and self.retry_pending
         return self.lingering > 0 or bool(self.runs)
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 
+from .options import Misfire, Mode, Overlap
 from .recurrence import CronRecurrence
 from .states import TaskState
 from .task import Task
@@ -113,7 +114,7 @@ class TimerLogic:
     def _occurrence(self, task: Task, due: float, now: float) -> None:
         """A recurring task came due: apply misfire and overlap, queue the next one."""
         recurrence = task.recurrence
-        if recurrence.mode == "fixed_delay":
+        if recurrence.mode == Mode.FIXED_DELAY:
             dues, following = [due], None
         elif isinstance(recurrence, CronRecurrence):
             # Counted from the cursor in wall time. The cursor itself came due: its
@@ -130,22 +131,22 @@ class TimerLogic:
         grace = task.misfire_grace
         on_time = sum(1 for d in dues if now - d <= grace)
         missed = len(dues) - on_time
-        if task.misfire == "run_all":
+        if task.misfire == Misfire.RUN_ALL:
             runs = len(dues)
-        elif task.misfire == "skip":
+        elif task.misfire == Misfire.SKIP:
             runs = on_time
         else:
             runs = on_time + (1 if missed else 0)
         if runs == 0:
-            if recurrence.mode == "fixed_delay":
+            if recurrence.mode == Mode.FIXED_DELAY:
                 self._set_timer(task, now + recurrence.interval)
             if task.state is S.SCHEDULED:
                 self._emit(task, "scheduled")  # same state, a new next run time
             return
         if task.busy:
-            if task.overlap == "skip":
+            if task.overlap == Overlap.SKIP:
                 return
-            if task.overlap == "queue":
+            if task.overlap == Overlap.QUEUE:
                 task.waiting_runs = 1
                 if task.runs or task.state is S.RETRY_WAIT:
                     return  # made ready when that run (or its retry) ends

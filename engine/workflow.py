@@ -29,6 +29,7 @@ from .command import Command
 from .cron import CronTrigger, zone
 from .durations import MAX_DURATION, format_duration, parse_duration
 from .models import RetryPolicy
+from .options import Misfire, Mode, Overlap, TriggerRule, values
 
 TOP_KEYS = ("workflow", "tasks")
 WORKFLOW_KEYS = ("name", "workers", "executor")
@@ -58,10 +59,10 @@ TASK_KEYS = (
 RETRY_KEYS = ("max_attempts", "base", "factor", "max_delay", "jitter")
 TIME_KEYS = ("at", "after", "every", "cron")
 CHOICES = {
-    "mode": ("fixed_rate", "fixed_delay"),
-    "trigger_rule": ("all_success", "all_done", "one_failed"),
-    "overlap": ("skip", "queue", "parallel"),
-    "misfire": ("run_once", "skip", "run_all"),
+    "mode": values(Mode),
+    "trigger_rule": values(TriggerRule),
+    "overlap": values(Overlap),
+    "misfire": values(Misfire),
 }
 RECURRING_ONLY = ("overlap", "misfire", "misfire_grace")
 COMMAND_ONLY = ("shell", "cwd", "env")
@@ -138,16 +139,16 @@ class TaskSpec:
     at: datetime | None = None  # aware
     after: float | None = None
     every: float | None = None
-    mode: str = "fixed_rate"
+    mode: str = Mode.FIXED_RATE
     cron: str | None = None
     timezone: str | None = None
     deps: list[str] = field(default_factory=list)
     priority: int = 0
     retry: RetryPolicy | None = None
     timeout: float | None = None
-    trigger_rule: str = "all_success"
-    overlap: str = "skip"
-    misfire: str = "run_once"
+    trigger_rule: str = TriggerRule.ALL_SUCCESS
+    overlap: str = Overlap.SKIP
+    misfire: str = Misfire.RUN_ONCE
     misfire_grace: float = 30.0
     pos: tuple[float, float] | None = None  # where the GUI drew it
 

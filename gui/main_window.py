@@ -24,7 +24,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from taskloom.engine import Action, TaskState
+from taskloom.engine import Action, Outcome, TaskState
 
 from .bridge import EngineBridge
 from .controller import Controller
@@ -565,7 +565,7 @@ class MainWindow(QMainWindow):
     def _running_for(self, tid: str) -> float | None:
         """Seconds the task's running attempt has taken (for its node), if it runs."""
         attempts = self.bridge.attempts(tid)
-        if not attempts or attempts[-1].outcome != "running":
+        if not attempts or attempts[-1].outcome != Outcome.RUNNING:
             return None
         return max(0.0, self.bridge.clock_now() - attempts[-1].started)
 

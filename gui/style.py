@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from PySide6.QtGui import QColor, QGuiApplication, QPalette
 
-from taskloom.engine import TaskState
+from taskloom.engine import Outcome, TaskState
 
 S = TaskState
 
@@ -41,14 +41,15 @@ STATE_LABELS: dict[TaskState, str] = {s: s.name.replace("_", " ").lower() for s 
 
 RECURRING_MARK = "⟳"
 
-# Attempt outcomes reuse the state colours so bars and nodes agree.
-OUTCOME_COLOURS = {
-    "running": STATE_COLOURS[S.RUNNING],
-    "succeeded": STATE_COLOURS[S.SUCCEEDED],
-    "failed": STATE_COLOURS[S.FAILED],
-    "cancelled": STATE_COLOURS[S.CANCELLED],
-    "interrupted": "#999999",  # stopped by closing the window; the task runs again on resume
-    "lost": "#7B68AE",  # its owner died mid-attempt (a crash, a kill): runs again on resume
+# Attempt outcomes reuse the state colours so bars and nodes agree. Keyed by
+# Outcome, a StrEnum: a stored outcome's plain string finds its colour too.
+OUTCOME_COLOURS: dict[Outcome, str] = {
+    Outcome.RUNNING: STATE_COLOURS[S.RUNNING],
+    Outcome.SUCCEEDED: STATE_COLOURS[S.SUCCEEDED],
+    Outcome.FAILED: STATE_COLOURS[S.FAILED],
+    Outcome.CANCELLED: STATE_COLOURS[S.CANCELLED],
+    Outcome.INTERRUPTED: "#999999",  # stopped by closing the window; runs again on resume
+    Outcome.LOST: "#7B68AE",  # its owner died mid-attempt (a crash, a kill): runs again on resume
 }
 
 ENTRY_COLOURS = {
@@ -76,7 +77,7 @@ def state_outline(state: TaskState, dark: bool = False) -> QColor:
 
 
 def outcome_colour(outcome: str, dark: bool = False) -> QColor:
-    if dark and outcome == "cancelled":
+    if dark and outcome == Outcome.CANCELLED:
         return state_colour(S.CANCELLED, dark)
     return QColor(OUTCOME_COLOURS.get(outcome, "#888888"))
 

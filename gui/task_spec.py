@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 
-from taskloom.engine import Call, RetryPolicy, workflow
+from taskloom.engine import Call, Misfire, Mode, Overlap, RetryPolicy, TriggerRule, workflow
 from taskloom.engine.command import Command
 from taskloom.engine.workflow import schedule_one
 
@@ -71,10 +71,10 @@ class TaskSpec:
     timeout: float | None = None
     deps: tuple[str, ...] = field(default_factory=tuple)
     # Settings a workflow file can hold that the dialog does not show; kept through edits.
-    trigger_rule: str = "all_success"
-    mode: str = "fixed_rate"
-    overlap: str = "skip"
-    misfire: str = "run_once"
+    trigger_rule: str = TriggerRule.ALL_SUCCESS
+    mode: str = Mode.FIXED_RATE
+    overlap: str = Overlap.SKIP
+    misfire: str = Misfire.RUN_ONCE
     misfire_grace: float = 30.0
 
     def submit(self, scheduler, name: str | None = None) -> str:

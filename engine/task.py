@@ -38,6 +38,13 @@ PROGRESS_DEFAULTS = {
     "budget_base": 0,  # attempt count when the current retry budget began
     "error": None,
     "cron_next": None,  # a cron task's queued occurrence: an aware UTC datetime
+    "successes": 0,
+    "consumed": None,  # upstream successes already used: dict[str, int]
+    "history": None,  # Attempt records, newest last
+}
+
+# Only a task with work queued or in flight needs these; a settled one drops them.
+ACTIVITY_DEFAULTS = {
     "ready": None,  # ready-heap entry, at most one per task
     "retry_timer": None,  # heap entry: end of a retry backoff
     "runs": NO_RUNS,  # Runs in flight
@@ -49,27 +56,13 @@ PROGRESS_DEFAULTS = {
     # run's end makes the task ready again (see ``start_held``).
     "lingering": 0,
     "held": False,
-    "successes": 0,
-    "consumed": None,  # upstream successes already used: dict[str, int]
-    "history": None,  # Attempt records, newest last
 }
 
 
 class _Options:
     """How a task runs, when any of it differs from the defaults (``OPTION_DEFAULTS``)."""
 
-    __slots__ = (
-        "priority",
-        "retry",
-        "timeout",
-        "trigger_rule",
-        "paused",
-        "repeats",
-        "recurrence",
-        "overlap",
-        "misfire",
-        "misfire_grace",
-    )
+    __slots__ = tuple(OPTION_DEFAULTS)
 
     def __init__(self):
         for name, value in OPTION_DEFAULTS.items():
@@ -77,28 +70,22 @@ class _Options:
 
 
 class _Progress:
-    """What a task has done beyond being scheduled: attempts, runs, retries, outcomes."""
+    """What a task has done beyond being scheduled: attempts and their outcomes."""
 
-    __slots__ = (
-        "attempt",
-        "budget_base",
-        "error",
-        "cron_next",
-        "ready",
-        "retry_timer",
-        "runs",
-        "cancel_requested",
-        "waiting_runs",
-        "retry_pending",
-        "lingering",
-        "held",
-        "successes",
-        "consumed",
-        "history",
-    )
+    __slots__ = tuple(PROGRESS_DEFAULTS)
 
     def __init__(self):
         for name, value in PROGRESS_DEFAULTS.items():
+            setattr(self, name, value)
+
+
+class _Activity:
+    """A task's queued and running work: ready entry, retry backoff, runs in flight."""
+
+    __slots__ = tuple(ACTIVITY_DEFAULTS)
+
+    def __init__(self):
+        for name, value in ACTIVITY_DEFAULTS.items():
             setattr(self, name, value)
 
 
@@ -126,7 +113,7 @@ def _side_field(slot: str, side_type: type, name: str, default) -> property:
 
 class Task:
     # A pending task holds only these; options that differ from the defaults and
-    # everything past scheduling live on two side objects made when first needed
+    # everything past scheduling live on side objects made when first needed
     # (100,000 pending tasks: under 400 bytes each, the id and the heap entry included).
     __slots__ = (
         "id",
@@ -139,6 +126,7 @@ class Task:
         "timer",
         "_options",
         "_progress",
+        "_activity",
     )
 
     def __init__(self, task_id, fn, *, order, priority, retry, timeout, trigger_rule, run_at):
@@ -152,6 +140,7 @@ class Task:
         self.timer = None  # heap entry: scheduled run or next recurring occurrence
         self._options: _Options | None = None
         self._progress: _Progress | None = None
+        self._activity: _Activity | None = None
         self.priority = priority
         self.retry = retry
         self.timeout = timeout
@@ -161,7 +150,26 @@ class Task:
         locals()[_name] = _side_field("_options", _Options, _name, _default)
     for _name, _default in PROGRESS_DEFAULTS.items():
         locals()[_name] = _side_field("_progress", _Progress, _name, _default)
+    for _name, _default in ACTIVITY_DEFAULTS.items():
+        locals()[_name] = _side_field("_activity", _Activity, _name, _default)
     del _name, _default
+
+    def drop_idle_activity(self) -> None:
+        """Forget the activity record once nothing is queued or in flight (it then reads
+        as the defaults): a settled task keeps only what snapshots and attempts need."""
+        a = self._activity
+        if (
+            a is not None
+            and a.ready is None
+            and a.retry_timer is None
+            and not a.runs
+            and not a.cancel_requested
+            and a.waiting_runs == 0
+            and not a.retry_pending
+            and a.lingering == 0
+            and not a.held
+        ):
+            self._activity = None
 
     def add_dep(self, dep_id: str) -> None:
         if self.deps is NO_DEPS:

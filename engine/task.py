@@ -41,6 +41,7 @@ PROGRESS_DEFAULTS = {
     "successes": 0,
     "consumed": None,  # upstream successes already used: dict[str, int]
     "history": None,  # Attempt records, newest last
+    "activity": None,  # an _Activity while work is queued or in flight
 }
 
 # Only a task with work queued or in flight needs these; a settled one drops them.
@@ -111,6 +112,25 @@ def _side_field(slot: str, side_type: type, name: str, default) -> property:
     return property(fget, fset)
 
 
+def _activity_field(name: str, default) -> property:
+    """``task.<name>``, kept on the activity record (itself on the progress record)."""
+    get_value = attrgetter(name)
+
+    def fget(task):
+        activity = task.activity
+        return default if activity is None else get_value(activity)
+
+    def fset(task, value):
+        activity = task.activity
+        if activity is None:
+            if value is default or (type(value) is type(default) and value == default):
+                return
+            activity = task.activity = _Activity()
+        setattr(activity, name, value)
+
+    return property(fget, fset)
+
+
 class Task:
     # A pending task holds only these; options that differ from the defaults and
     # everything past scheduling live on side objects made when first needed
@@ -126,7 +146,6 @@ class Task:
         "timer",
         "_options",
         "_progress",
-        "_activity",
     )
 
     def __init__(self, task_id, fn, *, order, priority, retry, timeout, trigger_rule, run_at):
@@ -140,7 +159,6 @@ class Task:
         self.timer = None  # heap entry: scheduled run or next recurring occurrence
         self._options: _Options | None = None
         self._progress: _Progress | None = None
-        self._activity: _Activity | None = None
         self.priority = priority
         self.retry = retry
         self.timeout = timeout
@@ -151,13 +169,13 @@ class Task:
     for _name, _default in PROGRESS_DEFAULTS.items():
         locals()[_name] = _side_field("_progress", _Progress, _name, _default)
     for _name, _default in ACTIVITY_DEFAULTS.items():
-        locals()[_name] = _side_field("_activity", _Activity, _name, _default)
+        locals()[_name] = _activity_field(_name, _default)
     del _name, _default
 
     def drop_idle_activity(self) -> None:
         """Forget the activity record once nothing is queued or in flight (it then reads
         as the defaults): a settled task keeps only what snapshots and attempts need."""
-        a = self._activity
+        a = self.activity
         if (
             a is not None
             and a.ready is None
@@ -169,7 +187,7 @@ class Task:
             and a.lingering == 0
             and not a.held
         ):
-            self._activity = None
+            self.activity = None
 
     def add_dep(self, dep_id: str) -> None:
         if self.deps is NO_DEPS:

@@ -1012,8 +1012,6 @@ class Scheduler(DependencyRules, TimerLogic, RunLogic, WorkerLoop, StoreSync):
         old = task.state
         check_transition(task.id, old, new)
         task.state = new
-        if new.settled:
-            task.drop_idle_activity()
         if not task.repeats:
             if old.settled and not new.settled:
                 self._unsettled += 1

@@ -5,10 +5,9 @@ These never leave the engine lock: callers get frozen ``TaskInfo`` snapshots.
 
 from __future__ import annotations
 
-from operator import attrgetter
 from types import MappingProxyType
 
-from .options import Misfire, Overlap, TriggerRule
+from .options import Misfire, Overlap
 from .states import TaskState
 
 # Most tasks have no dependents, no dependencies or no run in flight: they share
@@ -21,132 +20,41 @@ NO_RUNS: tuple = ()
 MAX_ATTEMPTS_KEPT = 50  # per task, in memory; the store keeps them all
 
 
-OPTION_DEFAULTS = {
-    "priority": 0,
-    "retry": None,
-    "timeout": None,  # seconds per attempt
-    "trigger_rule": TriggerRule.ALL_SUCCESS,
-    "paused": False,
-    "repeats": False,  # recurring, or downstream of a recurring task
-    "recurrence": None,
-    "overlap": Overlap.SKIP,
-    "misfire": Misfire.RUN_ONCE,
-    "misfire_grace": 30.0,
-}
-
-PROGRESS_DEFAULTS = {
-    "attempt": 0,  # attempts started, ever
-    "budget_base": 0,  # attempt count when the current retry budget began
-    "error": None,
-    "cron_next": None,  # a cron task's queued occurrence: an aware UTC datetime
-    "successes": 0,
-    "consumed": None,  # upstream successes already used: dict[str, int]
-    "history": None,  # Attempt records, newest last
-    "activity": None,  # an _Activity while work is queued or in flight
-}
-
-# Only a task with work queued or in flight needs these; a settled one drops them.
-ACTIVITY_DEFAULTS = {
-    "ready": None,  # ready-heap entry, at most one per task
-    "retry_timer": None,  # heap entry: end of a retry backoff
-    "runs": NO_RUNS,  # Runs in flight
-    "cancel_requested": False,
-    "waiting_runs": 0,  # occurrences (or the one-shot run) waiting for a worker
-    "retry_pending": False,  # the next start is a retry of the last attempt
-    # Runs whose outcome a timeout recorded but whose code has not returned yet.
-    # A start refused while a run is in flight or lingering sets ``held``; the
-    # run's end makes the task ready again (see ``start_held``).
-    "lingering": 0,
-    "held": False,
-}
-
-
-class _Options:
-    """How a task runs, when any of it differs from the defaults (``OPTION_DEFAULTS``)."""
-
-    __slots__ = tuple(OPTION_DEFAULTS)
-
-    def __init__(self):
-        for name, value in OPTION_DEFAULTS.items():
-            setattr(self, name, value)
-
-
-class _Progress:
-    """What a task has done beyond being scheduled: attempts and their outcomes."""
-
-    __slots__ = tuple(PROGRESS_DEFAULTS)
-
-    def __init__(self):
-        for name, value in PROGRESS_DEFAULTS.items():
-            setattr(self, name, value)
-
-
-class _Activity:
-    """A task's queued and running work: ready entry, retry backoff, runs in flight."""
-
-    __slots__ = tuple(ACTIVITY_DEFAULTS)
-
-    def __init__(self):
-        for name, value in ACTIVITY_DEFAULTS.items():
-            setattr(self, name, value)
-
-
-def _side_field(slot: str, side_type: type, name: str, default) -> property:
-    """``task.<name>``, kept on the side object in ``slot``: reads give ``default``
-    while there is none, and only a value other than the default creates it."""
-    get_side = attrgetter(slot)
-    get_value = attrgetter(name)
-
-    def fget(task):
-        side = get_side(task)
-        return default if side is None else get_value(side)
-
-    def fset(task, value):
-        side = get_side(task)
-        if side is None:
-            if value is default or (type(value) is type(default) and value == default):
-                return
-            side = side_type()
-            setattr(task, slot, side)
-        setattr(side, name, value)
-
-    return property(fget, fset)
-
-
-def _activity_field(name: str, default) -> property:
-    """``task.<name>``, kept on the activity record (itself on the progress record)."""
-    get_value = attrgetter(name)
-
-    def fget(task):
-        activity = task.activity
-        return default if activity is None else get_value(activity)
-
-    def fset(task, value):
-        activity = task.activity
-        if activity is None:
-            if value is default or (type(value) is type(default) and value == default):
-                return
-            activity = task.activity = _Activity()
-        setattr(activity, name, value)
-
-    return property(fget, fset)
-
-
 class Task:
-    # A pending task holds only these; options that differ from the defaults and
-    # everything past scheduling live on side objects made when first needed
-    # (100,000 pending tasks: under 400 bytes each, the id and the heap entry included).
     __slots__ = (
         "id",
         "fn",
         "state",
         "deps",
         "dependents",
+        "priority",
+        "retry",
+        "timeout",
+        "trigger_rule",
         "run_at",
+        "cron_next",
         "order",
+        "attempt",
+        "budget_base",
+        "recurrence",
+        "overlap",
+        "misfire",
+        "misfire_grace",
+        "paused",
+        "error",
         "timer",
-        "_options",
-        "_progress",
+        "retry_timer",
+        "ready",
+        "runs",
+        "cancel_requested",
+        "waiting_runs",
+        "retry_pending",
+        "lingering",
+        "held",
+        "successes",
+        "consumed",
+        "repeats",
+        "history",
     )
 
     def __init__(self, task_id, fn, *, order, priority, retry, timeout, trigger_rule, run_at):
@@ -155,40 +63,37 @@ class Task:
         self.state = TaskState.PENDING
         self.deps: list[str] | tuple = NO_DEPS
         self.dependents: dict[str, None] | MappingProxyType = NO_DEPENDENTS  # an ordered set
-        self.run_at = run_at  # next due time on the scheduler clock, if any
-        self.order = order  # scheduling order, the last tie-breaker
-        self.timer = None  # heap entry: scheduled run or next recurring occurrence
-        self._options: _Options | None = None
-        self._progress: _Progress | None = None
         self.priority = priority
         self.retry = retry
         self.timeout = timeout
         self.trigger_rule = trigger_rule
-
-    for _name, _default in OPTION_DEFAULTS.items():
-        locals()[_name] = _side_field("_options", _Options, _name, _default)
-    for _name, _default in PROGRESS_DEFAULTS.items():
-        locals()[_name] = _side_field("_progress", _Progress, _name, _default)
-    for _name, _default in ACTIVITY_DEFAULTS.items():
-        locals()[_name] = _activity_field(_name, _default)
-    del _name, _default
-
-    def drop_idle_activity(self) -> None:
-        """Forget the activity record once nothing is queued or in flight (it then reads
-        as the defaults): a settled task keeps only what snapshots and attempts need."""
-        a = self.activity
-        if (
-            a is not None
-            and a.ready is None
-            and a.retry_timer is None
-            and not a.runs
-            and not a.cancel_requested
-            and a.waiting_runs == 0
-            and not a.retry_pending
-            and a.lingering == 0
-            and not a.held
-        ):
-            self.activity = None
+        self.run_at = run_at  # next due time on the scheduler clock, if any
+        self.cron_next = None  # a cron task's queued occurrence: an aware UTC datetime
+        self.order = order  # scheduling order, the last tie-breaker
+        self.attempt = 0  # attempts started, ever
+        self.budget_base = 0  # attempt count when the current retry budget began
+        self.recurrence = None
+        self.overlap = Overlap.SKIP
+        self.misfire = Misfire.RUN_ONCE
+        self.misfire_grace = 30.0
+        self.paused = False
+        self.error: str | None = None
+        self.timer = None  # heap entry: scheduled run or next recurring occurrence
+        self.retry_timer = None  # heap entry: end of a retry backoff
+        self.ready = None  # ready-heap entry, at most one per task
+        self.runs: list[Run] | tuple = NO_RUNS
+        self.cancel_requested = False
+        self.waiting_runs = 0  # occurrences (or the one-shot run) waiting for a worker
+        self.retry_pending = False  # the next start is a retry of the last attempt
+        # Runs whose outcome a timeout recorded but whose code has not returned yet.
+        # A start refused while a run is in flight or lingering sets ``held``; the
+        # run's end makes the task ready again (see ``start_held``).
+        self.lingering = 0
+        self.held = False
+        self.successes = 0
+        self.consumed: dict[str, int] | None = None  # upstream successes already used
+        self.repeats = False  # recurring, or downstream of a recurring task
+        self.history: list | None = None  # Attempt records, newest last
 
     def add_dep(self, dep_id: str) -> None:
         if self.deps is NO_DEPS:

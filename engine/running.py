@@ -171,6 +171,9 @@ class RunLogic:
             task.retry_timer = self._timers.add(due, task, "retry")
             self._timers_changed()
             task.run_at = due
+            if task.runs:  # another occurrence still runs (overlap=parallel): still RUNNING
+                self._emit(task, "running", error_text)
+                return
             self._set_state(task, S.RETRY_WAIT, error_text)
             return
         self._set_state(task, S.FAILED, error_text)

@@ -100,7 +100,9 @@ class TimerLogic:
         elif kind == "retry":
             target.retry_timer = None
             target.retry_pending = True
-            if target.state is S.RETRY_WAIT:
+            # A parallel occurrence may have run and settled the task since: from
+            # SCHEDULED too, the retry makes it READY (while one still runs, it is RUNNING).
+            if target.state in (S.RETRY_WAIT, S.SCHEDULED) and not target.runs:
                 self._set_state(target, S.READY)
             self._push_ready(target)
         elif kind == "recurring":

@@ -19,6 +19,7 @@ import pytest
 
 from taskloom.engine import (
     CycleError,
+    ManualClock,
     RetryPolicy,
     Scheduler,
     SyncExecutor,
@@ -542,3 +543,59 @@ def test_an_eight_thread_api_hammer_kills_no_engine_thread_and_strands_no_task(m
     assert settled, {i.id: i.state for i in s.tasks() if not i.state.settled}
     assert not sorted(set(problems)), sorted(set(problems))[:20]
     assert not crashes, crashes
+
+
+def test_a_parallel_occurrence_failing_beside_a_running_one_does_not_break_the_task():
+    """overlap=parallel with a retry policy: occurrence 1 fails while occurrence 2 runs
+    (the task stays RUNNING, no RETRY_WAIT under a live run), then 2 succeeds, then the
+    retry of 1 runs. Before, the success raised RETRY_WAIT -> SUCCEEDED in the worker."""
+    clock = ManualClock()
+    s = Scheduler(workers=4, clock=clock)
+    started: dict[int, threading.Event] = {1: threading.Event(), 2: threading.Event()}
+    release = {1: threading.Event(), 2: threading.Event(), 3: threading.Event()}
+    count = {"n": 0}
+    count_lock = threading.Lock()
+
+    def job():
+        with count_lock:
+            count["n"] += 1
+            n = count["n"]
+        if n in started:
+            started[n].set()
+        release[min(n, 3)].wait(10)
+        if n == 1:
+            raise RuntimeError("occurrence 1 fails")
+
+    ended = threading.Event()
+    s.on("succeeded", lambda e: ended.set())
+    outcomes: list[str] = []
+    third = threading.Event()
+
+    def on_event(event):
+        if event.outcome is not None:
+            outcomes.append(str(event.outcome))
+            if len(outcomes) >= 3:
+                third.set()
+
+    s.subscribe(on_event)
+    policy = RetryPolicy(max_attempts=3, base=100, jitter=0)
+    s.schedule_every(job, 10, overlap="parallel", retry=policy, name="p")
+    s.start()
+    clock.advance(10)
+    assert started[1].wait(5)
+    clock.advance(10)
+    assert started[2].wait(5)
+    failed = threading.Event()
+    s.on("running", lambda e: failed.set() if e.error else None)
+    release[1].set()
+    assert failed.wait(5)
+    assert s.task("p").state is TaskState.RUNNING  # occurrence 2 still runs
+    release[2].set()
+    assert ended.wait(5)
+    assert s.task("p").state is TaskState.SCHEDULED
+    release[3].set()
+    clock.advance(100)  # the retry of occurrence 1 comes due (the next cadence too)
+    assert third.wait(5), outcomes
+    assert outcomes[:3] == ["failed", "succeeded", "succeeded"], outcomes
+    assert all(t.is_alive() for t in s._threads)  # no worker died
+    s.shutdown(wait=True, cancel_running=True)

@@ -207,15 +207,21 @@ def _set(scheduler, task: Task, state: TaskState) -> None:
 
 
 def _record_lost_attempt(scheduler, task: Task, last_attempt) -> None:
-    if last_attempt is None:
-        return
-    previous = task.history[-1] if task.history else None
+    """The attempt that was running is lost. In-process code starts without waiting for
+    its row to reach the disk, so the task's row may say RUNNING while the last stored
+    attempt is an earlier, finished one: then the lost attempt is a new record, and the
+    finished one keeps its outcome."""
     now = scheduler._clock.now()
-    if previous is not None and previous.number == last_attempt[0]:
+    previous = task.history[-1] if task.history else None
+    running_on_disk = last_attempt is not None and last_attempt[1] == Outcome.RUNNING
+    if running_on_disk and previous is not None and previous.number == last_attempt[0]:
         record = previous._replace(ended=now, outcome=Outcome.LOST, error=LOST)
         task.history[-1] = record
     else:
-        record = Attempt(last_attempt[0], now, now, Outcome.LOST, LOST, None, None, None, None)
+        stored = last_attempt[0] if last_attempt is not None else 0
+        number = last_attempt[0] if running_on_disk else max(task.attempt, stored + 1)
+        task.attempt = max(task.attempt, number)
+        record = Attempt(number, now, now, Outcome.LOST, LOST, None, None, None, None)
         task.history.append(record)
     task.error = LOST
     scheduler._store.put_attempt(scheduler._attempt_row(task, record))

@@ -12,6 +12,7 @@ import os
 import threading
 import traceback
 
+from .command import Command
 from .context import RemoteResult, _current, run_in_context
 from .errors import TaskCancelled
 from .store import StoreError
@@ -31,6 +32,14 @@ def _task_traceback(exc: BaseException) -> str:
     while tb is not None and tb.tb_frame.f_code.co_filename.startswith((_ENGINE_DIR, _FUTURES_DIR)):
         tb = tb.tb_next
     return "".join(traceback.format_exception(type(exc), exc, tb))
+
+
+def _needs_durable_start(run: Run) -> bool:
+    """A command's attempt is on disk before the command starts, so that after a crash
+    recovery knows it ran and ends what it left behind. In-process code needs no such
+    record: it dies with the process, and an attempt not on disk simply runs again
+    (at-least-once). Skipping the commit halves the store's cost on short calls."""
+    return isinstance(run.task.fn, Command)
 
 
 class WorkerLoop:
@@ -114,7 +123,7 @@ class WorkerLoop:
             if run is None:
                 continue
             error = tb = None
-            if self._store is not None:  # every attempt is on disk before its code runs
+            if self._store is not None and _needs_durable_start(run):
                 try:
                     self._store.flush()
                 except StoreError as exc:  # the attempt fails without running
@@ -199,7 +208,7 @@ class WorkerLoop:
             self._delivery.kick()
 
     def _submit(self, run: Run) -> None:
-        if self._store is not None:  # every attempt is on disk before its code runs
+        if self._store is not None and _needs_durable_start(run):
             try:
                 self._store.flush()
             except StoreError as exc:  # the attempt fails without running

@@ -31,3 +31,11 @@ def block_until_cancelled(log: str) -> None:
 
 def noop() -> None:
     pass
+
+
+def fail_then_block(log: str) -> None:
+    """Attempt 1 fails; later attempts write 'start block' and wait to be cancelled."""
+    run = current_run()
+    if run.attempt == 1:
+        raise RuntimeError("the first attempt fails")
+    block_until_cancelled(log)

@@ -249,3 +249,70 @@ def test_writer_keeps_event_order_per_task_under_a_burst(db):
         per_task.setdefault(task_id, []).append(kind)
     assert set(per_task) == set(names)
     assert all(kinds == ["ready", "running", "succeeded"] for kinds in per_task.values())
+
+
+def test_a_command_is_on_disk_before_it_starts_a_call_needs_no_commit_of_its_own(
+    db, tmp_path, monkeypatch
+):
+    """A command's attempt is committed before the command starts (recovery must find
+    it); in-process code dies with the process, so its start costs no commit."""
+    from taskloom.engine.command import Command
+
+    flushes: list[str] = []
+    original = SQLiteStore.flush
+
+    def counting_flush(self, timeout=None):
+        if threading.current_thread().name.startswith("taskloom-worker"):
+            flushes.append(threading.current_thread().name)  # before an attempt's code
+        return original(self, timeout)
+
+    monkeypatch.setattr(SQLiteStore, "flush", counting_flush)
+    store = SQLiteStore(db)
+    s = Scheduler(workers=1, store=store, log_dir=str(tmp_path))
+    for i in range(5):
+        s.add(Call(f"{JOBS}:noop"), name=f"call{i}")
+    s.start()
+    assert s.wait(20)
+    calls = len(flushes)
+    for i in range(5):
+        s.add(Command(["true"]), name=f"cmd{i}")
+    assert s.wait(20)
+    commands = len(flushes) - calls
+    s.shutdown()
+    store.close()
+    assert calls == 0, flushes
+    assert commands == 5  # one durable start each
+
+
+def test_a_lost_call_whose_row_never_reached_the_disk_keeps_the_earlier_outcome(db, tmp_path):
+    """In-process code starts without a commit of its own: if the process dies before
+    its attempt's row is written, recovery adds the lost attempt as a new record and
+    the earlier, finished attempt keeps its outcome."""
+    log = tmp_path / "log"
+    script = (
+        "from taskloom.engine import *; from taskloom.engine.store import SQLiteStore\n"
+        f"s = Scheduler(store=SQLiteStore({str(db)!r}))\n"
+        f"s.add(Call('{JOBS}:fail_then_block', {{'log': {str(log)!r}}}), name='t',"
+        " retry=RetryPolicy(max_attempts=3, base=0.01, jitter=0))\n"
+        "s.start(); s.wait()\n"
+    )
+    proc = subprocess.Popen([sys.executable, "-c", script], cwd=ROOT)
+    try:
+        _wait_for_line(log, "start block", proc)
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+    conn = sqlite3.connect(db)  # as if attempt 2's row had not been committed yet
+    conn.execute("DELETE FROM attempts WHERE task_id = 't' AND number = 2")
+    assert conn.execute("SELECT state FROM tasks WHERE id = 't'").fetchone()[0] == "running"
+    conn.commit()
+    conn.close()
+    store = SQLiteStore(db)
+    s = Scheduler(store=store)
+    try:
+        assert [(a.number, a.outcome) for a in s.attempts("t")] == [(1, "failed"), (2, "lost")]
+        assert s.task("t").state is TaskState.READY
+        assert [r["outcome"] for r in store.attempts("t")][::-1] == ["failed", "lost"]
+    finally:
+        s.shutdown()
+        store.close()

@@ -177,6 +177,10 @@ class RunLogic:
             self._set_state(task, S.RETRY_WAIT, error_text)
             return
         self._set_state(task, S.FAILED, error_text)
+        self._after_failed(task)
+
+    def _after_failed(self, task: Task) -> None:
+        """A task FAILED for good: its cadence goes on, or what depends on it is decided."""
         if task.recurrence is not None:
             self._after_recurring_run(task)
         elif task.repeats:
@@ -268,12 +272,7 @@ class RunLogic:
             self._record_attempt(task, run, Outcome.FAILED, text, None)
             if task.state is not S.FAILED and task.state.allowed & S.FAILED.bit and not task.runs:
                 self._set_state(task, S.FAILED, text)
-                if task.recurrence is not None:
-                    self._after_recurring_run(task)
-                elif task.repeats:
-                    self._evaluate_many((task.id,))
-                else:
-                    self._after_settled(task)
+                self._after_failed(task)
         if returned:
             if not run.released:
                 run.released = True

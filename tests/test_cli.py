@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from tests._processes import group_exists
+
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "resources" / "examples"
 ENV = {**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "200"}
@@ -37,14 +39,6 @@ def write(tmp_path: Path, text: str, name: str = "flow.toml") -> Path:
     path = tmp_path / name
     path.write_text(textwrap.dedent(text))
     return path
-
-
-def group_exists(pgid: int) -> bool:
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return False
-    return True
 
 
 def test_version():

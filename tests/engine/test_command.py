@@ -15,16 +15,9 @@ from taskloom.engine import RetryPolicy, SystemClock, TaskState
 from taskloom.engine.command import Command, CommandFailed
 from taskloom.engine.context import RunContext, run_in_context
 from taskloom.engine.errors import TaskCancelled
+from tests._processes import group_exists
 
 PY = sys.executable
-
-
-def group_exists(pgid: int) -> bool:
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return False
-    return True
 
 
 def run_command(command: Command, tmp_path: Path, task_id: str = "job") -> RunContext:

@@ -17,6 +17,7 @@ from PySide6.QtWidgets import QMessageBox
 
 from taskloom.app import Sessions
 from taskloom.engine.store import SQLiteStore, StoreBusy
+from tests._processes import group_exists
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -44,14 +45,6 @@ def announcing_workflow(tmp_path, name="demo") -> tuple[Path, Path]:
         'command = ["true"]\ndeps = ["long"]\n'
     )
     return path, fifo
-
-
-def group_exists(pgid: int) -> bool:
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return False
-    return True
 
 
 def stored_outcomes(db: Path, task: str) -> list[str]:

@@ -3,11 +3,10 @@ instead of deciding from its own copy of the graph and of the state rules."""
 
 from __future__ import annotations
 
-from PySide6.QtCore import QEvent, QPoint, QPointF, Qt
-from PySide6.QtGui import QMouseEvent
-from PySide6.QtWidgets import QApplication
+from PySide6.QtCore import QEvent, Qt
 
 from taskloom.engine import Event, TaskState
+from tests.gui.test_editing import send_mouse
 
 S = TaskState
 LEFT = Qt.MouseButton.LeftButton
@@ -22,18 +21,6 @@ def noop():
 
 def fail():
     raise RuntimeError("upstream broke")
-
-
-def send_mouse(widget, kind, pos: QPoint, button, buttons):
-    event = QMouseEvent(
-        kind,
-        QPointF(pos),
-        QPointF(widget.mapToGlobal(pos)),
-        button,
-        buttons,
-        Qt.KeyboardModifier.NoModifier,
-    )
-    QApplication.sendEvent(widget, event)
 
 
 def hover_connect(window, upstream: str, downstream: str) -> None:

@@ -7,10 +7,10 @@ stored; with a store configured, scheduling one is refused with a clear error.
 
 from __future__ import annotations
 
+from ._schedule.recurrence import CronRecurrence, IntervalRecurrence
 from .actions import Call
 from .models import RetryPolicy
 from .options import Mode
-from .recurrence import CronRecurrence, IntervalRecurrence
 
 
 def action_spec(fn) -> dict:

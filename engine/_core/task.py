@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from types import MappingProxyType
 
-from .options import Misfire, Overlap
-from .states import TaskState
+from ..options import Misfire, Overlap
+from ..states import TaskState
 
 # Most tasks have no dependents, no dependencies or no run in flight: they share
 # these empty values until their first edge or run (about a quarter of a task's

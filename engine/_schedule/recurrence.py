@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from datetime import UTC, datetime
 
-from .options import Misfire, Mode, Overlap, values
+from ..options import Misfire, Mode, Overlap, values
 
 MODES = values(Mode)
 OVERLAPS = values(Overlap)

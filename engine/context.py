@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextvars
 import logging
 import threading
+from collections.abc import Callable
 
 log = logging.getLogger("taskloom.engine")
 
@@ -56,7 +57,7 @@ class RunContext:
         self.exit_code: int | None = None  # set by commands
         self.worker: str | None = None  # where the attempt ran, when known
         # Set by an engine with a store: records the process a command started.
-        self.on_process = None
+        self.on_process: Callable[[int, int], None] | None = None
         # Built lazily: most runs are never cancelled, and an Event costs a lock.
         self._cancelled = False
         self._callbacks: list | None = None

@@ -199,7 +199,7 @@ class Workflow:
 
     def __post_init__(self):
         merged = {tid: task.pos for tid, task in self.tasks.items() if task.pos is not None}
-        merged.update({tid: tuple(xy) for tid, xy in self.positions.items()})
+        merged.update({tid: (x, y) for tid, (x, y) in self.positions.items()})
         self.positions = merged
         for tid, xy in merged.items():
             if tid in self.tasks:
@@ -356,7 +356,7 @@ _TOO_DEEP = f"nested too deeply: arrays or tables more than {MAX_DEPTH} levels d
 
 def _too_deep(data) -> list[str] | None:
     """The keys down to the first value nested more than MAX_DEPTH deep, or None."""
-    stack = [(data, 0, [])]
+    stack: list[tuple[object, int, list[str]]] = [(data, 0, [])]
     while stack:
         value, depth, keys = stack.pop()
         if depth > MAX_DEPTH:
@@ -792,7 +792,7 @@ class _Checker:
     def dependencies(self, tasks: dict[str, TaskSpec]) -> None:
         import networkx as nx
 
-        graph = nx.DiGraph()
+        graph: nx.DiGraph[str] = nx.DiGraph()
         graph.add_nodes_from(tasks)
         for tid, spec in tasks.items():
             for dep in spec.deps:

@@ -68,11 +68,10 @@ def _needs_durable_start(run: Run) -> bool:
 class Dispatcher:
     """The ready heap, the running count, the worker threads or executor submissions.
 
-    Fields are guarded by the core lock, except ``_pumping``'s loop body and the
-    thread-local ``local``. Methods whose names say so (``worker_loop``, ``pump``,
-    ``submit``, the done-callbacks, ``after``, ``on_store_failure``,
-    ``durable_done``) are called without the lock and take it; every other method
-    is called with it held."""
+    Fields are guarded by the core lock (``local`` is per thread). The thread
+    entry points (``worker_loop``, ``pump``, the done-callbacks, ``after``,
+    ``on_store_failure``, ``durable_done``) are called without the lock and take
+    it; every other method is called with it held."""
 
     def __init__(
         self,
@@ -106,12 +105,15 @@ class Dispatcher:
             executor, (SyncExecutor, ThreadPoolExecutor)
         )
         self.sync = isinstance(executor, SyncExecutor)  # everything on the calling thread
+        # Guarded by the core lock:
         self.ready = ReadyHeap()
         self.running = 0  # runs whose code has not returned yet
-        self.threads: list[threading.Thread] = []  # written by start() before they run
         self._pumping = False  # one thread runs pump()'s loop at a time
-        self.local = threading.local()  # .run: the attempt whose code this thread runs
         self.durable: set[Run] = set()  # runs whose success waits for its commit
+        # Written under the core lock by start() (and its undo); shutdown() joins them
+        # once stopping is set, when nothing adds to the list any more.
+        self.threads: list[threading.Thread] = []
+        self.local = threading.local()  # .run: the attempt whose code this thread runs
 
     # ------------------------------------------------------------------ threads
     def start_threads(self) -> None:

@@ -127,7 +127,7 @@ class TaskGraph:
         """Drop the edge; returns the tasks it made one-shot again (no longer downstream
         of a recurring task), which the caller re-evaluates: a dependent waiting for
         a new success of theirs may now be decided."""
-        task.deps.remove(dep_id)  # type: ignore[union-attr]  # a task with an edge has a list
+        task.drop_dep(dep_id)
         if task.consumed:
             task.consumed.pop(dep_id, None)
         upstream = self.tasks.get(dep_id)

@@ -16,7 +16,7 @@ import logging
 import random
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from .._schedule.recurrence import CronRecurrence
+from .._schedule.recurrence import CronRecurrence, IntervalRecurrence
 from .._schedule.timers import TimerQueue
 from ..clock import Clock
 from ..errors import CycleError, InvalidArgument, TaskTimeout
@@ -458,10 +458,15 @@ class Lifecycle:
     def _occurrence(self, task: Task, due: float, now: float) -> None:
         """A recurring task came due: apply misfire and overlap, queue the next one."""
         recurrence = task.recurrence
+        assert recurrence is not None
         timers = self._timers
         dues: list[float]
-        if recurrence.mode == Mode.FIXED_DELAY:
-            dues, following = [due], None
+        # Only an interval recurrence has fixed_delay (cron is always fixed_rate).
+        fixed_delay = (
+            isinstance(recurrence, IntervalRecurrence) and recurrence.mode == Mode.FIXED_DELAY
+        )
+        if fixed_delay:
+            dues = [due]
         elif isinstance(recurrence, CronRecurrence):
             # Counted from the cursor in wall time. The cursor itself came due: its
             # monotonic due arrived, even if the wall clock reads a hair earlier (skew).
@@ -485,7 +490,8 @@ class Lifecycle:
         else:
             runs = on_time + (1 if missed else 0)
         if runs == 0:
-            if recurrence.mode == Mode.FIXED_DELAY:
+            if fixed_delay:
+                assert isinstance(recurrence, IntervalRecurrence)
                 timers.set_timer(task, now + recurrence.interval)
             if task.state is S.SCHEDULED:
                 self._events.emit(task, "scheduled")  # same state, a new next run time
@@ -516,7 +522,7 @@ class Lifecycle:
     def _record_outcome(self, run: Run, error: BaseException | None, tb: str | None) -> None:
         run.done = True
         task = run.task
-        task.runs.remove(run)  # type: ignore[union-attr]  # a task with a run has a list
+        task.drop_run(run)
         self._timers.discard(run.timeout_entry)
         interrupted = self._core.interrupting and error is not None and not task.cancel_requested
         if task.cancel_requested:
@@ -582,8 +588,13 @@ class Lifecycle:
     def _after_recurring_run(self, task: Task) -> None:
         """A recurring run ended: back on the timer heap (or straight on to the next run)."""
         task.budget_base = task.attempt
-        if task.recurrence.mode == Mode.FIXED_DELAY and task.timer is None:
-            self._timers.set_timer(task, self._clock.now() + task.recurrence.interval)
+        recurrence = task.recurrence
+        if (
+            isinstance(recurrence, IntervalRecurrence)
+            and recurrence.mode == Mode.FIXED_DELAY
+            and task.timer is None
+        ):
+            self._timers.set_timer(task, self._clock.now() + recurrence.interval)
         if task.successes and task.dependents:
             self.evaluate_many(task.dependents)
         if task.runs:
@@ -662,7 +673,7 @@ class Lifecycle:
         if not run.done:
             run.done = True
             if run in task.runs:
-                task.runs.remove(run)  # type: ignore[union-attr]
+                task.drop_run(run)
             self._timers.discard(run.timeout_entry)
             self.dispatcher.durable.discard(run)
             text = f"engine error: {error_text(exc)}"

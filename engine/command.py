@@ -33,8 +33,8 @@ import threading
 import time
 from pathlib import Path
 
-from . import reaper
-from .context import current_run
+from ._jobs import reaper
+from ._jobs.context import current_run
 from .errors import TaskCancelled
 
 MAX_LOG_BYTES = 5 * 1024 * 1024

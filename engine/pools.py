@@ -44,8 +44,8 @@ from concurrent.futures.process import BrokenProcessPool, ProcessPoolExecutor
 from multiprocessing.managers import SyncManager
 from typing import NamedTuple
 
-from . import reaper
-from .context import RemoteResult, RunContext, current_run, run_in_context
+from ._jobs import reaper
+from ._jobs.context import RemoteResult, RunContext, current_run, run_in_context
 from .errors import TaskCancelled
 
 log = logging.getLogger("taskloom.engine")

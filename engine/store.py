@@ -23,9 +23,9 @@ import time
 from collections import deque
 from pathlib import Path
 
+from ._jobs.survivors import start_time
 from .records import ATTEMPT_COLUMNS, ATTEMPT_WRITE, TASK_COLUMNS
 from .store_lock import StoreLock
-from .survivors import start_time
 
 log = logging.getLogger("taskloom.store")
 
@@ -233,7 +233,7 @@ class SQLiteStore:
     def _take_over(self) -> None:
         """As the new owner: end whatever an earlier owner left running, and mark the
         store with this process's token so that a later owner can do the same."""
-        from . import reaper, survivors
+        from ._jobs import reaper, survivors
 
         survivors.terminate_survivors(self.running_processes(), self.meta("owner_token"))
         self.set_meta("owner_token", reaper.ensure_started())

@@ -19,10 +19,10 @@ from collections.abc import Callable
 from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
+from .._jobs.context import RemoteResult, RunContext, _current, run_in_context
 from .._schedule.timers import TimerQueue
 from ..clock import Clock
 from ..command import Command
-from ..context import RemoteResult, RunContext, _current, run_in_context
 from ..errors import TaskCancelled
 from ..executors import SyncExecutor
 from ..models import Attempt

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 import random
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from .._schedule.recurrence import CronRecurrence, IntervalRecurrence
@@ -124,7 +125,7 @@ class Lifecycle:
         task.waiting_runs = 1
         self.make_ready(task)
 
-    def evaluate_many(self, task_ids: Any) -> None:
+    def evaluate_many(self, task_ids: Iterable[str]) -> None:
         """Re-check waiting dependents; SKIPPED spreads downstream without recursion,
         and tasks downstream of a recurring one run again after each upstream success."""
         stack = list(task_ids)

@@ -142,6 +142,7 @@ class Scheduler:
             raise InvalidArgument(f"workers must be an int >= 1, got {workers!r}", "workers")
         self._clock: Clock = clock or SystemClock()
         self._store = store
+        self._store_error_reported = False  # by shutdown(): a store failure is raised once
         # The parts; each is guarded by the core lock (see core.py).
         core = self._core = Core()
         self._delivery = EventDelivery(threaded=not isinstance(executor, SyncExecutor))
@@ -288,8 +289,6 @@ class Scheduler:
         if core.store_error is not None and not self._store_error_reported:
             self._store_error_reported = True  # once: a later shutdown() has nothing new
             self._raise_store_error()
-
-    _store_error_reported = False  # set by shutdown(), on its own thread only
 
     def _raise_store_error(self) -> None:
         error = self._core.store_error

@@ -18,8 +18,8 @@ from ..options import Misfire, Overlap, TriggerRule
 from ..states import TaskState
 
 if TYPE_CHECKING:
+    from .._jobs.context import RunContext
     from .._schedule.recurrence import Recurrence
-    from ..context import RunContext
     from ..models import Attempt, RetryPolicy
 
 # Most tasks have no dependents, no dependencies or no run in flight: they share

@@ -23,8 +23,8 @@ from concurrent.futures import Executor, Future
 import pytest
 
 from taskloom.engine import RetryPolicy, Scheduler, SystemClock, TaskState, current_run
+from taskloom.engine._jobs.context import RemoteResult
 from taskloom.engine.command import Command
-from taskloom.engine.context import RemoteResult
 from taskloom.engine.errors import TaskCancelled
 from taskloom.engine.store import SQLiteStore
 

@@ -15,7 +15,8 @@ from typing import Protocol
 
 class Clock(Protocol):
     """What the scheduler asks of a clock (``SystemClock``, ``ManualClock``). A clock
-    whose ``manual`` is true also has ``attach``/``detach``, as ``ManualClock`` does."""
+    whose ``manual`` is true is driven by hand and has ``ManualClock``'s ``attach`` and
+    ``detach`` too: the scheduler attaches itself to learn when it moves."""
 
     @property
     def manual(self) -> bool: ...

@@ -45,9 +45,6 @@ class TaskGraph:
         self._order: Iterator[int] = count()
         self._names: Iterator[int] = count(1)
 
-    def __contains__(self, task_id: str) -> bool:
-        return task_id in self.tasks
-
     def get(self, task_id: str) -> Task:
         try:
             return self.tasks[task_id]

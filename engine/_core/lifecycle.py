@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import logging
 import random
-from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any, NamedTuple
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any
 
-from .._schedule.recurrence import CronRecurrence, IntervalRecurrence
+from .._schedule.recurrence import CronRecurrence, IntervalRecurrence, Recurrence
 from .._schedule.timers import TimerQueue
 from ..clock import Clock
 from ..errors import CycleError, InvalidArgument, TaskTimeout
@@ -39,21 +39,6 @@ log = logging.getLogger("taskloom.engine")
 
 def error_text(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}"
-
-
-class NewTask(NamedTuple):
-    """A task to add, its arguments checked (``Scheduler._checked``)."""
-
-    fn: Any
-    run_at: float | None
-    name: str | None
-    deps: list[str]
-    priority: int
-    retry: RetryPolicy | None
-    timeout: float | None
-    trigger_rule: TriggerRule
-    recurrence: Any  # IntervalRecurrence, CronRecurrence or None
-    options: dict[str, Any]  # overlap, misfire, misfire_grace of a recurring task
 
 
 class Lifecycle:
@@ -79,16 +64,12 @@ class Lifecycle:
         self._events = events
         self._journal = journal
         self._rng = random.Random()  # retry jitter
-        self._dispatcher: Dispatcher | None = None
+
+    dispatcher: Dispatcher  # set once by connect(), before any other call
 
     def connect(self, dispatcher: Dispatcher) -> None:
         """The dispatcher that takes ready work (it reports outcomes back here)."""
-        self._dispatcher = dispatcher
-
-    @property
-    def dispatcher(self) -> Dispatcher:
-        assert self._dispatcher is not None, "Lifecycle.connect() was not called"
-        return self._dispatcher
+        self.dispatcher = dispatcher
 
     # ------------------------------------------------------------------ states
     def set_state(self, task: Task, new: TaskState, error: str | None = None) -> None:
@@ -171,12 +152,40 @@ class Lifecycle:
         task.held = False
 
     # ------------------------------------------------------------------ new tasks
-    def add_task(self, new: NewTask, spec: dict | None) -> str:
-        """Add a checked task to the graph and give it its first state."""
+    def add_task(
+        self,
+        name: str | None,
+        fn: Callable[[], Any],
+        deps: list[str],
+        spec: dict[str, Any] | None,
+        *,
+        run_at: float | None,
+        priority: int,
+        retry: RetryPolicy | None,
+        timeout: float | None,
+        trigger_rule: TriggerRule,
+        recurrence: Recurrence | None,
+        options: dict[str, Any],
+    ) -> str:
+        """Add a task whose arguments were checked (``Scheduler._create``) to the graph,
+        and give it its first state. ``spec`` is its stored form, with a store."""
         graph = self._graph
-        name = self._new_name(new)
-        task = self._new_task(name, new)
-        waited = graph.insert(task, new.deps)
+        name = self._new_name(name, fn, deps)
+        task = Task(
+            name,
+            fn,
+            order=graph.next_order(),
+            priority=priority,
+            retry=retry,
+            timeout=timeout,
+            trigger_rule=trigger_rule,
+            run_at=run_at,
+        )
+        if self._journal is not None:
+            task.attempt = task.budget_base = self._journal.first_attempt(name)
+        if recurrence is not None:
+            self._make_recurring(task, recurrence, options)
+        waited = graph.insert(task, deps)
         if not task.repeats:
             self._core.unsettled += 1
         if spec is not None:
@@ -190,48 +199,34 @@ class Lifecycle:
             self.evaluate_many(task.dependents)
         return name
 
-    def _new_name(self, new: NewTask) -> str:
+    def _new_name(self, name: str | None, fn: object, deps: list[str]) -> str:
         """The new task's id, once the graph can take it (no clash, cycle, unknown dep)."""
         graph = self._graph
-        name = new.name
+        tasks = graph.tasks
         if name is None:
-            name = graph.generate_id(new.fn)
-        elif name in graph:
+            name = graph.generate_id(fn)
+        elif name in tasks:
             raise InvalidArgument(f"a task named {name!r} already exists", "name")
-        if name in new.deps:
+        if name in deps:
             raise CycleError([name, name])
         if self._core.started:
-            for dep in new.deps:
-                if dep not in graph:
+            for dep in deps:
+                if dep not in tasks:
                     raise KeyError(f"task {name!r} depends on unknown task {dep!r}")
-        cycle = graph.cycle_closed_by_new(name, new.deps)
-        if cycle is not None:
-            raise CycleError(cycle)
+        if name in graph.orphans:  # only a task others already wait for can close a cycle
+            cycle = graph.cycle_closed_by_new(name, deps)
+            if cycle is not None:
+                raise CycleError(cycle)
         return name
 
-    def _new_task(self, name: str, new: NewTask) -> Task:
-        task = Task(
-            name,
-            new.fn,
-            order=self._graph.next_order(),
-            priority=new.priority,
-            retry=new.retry,
-            timeout=new.timeout,
-            trigger_rule=new.trigger_rule,
-            run_at=new.run_at,
-        )
-        if self._journal is not None:
-            task.attempt = task.budget_base = self._journal.first_attempt(name)
-        recurrence = new.recurrence
-        if recurrence is not None:
-            task.recurrence = recurrence
-            task.overlap = new.options["overlap"]
-            task.misfire = new.options["misfire"]
-            task.misfire_grace = new.options["misfire_grace"]
-            task.repeats = True
-            if isinstance(recurrence, CronRecurrence):
-                self._timers.add_cron(task)
-        return task
+    def _make_recurring(self, task: Task, recurrence: Recurrence, options: dict[str, Any]) -> None:
+        task.recurrence = recurrence
+        task.overlap = options["overlap"]
+        task.misfire = options["misfire"]
+        task.misfire_grace = options["misfire_grace"]
+        task.repeats = True
+        if isinstance(recurrence, CronRecurrence):
+            self._timers.add_cron(task)
 
     def arm_new(self, task: Task) -> None:
         """Give a new task its first state (one event)."""
@@ -248,7 +243,7 @@ class Lifecycle:
     def add_dependency(self, task: Task, dep_id: str) -> None:
         graph = self._graph
         task_id = task.id
-        if dep_id not in graph and self._core.started:
+        if dep_id not in graph.tasks and self._core.started:
             raise KeyError(f"task {task_id!r} cannot depend on unknown task {dep_id!r}")
         if task.state not in NOT_STARTED and task.recurrence is None:
             raise ValueError(

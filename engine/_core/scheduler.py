@@ -35,7 +35,6 @@ raise ``StoreError``. ``wait()``/``shutdown(wait=True)`` from task code, and
 from __future__ import annotations
 
 import json
-import logging
 import math
 import threading
 import time
@@ -44,20 +43,14 @@ from concurrent.futures import Executor
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from .. import persist
-from .._schedule.recurrence import (
-    MISFIRES,
-    MODES,
-    OVERLAPS,
-    CronRecurrence,
-    IntervalRecurrence,
-)
+from .._schedule.recurrence import MISFIRES, MODES, OVERLAPS, CronRecurrence, IntervalRecurrence
 from .._schedule.timers import TimerQueue
 from .._store.journal import Journal
 from ..actions import Call
-from ..clock import Clock, SystemClock
+from ..clock import Clock, ManualClock, SystemClock
 from ..errors import InvalidArgument
 from ..executors import SyncExecutor
 from ..models import Action, Attempt, Entry, RetryPolicy, TaskInfo
@@ -69,12 +62,9 @@ from .delivery import EventDelivery
 from .dispatch import Dispatcher
 from .events import Events
 from .graph import TaskGraph
-from .lifecycle import Lifecycle, NewTask
+from .lifecycle import Lifecycle
 from .task import Task
 
-log = logging.getLogger("taskloom.engine")
-
-S = TaskState
 TRIGGER_RULES = values(TriggerRule)
 EVENT_KINDS = frozenset(s.value for s in TaskState) | {
     "dependency_added",
@@ -173,7 +163,7 @@ class Scheduler:
         if store is not None:
             self._restore(store)
         if self._clock.manual:
-            self._clock.attach(self._timers.on_clock_moved)  # type: ignore[attr-defined]
+            cast(ManualClock, self._clock).attach(self._timers.on_clock_moved)
 
     def _restore(self, store: SQLiteStore) -> None:
         assert self._journal is not None
@@ -274,7 +264,7 @@ class Scheduler:
                 deferred = core.take_deferred()
             dispatcher.after(deferred)
         if self._clock.manual:
-            self._clock.detach(self._timers.on_clock_moved)  # type: ignore[attr-defined]
+            cast(ManualClock, self._clock).detach(self._timers.on_clock_moved)
         if wait:
             current = threading.current_thread()
             for thread in dispatcher.threads:
@@ -442,7 +432,7 @@ class Scheduler:
         fn: Any,
         run_at: object,
         name: object,
-        deps: object,
+        deps: Iterable[object],
         priority: object,
         retry: object,
         timeout: object,
@@ -454,25 +444,36 @@ class Scheduler:
         self._check_open()  # before the checks below: after shutdown, always RuntimeError
         fn = self._normalise_fn(fn)
         at = self._normalise_run_at(run_at)
-        checked_priority = _check_priority(priority)
-        checked_retry = _check_retry(retry)
-        seconds = None if timeout is None else _check_seconds("timeout", timeout, allow_zero=False)
-        rule = _check_trigger_rule(trigger_rule)
-        new = NewTask(
-            fn,
-            at,
-            _check_name(name),
-            _check_deps(deps),
-            checked_priority,
-            checked_retry,
-            seconds,
-            rule,
-            recurrence,
-            options,
+        name, deps, priority, retry, timeout, rule = _checked_options(
+            name, deps, priority, retry, timeout, trigger_rule
         )
-        spec = self._stored_spec(new)
+        spec = None
+        if self._journal is not None:  # refuses what could not run again after a restart
+            spec = persist.task_spec(
+                fn,
+                deps=deps,
+                priority=priority,
+                retry=retry,
+                timeout=timeout,
+                trigger_rule=rule,
+                recurrence=recurrence,
+                options=options,
+            )
+            self._check_storable(fn, spec, at)
         with self._edit():
-            return self._lifecycle.add_task(new, spec)
+            return self._lifecycle.add_task(
+                name,
+                fn,
+                deps,
+                spec,
+                run_at=at,
+                priority=priority,
+                retry=retry,
+                timeout=timeout,
+                trigger_rule=rule,
+                recurrence=recurrence,
+                options=options,
+            )
 
     def _normalise_fn(self, fn: object) -> Any:
         if isinstance(fn, str):
@@ -494,28 +495,17 @@ class Scheduler:
             return self._clock.now() + (run_at - self._clock.wall()).total_seconds()
         return _check_seconds("run_at", run_at)
 
-    def _stored_spec(self, new: NewTask) -> dict | None:
-        """What the store keeps of the task; refuses what cannot run again after a restart."""
-        if self._journal is None:
-            return None
-        spec = persist.task_spec(
-            new.fn,
-            deps=new.deps,
-            priority=new.priority,
-            retry=new.retry,
-            timeout=new.timeout,
-            trigger_rule=new.trigger_rule,
-            recurrence=new.recurrence,
-            options=new.options,
-        )
-        spec["run_at_wall"] = self._journal.to_wall(new.run_at)
-        try:  # refuse now: once in the engine, a row that cannot be written is too late
+    def _check_storable(self, fn: object, spec: dict[str, Any], run_at: float | None) -> None:
+        """Complete the stored spec and refuse it now if it cannot be written: once the
+        task is in the engine, a row that cannot be written is too late."""
+        assert self._journal is not None
+        spec["run_at_wall"] = self._journal.to_wall(run_at)
+        try:
             json.dumps(spec)
         except (TypeError, ValueError) as exc:
             raise TypeError(
-                f"{new.fn!r} cannot be stored: its arguments must be plain data ({exc})"
+                f"{fn!r} cannot be stored: its arguments must be plain data ({exc})"
             ) from None
-        return spec
 
     # ------------------------------------------------------------------ graph edits
     def add_dependency(self, task_id: str, dep_id: str) -> None:
@@ -714,40 +704,36 @@ def _info(t: Task) -> TaskInfo:
     )
 
 
-def _check_priority(priority: object) -> int:
+def _checked_options(
+    name: object,
+    deps: Iterable[object],
+    priority: object,
+    retry: object,
+    timeout: object,
+    trigger_rule: object,
+) -> tuple[str | None, list[str], int, RetryPolicy | None, float | None, TriggerRule]:
+    """A new task's name, deps, priority, retry, timeout and trigger rule, checked
+    (in the order the errors were always raised: priority first, deps last)."""
     if isinstance(priority, bool) or not isinstance(priority, int):
         raise TypeError(f"priority must be an int, got {priority!r}")
-    return priority
-
-
-def _check_retry(retry: object) -> RetryPolicy | None:
     if retry is not None and not isinstance(retry, RetryPolicy):
         raise TypeError(f"retry must be a RetryPolicy or None, got {retry!r}")
-    return retry
-
-
-def _check_trigger_rule(trigger_rule: object) -> TriggerRule:
+    if timeout is not None:
+        timeout = _check_seconds("timeout", timeout, allow_zero=False)
     if trigger_rule not in TRIGGER_RULES:
         raise InvalidArgument(
             f"trigger_rule must be one of {', '.join(TRIGGER_RULES)}, got {trigger_rule!r}",
             "trigger_rule",
         )
-    return TriggerRule(trigger_rule)
-
-
-def _check_name(name: object) -> str | None:
     if name is not None and (not isinstance(name, str) or not name.strip()):
         raise InvalidArgument(  # as in files
             f"name must be a non-empty string, got {name!r}", "name"
         )
-    return name
-
-
-def _check_deps(deps: object) -> list[str]:
     if isinstance(deps, str):
         deps = (deps,)
-    checked = list(dict.fromkeys(deps))  # type: ignore[call-overload]
-    for dep in checked:
+    checked: list[str] = []
+    for dep in dict.fromkeys(deps):  # in order, each once
         if not isinstance(dep, str):
             raise TypeError(f"a dependency is a task id (str), got {dep!r}")
-    return checked
+        checked.append(dep)
+    return name, checked, priority, retry, timeout, TriggerRule(trigger_rule)

@@ -125,6 +125,10 @@ class Dispatcher:
         if not self._clock.manual:
             self._spawn(self._timers.loop, "taskloom-timers")
 
+    def forget_threads(self) -> None:
+        """A failed start(): its threads were joined, the next start() makes new ones."""
+        self.threads = []
+
     def threads_needed(self) -> int:
         return (self.workers if self.executor is None else 0) + (not self._clock.manual)
 
@@ -156,6 +160,15 @@ class Dispatcher:
         task.ready = self.ready.add(task.priority, due, task.order, task, "run")
         if self.executor is None:
             self._core.work_cond.notify()
+
+    def drop_ready(self, task: Task) -> None:
+        """Take the task's ready entry off the heap (cancel, remove, pause)."""
+        self.ready.discard(task.ready)
+        task.ready = None
+
+    def enqueue_restored(self, task: Task) -> None:
+        """Recovery: the task is ready as restored (due now, as it was stored)."""
+        task.ready = self.ready.add(task.priority, self._clock.now(), task.order, task, "run")
 
     def _take_ready(self) -> Run | None:
         """Pop the most urgent ready task and start an attempt of it."""
@@ -215,6 +228,10 @@ class Dispatcher:
         if task.overlap == Overlap.PARALLEL and task.waiting_runs > 0:
             self.push_ready(task)
         return run
+
+    def forget_durable(self, run: Run) -> None:
+        """The run failed for another reason: no commit will finish it."""
+        self.durable.discard(run)
 
     def release_slot(self, run: Run) -> None:
         """The run's code returned: its worker (or executor slot) is free."""

@@ -23,12 +23,16 @@ class Events:
         self._clock = clock
         self._delivery = delivery
         self._journal = journal
-        self.seq = 0
+        self.seq = 0  # the last event's number; recovery goes on from the store's
         # An attempt's outcome rides on the first event its end emits (``Event.outcome``).
-        # The lifecycle notes it when it records the attempt and forgets it once the end
-        # is handled, so an end that emits nothing (a cancelled or interrupted run while
+        # Set by the lifecycle when it records the attempt and cleared once the end is
+        # handled, so an end that emits nothing (a cancelled or interrupted run while
         # another still runs) never lends its outcome to a later event.
         self.ending: tuple[Task, Outcome] | None = None
+
+    def continue_after(self, seq: int) -> None:
+        """Recovery: the store holds events up to ``seq``; number on from there."""
+        self.seq = seq
 
     def emit(self, task: Task, kind: str, error: str | None = None) -> None:
         self.seq += 1

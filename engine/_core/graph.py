@@ -175,6 +175,20 @@ class TaskGraph:
                 core.notify_if_settled()
             stack.extend(self.tasks[d] for d in task.dependents)
 
+    def add_restored(self, task: Task) -> None:
+        """Recovery: a task read back from the store; its edges follow (``relink``)."""
+        self.tasks[task.id] = task
+
+    def relink(self) -> None:
+        """Recovery: every restored task's deps become edges (or orphans)."""
+        tasks = self.tasks
+        for task in tasks.values():
+            for dep in task.deps:
+                if dep in tasks:
+                    tasks[dep].add_dependent(task.id)
+                else:
+                    self.orphans.setdefault(dep, {})[task.id] = None
+
     def mark_repeats(self) -> None:
         """Recurring tasks and all downstream of them repeat: one pass down from the
         recurring ones, without recursion (a restored graph may be any depth)."""

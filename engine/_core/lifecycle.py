@@ -144,8 +144,8 @@ class Lifecycle:
         timers = self._timers
         timers.discard(task.timer)
         timers.discard(task.retry_timer)
-        self.dispatcher.ready.discard(task.ready)
-        task.timer = task.retry_timer = task.ready = None
+        self.dispatcher.drop_ready(task)
+        task.timer = task.retry_timer = None
         task.cron_next = None
         task.waiting_runs = 0
         task.retry_pending = False
@@ -392,8 +392,7 @@ class Lifecycle:
         elif not task.paused:
             task.paused = True
             if task.ready is not None:  # held until resumed
-                self.dispatcher.ready.discard(task.ready)
-                task.ready = None
+                self.dispatcher.drop_ready(task)
             self._events.emit(task, "paused")
 
     def resume(self, task: Task | None) -> None:
@@ -671,7 +670,7 @@ class Lifecycle:
             if run in task.runs:
                 task.drop_run(run)
             self._timers.discard(run.timeout_entry)
-            self.dispatcher.durable.discard(run)
+            self.dispatcher.forget_durable(run)
             text = f"engine error: {error_text(exc)}"
             task.error = text
             self.record_attempt(task, run, Outcome.FAILED, text, None)

@@ -173,7 +173,7 @@ class Scheduler:
                     self._core,
                     self._graph,
                     self._timers,
-                    self._dispatcher.ready,
+                    self._dispatcher,
                     self._events,
                     self._lifecycle,
                 )
@@ -225,9 +225,9 @@ class Scheduler:
         for thread in threads:
             thread.join()
         with core.lock:
-            dispatcher.threads = []
+            dispatcher.forget_threads()
             core.started = False
-            self._timers.wall_offset = None
+            self._timers.stop()
             core.stopping = core.closed  # a shutdown() meanwhile keeps it stopped
         raise RuntimeError(
             f"workers={dispatcher.workers}: could start only {len(threads)} of the "

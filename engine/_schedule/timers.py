@@ -139,6 +139,10 @@ class TimerQueue:
         """The scheduler starts: wall-clock jumps count from now."""
         self.wall_offset = self._current_wall_offset()
 
+    def stop(self) -> None:
+        """start() was undone: no wall-clock jumps to notice."""
+        self.wall_offset = None
+
     def _current_wall_offset(self) -> float:
         return self.clock.wall().timestamp() - self.clock.now()
 

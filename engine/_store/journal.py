@@ -16,9 +16,9 @@ from ..store import SQLiteStore
 
 if TYPE_CHECKING:
     from .._core.core import Core
+    from .._core.dispatch import Dispatcher
     from .._core.events import Events
     from .._core.graph import TaskGraph
-    from .._core.heaps import ReadyHeap
     from .._core.lifecycle import Lifecycle
     from .._core.task import Run, Task
     from .._schedule.timers import TimerQueue
@@ -96,11 +96,11 @@ class Journal:
         core: Core,
         graph: TaskGraph,
         timers: TimerQueue,
-        ready: ReadyHeap,
+        dispatcher: Dispatcher,
         events: Events,
         lifecycle: Lifecycle,
     ) -> None:
         """Rebuild the tasks from the store into empty parts (see ``recovery.py``)."""
         from .recovery import Recovery
 
-        Recovery(self, core, graph, timers, ready, events, lifecycle).run()
+        Recovery(self, core, graph, timers, dispatcher, events, lifecycle).run()

@@ -33,9 +33,9 @@ from ..states import SETTLED, TaskState
 
 if TYPE_CHECKING:
     from .._core.core import Core
+    from .._core.dispatch import Dispatcher
     from .._core.events import Events
     from .._core.graph import TaskGraph
-    from .._core.heaps import ReadyHeap
     from .._core.lifecycle import Lifecycle
     from .._schedule.timers import TimerQueue
     from .journal import Journal
@@ -58,7 +58,7 @@ class Recovery:
         core: Core,
         graph: TaskGraph,
         timers: TimerQueue,
-        ready: ReadyHeap,
+        dispatcher: Dispatcher,
         events: Events,
         lifecycle: Lifecycle,
     ) -> None:
@@ -67,7 +67,7 @@ class Recovery:
         self.core = core
         self.graph = graph
         self.timers = timers
-        self.ready = ready
+        self.dispatcher = dispatcher
         self.events = events
         self.lifecycle = lifecycle
         self.clock = timers.clock
@@ -75,24 +75,18 @@ class Recovery:
     def run(self) -> None:
         store, graph = self.store, self.graph
         records = store.load_tasks()
-        self.events.seq = store.max_seq()
+        self.events.continue_after(store.max_seq())
         offset = self.clock.wall().timestamp() - self.clock.now()  # wall = mono + offset
-        tasks = graph.tasks
         max_order = -1
         for rec in records:
             task = self._task_of(rec, offset)
             max_order = max(max_order, rec["ord"])
-            tasks[task.id] = task
+            graph.add_restored(task)
             rec["task"] = task
         graph.continue_order_after(max_order)
-
-        for task in tasks.values():
-            for dep in task.deps:
-                if dep in tasks:
-                    tasks[dep].add_dependent(task.id)
-                else:
-                    graph.orphans.setdefault(dep, {})[task.id] = None
+        graph.relink()
         graph.mark_repeats()
+        tasks = graph.tasks
         for task in tasks.values():
             if not task.repeats and not task.state.settled:
                 self.core.unsettled += 1
@@ -192,8 +186,7 @@ class Recovery:
 
     def _make_ready(self, task: Task) -> None:
         task.waiting_runs = 1
-        now = self.clock.now()
-        task.ready = self.ready.add(task.priority, now, task.order, task, "run")
+        self.dispatcher.enqueue_restored(task)
         self._set(task, S.READY)
 
     def _resume_cadence(self, task: Task) -> None:

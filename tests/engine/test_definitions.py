@@ -11,11 +11,13 @@ from pathlib import Path
 import pytest
 
 from taskloom.engine import (
+    Attempt,
     Call,
     InvalidArgument,
     ManualClock,
     Misfire,
     Mode,
+    Outcome,
     Overlap,
     RetryPolicy,
     Scheduler,
@@ -354,3 +356,28 @@ def test_a_time_on_the_scheduler_clock_is_restored_as_its_wall_time(tmp_path):
     finally:
         again.shutdown()
         store.close()
+
+
+# ---------------------------------------------------------------------- attempts
+def test_an_attempt_read_from_the_store_says_whose_it_is():
+    row = {
+        "run": 2,
+        "task_id": "a",
+        "number": 1,
+        "started": 100.0,
+        "ended": 101.5,
+        "outcome": "failed",
+        "error": "boom",
+        "traceback": None,
+        "output": "out",
+        "log_path": None,
+        "exit_code": 1,
+        "worker": "w",
+    }
+    attempt = Attempt.from_row(row, offset=100.0)
+    assert attempt == Attempt(
+        1, 0.0, 1.5, Outcome.FAILED, "boom", None, "out", None, 1, "w", "a", 2
+    )
+    assert attempt.to_row("a", lambda t: None if t is None else t + 100.0) == (
+        "a", 1, 100.0, 101.5, "failed", "boom", None, "out", None, 1, "w",
+    )  # fmt: skip

@@ -256,8 +256,8 @@ class TaskDefinition:
 
     def to_table(self, base_dir) -> dict:
         """The ``[tasks.NAME]`` table: only keys that differ from their defaults, in
-        the order files list them; ``cwd`` relative to ``base_dir`` when inside it,
-        durations in seconds. ``ValueError`` for an action no file can hold."""
+        the order files list them; ``cwd`` relative to ``base_dir`` when it was joined
+        to it, durations in seconds. ``ValueError`` for an action no file can hold."""
         action = self.action
         table: dict = {}
         if isinstance(action, Call):
@@ -458,20 +458,17 @@ def _retry(value) -> RetryPolicy | None:
 
 
 def _relative(cwd: str | None, base_dir) -> str | None:
-    """``cwd`` as a file writes it: None for the file's folder, relative inside it,
-    absolute outside it (a path climbing out would break when the file moves)."""
+    """``cwd`` as a file writes it: None for the file's folder; relative when it is
+    a path joined to that folder (as ``from_table`` joins one: "sub", "../shared"),
+    else as it is (an absolute path, or a folder given elsewhere)."""
     if cwd is None:
         return None
     base = str(base_dir)
     if os.path.normpath(cwd) == os.path.normpath(base):
         return None
-    try:
-        inside = os.path.commonpath([os.path.abspath(cwd), os.path.abspath(base)]) == (
-            os.path.abspath(base)
-        )
-    except ValueError:  # another drive
-        return cwd
-    return os.path.relpath(cwd, base) if inside else cwd
+    if cwd.startswith(base.rstrip(os.sep) + os.sep):
+        return os.path.relpath(cwd, base)
+    return cwd
 
 
 def defined_by_call(

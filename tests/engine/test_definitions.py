@@ -140,8 +140,15 @@ def test_table_writes_only_what_differs_with_paths_relative_to_the_file():
     }
     assert tables["cron"]["timezone"] == "Europe/Berlin"
     assert tables["deps"] == {"call": "os:getcwd", "deps": ["after", "cron"]}
-    outside = Command(["true"], cwd="/elsewhere")
-    assert TaskDefinition("o", outside).to_table(BASE)["cwd"] == "/elsewhere"
+
+
+@pytest.mark.parametrize("written", ["sub", "../shared", "/elsewhere/abs"])
+def test_cwd_is_written_back_as_the_file_wrote_it(written):
+    definition = TaskDefinition.from_table("t", {"command": ["true"], "cwd": written}, BASE)
+    assert definition.to_table(BASE)["cwd"] == written
+    for same in (".", None):  # the file's own folder: no cwd key
+        table = {"command": ["true"]} if same is None else {"command": ["true"], "cwd": same}
+        assert "cwd" not in TaskDefinition.from_table("t", table, BASE).to_table(BASE)
 
 
 def test_a_python_object_has_no_table():

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from . import persist
+from .definitions import TaskDefinition
 from .models import Attempt
 from .options import Outcome
 from .recurrence import CronRecurrence
@@ -45,28 +45,29 @@ def restore(scheduler, store) -> None:
     tasks = scheduler._tasks
     max_order = -1
     for rec in records:
-        spec = rec["spec"]
+        definition = TaskDefinition.from_row(rec["id"], rec["spec"])
         task = Task(
             rec["id"],
-            persist.action_from_spec(spec["action"]),
+            definition.action,
             order=rec["ord"],
-            priority=spec["priority"],
-            retry=persist.retry_from_spec(spec),
-            timeout=spec["timeout"],
-            trigger_rule=spec["trigger_rule"],
+            priority=definition.priority,
+            retry=definition.retry,
+            timeout=definition.timeout,
+            trigger_rule=definition.trigger_rule,
             run_at=None if rec["next_wall"] is None else rec["next_wall"] - offset,
         )
+        task.definition = definition
         max_order = max(max_order, rec["ord"])
-        task.recurrence = persist.recurrence_from_spec(spec)
+        task.recurrence = definition.recurrence()
         if task.recurrence is not None:
-            task.overlap = spec["overlap"]
-            task.misfire = spec["misfire"]
-            task.misfire_grace = spec["misfire_grace"]
+            task.overlap = definition.overlap
+            task.misfire = definition.misfire
+            task.misfire_grace = definition.misfire_grace
             if isinstance(task.recurrence, CronRecurrence):
                 scheduler._cron_tasks += 1
                 if rec["next_wall"] is not None:  # the cursor is a wall time, stored exactly
                     task.cron_next = datetime.fromtimestamp(rec["next_wall"], UTC)
-        for dep in spec["deps"]:
+        for dep in definition.deps:
             task.add_dep(dep)
         task.attempt = rec["attempt"]
         task.budget_base = rec["budget_base"]

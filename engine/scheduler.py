@@ -31,13 +31,13 @@ import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import Executor, ThreadPoolExecutor
 from contextlib import contextmanager
-from datetime import datetime
+from datetime import UTC, datetime
 from itertools import count
 from pathlib import Path
 
-from . import persist
 from .actions import Call
 from .clock import SystemClock
+from .definitions import TaskDefinition, defined_by_call, definition_of_task, row_of_call
 from .delivery import EventDelivery
 from .errors import CycleError, InvalidArgument
 from .executors import SyncExecutor
@@ -356,10 +356,24 @@ class Scheduler(DependencyRules, TimerLogic, RunLogic, WorkerLoop, StoreSync):
             fn, run_at, name, deps, priority, retry, timeout, trigger_rule, None, {}
         )
 
-    def schedule_after(self, fn, delay, **kw) -> str:
+    def schedule_after(
+        self,
+        fn,
+        delay,
+        *,
+        name: str | None = None,
+        deps: Iterable[str] = (),
+        priority: int = 0,
+        retry: RetryPolicy | None = None,
+        timeout: float | None = None,
+        trigger_rule: str = "all_success",
+    ) -> str:
         """Like ``schedule``, due ``delay`` seconds from now."""
         delay = _check_seconds("delay", delay)
-        return self.schedule(fn, self._clock.now() + delay, **kw)
+        run_at = self._clock.now() + delay
+        return self._create(
+            fn, run_at, name, deps, priority, retry, timeout, trigger_rule, None, {}, after=delay
+        )
 
     def add(self, fn, deps: Iterable[str] = (), **kw) -> str:
         """Like ``schedule``, run as soon as ``deps`` allow (the usual way to build a graph)."""
@@ -400,7 +414,7 @@ class Scheduler(DependencyRules, TimerLogic, RunLogic, WorkerLoop, StoreSync):
         self,
         fn,
         expr: str,
-        tz: str = "UTC",
+        tz: str | None = None,
         *,
         overlap: str = "skip",
         misfire: str = "run_once",
@@ -413,13 +427,15 @@ class Scheduler(DependencyRules, TimerLogic, RunLogic, WorkerLoop, StoreSync):
         trigger_rule: str = "all_success",
     ) -> str:
         """Add a task at the times of a cron expression (5 fields, or 6 with seconds)
-        in time zone ``tz``; returns its id. Each occurrence runs once, at its wall-clock
-        time; daylight-saving days follow docs/design.md (Cron). ``overlap`` and
-        ``misfire`` as in ``schedule_every``."""
+        in time zone ``tz`` (None: UTC); returns its id. Each occurrence runs once, at
+        its wall-clock time; daylight-saving days follow docs/design.md (Cron).
+        ``overlap`` and ``misfire`` as in ``schedule_every``."""
         from .cron import CronTrigger  # the cron library loads only when used
 
-        recurrence = CronRecurrence(CronTrigger(expr, tz), expr, tz)
+        zone_name = "UTC" if tz is None else tz
+        recurrence = CronRecurrence(CronTrigger(expr, zone_name), expr, zone_name)
         options = self._recurring_options(overlap, misfire, misfire_grace)
+        options["timezone"] = tz  # as given, for the definition
         return self._create(
             fn, None, name, deps, priority, retry, timeout, trigger_rule, recurrence, options
         )
@@ -458,10 +474,22 @@ class Scheduler(DependencyRules, TimerLogic, RunLogic, WorkerLoop, StoreSync):
         return _check_seconds("run_at", run_at)
 
     def _create(
-        self, fn, run_at, name, deps, priority, retry, timeout, trigger_rule, recurrence, options
+        self,
+        fn,
+        run_at,
+        name,
+        deps,
+        priority,
+        retry,
+        timeout,
+        trigger_rule,
+        recurrence,
+        options,
+        after=None,
     ) -> str:
         self._check_open()  # before the checks below: after shutdown, always RuntimeError
         fn = self._normalise_fn(fn)
+        given_at = run_at
         run_at = self._normalise_run_at(run_at)
         if isinstance(priority, bool) or not isinstance(priority, int):
             raise TypeError(f"priority must be an int, got {priority!r}")
@@ -485,17 +513,23 @@ class Scheduler(DependencyRules, TimerLogic, RunLogic, WorkerLoop, StoreSync):
         for dep in deps:
             if not isinstance(dep, str):
                 raise TypeError(f"a dependency is a task id (str), got {dep!r}")
+        # What definition() answers. Most tasks keep only their one-shot time (an aware
+        # datetime as given, or a float on this clock): the rest is in the task's
+        # fields. A full TaskDefinition (3 us) only when the fields do not say it all
+        # (a delay, a cron zone as given).
+        definition = None
+        if recurrence is None and after is None:
+            definition = given_at if isinstance(given_at, datetime) else run_at
+        elif after is not None or "timezone" in options:
+            definition = defined_by_call(
+                name or "", fn, None, after, deps, priority, retry, timeout, trigger_rule,
+                recurrence, options,
+            )  # fmt: skip
         spec = None
         if self._store is not None:  # refuses what cannot run again after a restart
-            spec = persist.task_spec(
-                fn,
-                deps=deps,
-                priority=priority,
-                retry=retry,
-                timeout=timeout,
-                trigger_rule=trigger_rule,
-                recurrence=recurrence,
-                options=options,
+            at = given_at if isinstance(given_at, datetime) and recurrence is None else None
+            spec = row_of_call(
+                fn, at, after, deps, priority, retry, timeout, trigger_rule, recurrence, options
             )
             spec["run_at_wall"] = None if run_at is None else self._to_wall(run_at)
             try:  # refuse now: once in the engine, a row that cannot be written is too late
@@ -535,6 +569,7 @@ class Scheduler(DependencyRules, TimerLogic, RunLogic, WorkerLoop, StoreSync):
                 run_at=run_at,
             )
             task.attempt = task.budget_base = self._attempt_floor.pop(name, 0)
+            task.definition = definition
             if recurrence is not None:
                 task.recurrence = recurrence
                 task.overlap = options["overlap"]
@@ -845,6 +880,23 @@ class Scheduler(DependencyRules, TimerLogic, RunLogic, WorkerLoop, StoreSync):
         """A frozen ``TaskInfo`` snapshot of one task; ``KeyError`` if unknown."""
         with self._lock:
             return self._info(self._get(task_id))
+
+    def definition(self, task_id: str) -> TaskDefinition:
+        """How ``task_id`` was defined (``definitions.TaskDefinition``), with the
+        dependencies it has now: what re-creates it (``submit``), stores it and writes
+        it to a workflow file. A task restored from a store has the definition its
+        row keeps. ``KeyError`` if unknown."""
+        with self._lock:
+            task = self._get(task_id)
+            definition, deps = task.definition, tuple(task.deps)
+            if not isinstance(definition, TaskDefinition):  # see _create
+                at = self._wall_time(definition) if isinstance(definition, float) else definition
+                definition = definition_of_task(task, at)
+        return definition.with_deps(deps, task_id)
+
+    def _wall_time(self, at: float) -> datetime:
+        """A scheduler-clock time as an aware UTC datetime."""
+        return datetime.fromtimestamp(self._to_wall(at), UTC)
 
     def tasks(self) -> list[TaskInfo]:
         """Frozen ``TaskInfo`` snapshots of every task, in the order they were added."""

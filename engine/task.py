@@ -55,6 +55,7 @@ class Task:
         "consumed",
         "repeats",
         "history",
+        "definition",
     )
 
     def __init__(self, task_id, fn, *, order, priority, retry, timeout, trigger_rule, run_at):
@@ -94,6 +95,10 @@ class Task:
         self.consumed: dict[str, int] | None = None  # upstream successes already used
         self.repeats = False  # recurring, or downstream of a recurring task
         self.history: list | None = None  # Attempt records, newest last
+        # Its TaskDefinition (deps as given then), or just its one-shot time (an aware
+        # datetime, or a float on the scheduler clock) or None when the fields here
+        # say the rest: Scheduler.definition builds it then (see Scheduler._create).
+        self.definition = None
 
     def add_dep(self, dep_id: str) -> None:
         if self.deps is NO_DEPS:

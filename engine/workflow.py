@@ -703,6 +703,15 @@ class _Checker:
                     graph.add_edge(dep, tid)
                 else:
                     self.problem(tid, "deps", f"unknown task {dep!r}" + _did_you_mean(dep, tasks))
+        if nx.is_directed_acyclic_graph(graph):  # one linear pass for the usual case
+            return
+        # Search for cycles only where they can be: strongly connected parts and
+        # self-loops (find_cycle over the whole graph is slow at 10,000 tasks).
+        knotted = set(nx.nodes_with_selfloops(graph))
+        for part in nx.strongly_connected_components(graph):
+            if len(part) > 1:
+                knotted |= part
+        graph = graph.subgraph(knotted).copy()
         order = {tid: n for n, tid in enumerate(tasks)}
         for _ in range(graph.number_of_edges()):
             try:

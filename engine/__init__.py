@@ -4,6 +4,7 @@ from ._core.scheduler import EVENT_KINDS, TRIGGER_RULES, Scheduler
 from ._jobs.context import RemoteResult, RunContext, current_run
 from .actions import Call
 from .clock import ManualClock, SystemClock
+from .definitions import TaskDefinition
 from .errors import CycleError, InvalidArgument, TaskCancelled, TaskTimeout
 from .executors import SyncExecutor
 from .models import Action, Attempt, Entry, Event, RetryPolicy, TaskInfo
@@ -36,6 +37,7 @@ __all__ = [
     "SystemClock",
     "TRIGGER_RULES",
     "TaskCancelled",
+    "TaskDefinition",
     "TaskInfo",
     "TaskState",
     "TaskTimeout",

@@ -73,8 +73,11 @@ class Attempt(NamedTuple):
     """One finished or running attempt of a task (kept in memory, newest last).
 
     Stored as one row of the store's ``attempts`` table: its columns after ``run``
-    are ``task_id`` and these fields, in this order (``records.ATTEMPT_COLUMNS``,
-    checked when ``records`` is imported). ``to_row``/``from_row`` convert.
+    are ``task_id`` and the fields up to ``worker``, in this order
+    (``records.ATTEMPT_COLUMNS``, checked when ``records`` is imported).
+    ``to_row``/``from_row`` convert. ``task_id`` and ``run`` say whose attempt it is
+    when that is not known from where it came: set on attempts read from the store
+    (from_row), None on the engine's own records (``Scheduler.attempts(task_id)``).
     """
 
     number: int
@@ -87,6 +90,8 @@ class Attempt(NamedTuple):
     log_path: str | None
     exit_code: int | None
     worker: str | None = None  # thread, process or cluster worker that ran it
+    task_id: str | None = None
+    run: int | None = None  # the store's run number
 
     def to_row(self, task_id: str, to_wall: Callable[[float | None], float | None]) -> tuple:
         """The row ``SQLiteStore.put_attempt`` takes: ``task_id``, then the fields,
@@ -109,7 +114,7 @@ class Attempt(NamedTuple):
     def from_row(cls, row: Mapping[str, Any], offset: float) -> Attempt:
         """An attempt read back from the store: ``row`` by column name (as
         ``SQLiteStore.attempts``/``recent_attempts`` give it); ``offset`` is wall
-        minus scheduler clock, taken off the stored times."""
+        minus scheduler clock, taken off the stored times (0: keep wall-clock times)."""
         ended = row["ended"]
         outcome = row["outcome"]
         return cls(
@@ -123,6 +128,8 @@ class Attempt(NamedTuple):
             row["log_path"],
             row["exit_code"],
             row["worker"],
+            row.get("task_id"),
+            row.get("run"),
         )
 
 

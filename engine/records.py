@@ -86,7 +86,11 @@ def _check() -> None:
     """The records and the column lists name the same columns in the same order."""
     if TASK_COLUMNS.split(", ")[3:] != list(StateRow._fields):
         raise RuntimeError(f"StateRow {StateRow._fields} does not match {TASK_COLUMNS!r}")
-    if ATTEMPT_WRITE[1:] != ("task_id", *Attempt._fields):
+    stored = Attempt._fields[: len(ATTEMPT_WRITE) - 2]  # task_id and run come first
+    if ATTEMPT_WRITE[1:] != ("task_id", *stored) or Attempt._fields[len(stored) :] != (
+        "task_id",
+        "run",
+    ):
         raise RuntimeError(f"Attempt {Attempt._fields} does not match {ATTEMPT_WRITE}")
 
 

@@ -4,13 +4,13 @@
 ``Workflow``; every problem in it is reported at once, as a ``WorkflowError``
 whose lines read ``FILE: tasks.NAME.KEY: message``. ``save(workflow, path)``
 writes one back atomically, and ``load(save(w)) == w``.
+Each ``[tasks.NAME]`` table becomes a ``TaskDefinition`` (definitions.py);
 ``Workflow.schedule_into(scheduler)`` hands the tasks to an engine.
 """
 
 from __future__ import annotations
 
 import difflib
-import hashlib
 import json
 import math
 import os
@@ -18,15 +18,15 @@ import re
 import stat
 import tempfile
 import tomllib
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, time
 from pathlib import Path
 
 import tomli_w
 
 from .actions import Call
-from .command import Command
 from .cron import CronTrigger, zone
+from .definitions import TaskDefinition
 from .durations import MAX_DURATION, format_duration, parse_duration
 from .models import RetryPolicy
 from .options import Misfire, Mode, Overlap, TriggerRule, values
@@ -126,84 +126,19 @@ def toml_key(key: str) -> str:
 
 # ---------------------------------------------------------------------- the model
 @dataclass
-class TaskSpec:
-    """One ``[tasks.NAME]`` table. Durations are float seconds; unset keys keep defaults."""
-
-    name: str
-    command: list[str] | str | None = None
-    call: str | None = None
-    args: dict = field(default_factory=dict)
-    shell: bool = False
-    cwd: str | None = None  # as written; relative to the workflow file
-    env: dict[str, str] = field(default_factory=dict)
-    at: datetime | None = None  # aware
-    after: float | None = None
-    every: float | None = None
-    mode: str = Mode.FIXED_RATE
-    cron: str | None = None
-    timezone: str | None = None
-    deps: list[str] = field(default_factory=list)
-    priority: int = 0
-    retry: RetryPolicy | None = None
-    timeout: float | None = None
-    trigger_rule: str = TriggerRule.ALL_SUCCESS
-    overlap: str = Overlap.SKIP
-    misfire: str = Misfire.RUN_ONCE
-    misfire_grace: float = 30.0
-    pos: tuple[float, float] | None = None  # where the GUI drew it
-
-    @property
-    def recurring(self) -> bool:
-        return self.every is not None or self.cron is not None
-
-    @property
-    def schedule_kind(self) -> str:
-        """ "at", "after", "every", "cron", or "deps" for a task with no time key."""
-        for key in TIME_KEYS:
-            if getattr(self, key) is not None:
-                return key
-        return "deps"
-
-    def fingerprint(self, base_dir: Path) -> str:
-        """A digest of everything that decides what the task runs and when: not its
-        name or where the GUI drew it. A resumed run compares it with the stored
-        one to find tasks whose definition changed in the file."""
-        skip = ("name", "pos")
-        data = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in skip}
-        data["cwd"] = str(Path(base_dir) / self.cwd) if self.cwd else str(base_dir)
-        text = json.dumps(data, sort_keys=True, default=repr)
-        return hashlib.sha256(text.encode()).hexdigest()[:16]
-
-    def action(self, base_dir: Path):
-        """The callable the engine runs: a ``Command`` (cwd resolved) or a ``Call``."""
-        if self.call is not None:
-            return Call(self.call, self.args)
-        cwd = Path(base_dir) / self.cwd if self.cwd else Path(base_dir)
-        return Command(self.command, shell=self.shell, cwd=str(cwd), env=self.env)
-
-
-@dataclass
 class Workflow:
-    """A parsed workflow file. ``positions`` maps task ids to GUI positions.
-
-    ``positions`` and each ``TaskSpec.pos`` are kept in step when built; change one
-    afterwards with ``set_position`` so both agree (``save`` prefers ``positions``).
-    """
+    """A parsed workflow file: its settings, a ``TaskDefinition`` per ``[tasks.NAME]``
+    table (``definitions.py``), and ``positions``: where the GUI drew each task."""
 
     name: str
     workers: int = 4
     executor: str = "threads"
-    tasks: dict[str, TaskSpec] = field(default_factory=dict)
+    tasks: dict[str, TaskDefinition] = field(default_factory=dict)
     path: Path | None = field(default=None, compare=False)
     positions: dict[str, tuple[float, float]] = field(default_factory=dict)
 
     def __post_init__(self):
-        merged = {tid: task.pos for tid, task in self.tasks.items() if task.pos is not None}
-        merged.update({tid: (x, y) for tid, (x, y) in self.positions.items()})
-        self.positions = merged
-        for tid, xy in merged.items():
-            if tid in self.tasks:
-                self.tasks[tid].pos = xy
+        self.positions = {tid: (float(x), float(y)) for tid, (x, y) in self.positions.items()}
 
     @property
     def base_dir(self) -> Path:
@@ -211,14 +146,12 @@ class Workflow:
         return self.path.resolve().parent if self.path else Path.cwd()
 
     def fingerprints(self) -> dict[str, str]:
-        """{task id: definition digest} (see ``TaskSpec.fingerprint``)."""
+        """{task id: definition digest} (see ``TaskDefinition.fingerprint``)."""
         base = self.base_dir
         return {tid: task.fingerprint(base) for tid, task in self.tasks.items()}
 
     def set_position(self, task_id: str, x: float, y: float) -> None:
         self.positions[task_id] = (float(x), float(y))
-        if task_id in self.tasks:
-            self.tasks[task_id].pos = (float(x), float(y))
 
     def order(self) -> list[str]:
         """Task ids, each after its dependencies, otherwise in file order."""
@@ -254,47 +187,9 @@ class Workflow:
             if tid in skip:
                 continue
             task = self.tasks[tid]
-            fn = task.action(self.base_dir)
-            common = dict(
-                name=tid,
-                deps=tuple(ids.get(dep, dep) for dep in task.deps),
-                priority=task.priority,
-                retry=task.retry,
-                timeout=task.timeout,
-                trigger_rule=task.trigger_rule,
-            )
-            recurring = dict(
-                overlap=task.overlap, misfire=task.misfire, misfire_grace=task.misfire_grace
-            )
-            kind = task.schedule_kind
-            when = {"at": task.at, "after": task.after, "every": task.every, "cron": task.cron}
-            ids[tid] = schedule_one(
-                scheduler,
-                fn,
-                kind,
-                when=when.get(kind),
-                mode=task.mode,
-                tz=task.timezone or "UTC",
-                options=common,
-                recurring=recurring,
-            )
+            deps = tuple(ids.get(dep, dep) for dep in task.deps)
+            ids[tid] = task.with_deps(deps, tid).submit(scheduler)
         return ids
-
-
-def schedule_one(scheduler, fn, kind, *, when, mode, tz, options, recurring) -> str:
-    """Schedule one action by its kind of schedule: "at" (an aware datetime), "after"
-    (seconds), "every" (seconds), "cron" (an expression) or anything else (as soon as
-    its dependencies allow). ``options`` are the keywords every kind takes,
-    ``recurring`` those only recurring kinds take. Returns the task id."""
-    if kind == "at":
-        return scheduler.schedule(fn, run_at=when, **options)
-    if kind == "after":
-        return scheduler.schedule_after(fn, when, **options)
-    if kind == "every":
-        return scheduler.schedule_every(fn, when, mode=mode, **recurring, **options)
-    if kind == "cron":
-        return scheduler.schedule_cron(fn, when, tz=tz, **recurring, **options)
-    return scheduler.add(fn, **options)
 
 
 # ---------------------------------------------------------------------- loading
@@ -412,6 +307,7 @@ class _Checker:
         self.file = str(path) if path is not None else "<workflow>"
         self.base_dir = path.resolve().parent if path is not None else Path.cwd()
         self.problems: list[Problem] = []
+        self.positions: dict[str, tuple[float, float]] = {}
 
     def problem(self, task, key, message) -> None:
         self.problems.append(Problem(self.file, task, key, message))
@@ -426,16 +322,19 @@ class _Checker:
         tasks_table = self.table(None, "tasks", self.data.get("tasks", {}))
         if not tasks_table:
             self.problem(None, "tasks", "no tasks: add a [tasks.NAME] table")
-        tasks = {}
+        tasks: dict[str, TaskDefinition] = {}
+        deps: dict[str, list[str]] = {}
         for tid, table in tasks_table.items():
             if not isinstance(table, dict):
                 self.problem(None, f"tasks.{toml_key(tid)}", "must be a table [tasks.NAME]")
                 continue
-            tasks[tid] = self.task(tid, table)
-        self.dependencies(tasks)
+            definition, deps[tid] = self.task(tid, table)
+            if definition is not None:  # else its problems are reported below
+                tasks[tid] = definition
+        self.dependencies(deps)
         if self.problems:
             raise WorkflowError(self.problems)
-        return Workflow(name, workers, executor, tasks, self.path)
+        return Workflow(name, workers, executor, tasks, self.path, self.positions)
 
     def table(self, task, key, value) -> dict:
         if isinstance(value, dict):
@@ -482,24 +381,31 @@ class _Checker:
         return name, workers, executor
 
     # -- one task
-    def task(self, tid: str, table: dict) -> TaskSpec:
-        spec = TaskSpec(name=tid)
+    def task(self, tid: str, table: dict) -> tuple[TaskDefinition | None, list[str]]:
+        """The task's definition (None if its table has problems) and its deps."""
+        before = len(self.problems)
         if not tid.strip():
             self.problem(tid, None, "a task name must not be empty")
         for key in table:
             if key not in TASK_KEYS:
                 self.problem(tid, key, "unknown key" + _did_you_mean(key, TASK_KEYS))
         checks = {key: getattr(self, "check_" + key) for key in TASK_KEYS}
+        values = {}
         for key in TASK_KEYS:
             if key in table:
                 value = checks[key](tid, key, table[key], table)
                 if value is not None:
-                    setattr(spec, key, value)
-        self.action_rules(tid, table, spec)
+                    values[key] = value
+        self.action_rules(tid, table)
         self.time_rules(tid, table)
-        return spec
+        deps = values.get("deps", [])
+        if len(self.problems) > before:
+            return None, deps
+        if "pos" in values:
+            self.positions[tid] = values.pop("pos")
+        return TaskDefinition.from_table(tid, values, self.base_dir), deps
 
-    def action_rules(self, tid: str, table: dict, spec: TaskSpec) -> None:
+    def action_rules(self, tid: str, table: dict) -> None:
         has_command, has_call = "command" in table, "call" in table
         if has_command and has_call:
             self.problem(tid, "call", "give either command or call, not both")
@@ -789,17 +695,26 @@ class _Checker:
         return value
 
     # -- across tasks
-    def dependencies(self, tasks: dict[str, TaskSpec]) -> None:
+    def dependencies(self, tasks: dict[str, list[str]]) -> None:
         import networkx as nx
 
         graph: nx.DiGraph[str] = nx.DiGraph()
         graph.add_nodes_from(tasks)
-        for tid, spec in tasks.items():
-            for dep in spec.deps:
+        for tid, deps in tasks.items():
+            for dep in deps:
                 if dep in tasks:
                     graph.add_edge(dep, tid)
                 else:
                     self.problem(tid, "deps", f"unknown task {dep!r}" + _did_you_mean(dep, tasks))
+        if nx.is_directed_acyclic_graph(graph):  # one linear pass for the usual case
+            return
+        # Search for cycles only where they can be: strongly connected parts and
+        # self-loops (find_cycle over the whole graph is slow at 10,000 tasks).
+        knotted = set(nx.nodes_with_selfloops(graph))
+        for part in nx.strongly_connected_components(graph):
+            if len(part) > 1:
+                knotted |= part
+        graph = graph.subgraph(knotted).copy()
         order = {tid: n for n, tid in enumerate(tasks)}
         for _ in range(graph.number_of_edges()):
             try:
@@ -825,21 +740,22 @@ def _zone_names():
 
 
 # ---------------------------------------------------------------------- saving
-def dumps(workflow: Workflow) -> str:
-    """The TOML text of a workflow: only keys that differ from their defaults."""
+def dumps(workflow: Workflow, base_dir=None) -> str:
+    """The TOML text of a workflow: only keys that differ from their defaults; each
+    ``cwd`` relative to ``base_dir`` (default: the workflow's folder) when inside it.
+
+    ``ValueError`` for a task whose action no file can hold (a Python object)."""
     lines = ["[workflow]", f"name = {_literal(workflow.name)}"]
     lines.append(f"workers = {_literal(workflow.workers)}")
     lines.append(f"executor = {_literal(workflow.executor)}")
-    defaults = TaskSpec(name="")
+    base = workflow.base_dir if base_dir is None else Path(base_dir)
     for tid, task in workflow.tasks.items():
         lines += ["", f"[tasks.{toml_key(tid)}]"]
-        pos = workflow.positions.get(tid, task.pos)
-        for key in TASK_KEYS:
-            value = pos if key == "pos" else getattr(task, key)
-            if value == getattr(defaults, key) and key != "pos":
-                continue
-            if value is None:
-                continue
+        table = task.to_table(base)
+        pos = workflow.positions.get(tid)
+        if pos is not None:
+            table["pos"] = [float(pos[0]), float(pos[1])]
+        for key, value in table.items():
             lines.append(f"{toml_key(key)} = {_render(key, value)}")
     return "\n".join(lines) + "\n"
 
@@ -848,15 +764,8 @@ def _render(key: str, value) -> str:
     if key in ("after", "every", "timeout", "misfire_grace"):
         return _literal(format_duration(value))
     if key == "retry":
-        defaults = RetryPolicy()
-        fields = {}
-        for name in RETRY_KEYS:
-            item = getattr(value, name)
-            if item != getattr(defaults, name):
-                fields[name] = format_duration(item) if name in ("base", "max_delay") else item
-        return _literal(fields)
-    if key == "pos":
-        return _literal([float(value[0]), float(value[1])])
+        durations = ("base", "max_delay")
+        value = {k: format_duration(v) if k in durations else v for k, v in value.items()}
     return _literal(value)
 
 
@@ -881,7 +790,9 @@ def save(workflow: Workflow, path=None) -> Path:
     target = Path(path) if path is not None else workflow.path
     if target is None:
         raise ValueError("save: no path given and the workflow has none")
-    text = dumps(workflow)  # fails before the disk is touched if a value has no TOML form
+    # Fails before the disk is touched if a value has no TOML form. Paths are written
+    # relative to the file's new folder: the tasks still run where they did.
+    text = dumps(workflow, target.resolve().parent)
     handle, temp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     try:
         with os.fdopen(handle, "w", encoding="utf-8") as stream:

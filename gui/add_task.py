@@ -1,8 +1,8 @@
 """The add-task dialog: every field checked as you type, problems explained next to it.
 
-It only builds a TaskSpec; the controller submits it (through the undo stack).
-Given a task's spec it is the Edit dialog: pre-filled, the id fixed, and a
-refused change shown next to the field it is about.
+It only builds a ``TaskDefinition``; the controller submits it (through the undo
+stack). Given a task's definition it is the Edit dialog: pre-filled, the id fixed,
+and a refused change shown next to the field it is about.
 """
 
 from __future__ import annotations
@@ -34,9 +34,9 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from taskloom.engine import RetryPolicy, cron, durations
+from taskloom.engine import RetryPolicy, TaskDefinition, cron, durations
 
-from .task_spec import TaskSpec, make_call, make_command, target_text
+from .task_spec import make_call, make_command, schedule_choice, target_text
 
 SCHEDULES = (
     ("now", "As soon as its dependencies allow"),
@@ -50,6 +50,10 @@ ERROR_STYLE = "color: #D55E00;"
 # showing that argument explains it. Fields the dialog shows as they are map to
 # themselves ("name", "timeout", "deps", "target"); the rest go above the buttons.
 FIELD_WIDGETS = {
+    "at": "schedule",
+    "after": "schedule",
+    "every": "schedule",
+    "timezone": "schedule",
     "delay": "schedule",
     "run_at": "schedule",
     "interval": "schedule",
@@ -78,13 +82,19 @@ def _error_label() -> QLabel:
 
 
 class AddTaskDialog(QDialog):
-    specReady = Signal(object)  # a TaskSpec
+    specReady = Signal(object)  # a TaskDefinition
 
     def __init__(
-        self, existing_ids, parent=None, spec: TaskSpec | None = None, task_id=None, submit=None
+        self,
+        existing_ids,
+        parent=None,
+        spec: TaskDefinition | None = None,
+        task_id=None,
+        submit=None,
     ):
-        """``spec``/``task_id``: edit that task. ``submit(spec)`` -> None when done, or
-        (field, why) to keep the dialog open with the reason shown by that field."""
+        """``spec``/``task_id``: edit the task so defined. ``submit(definition)`` -> None
+        when done, or (field, why) to keep the dialog open with the reason shown by
+        that field."""
         super().__init__(parent)
         self.setObjectName("editTaskDialog" if spec is not None else "addTaskDialog")
         self.setWindowTitle(f"Edit {task_id}" if spec is not None else "Add task")
@@ -209,23 +219,23 @@ class AddTaskDialog(QDialog):
         self._on_schedule_kind()
         self.resize(520, self.sizeHint().height())
 
-    def _fill(self, spec: TaskSpec, task_id: str) -> None:
+    def _fill(self, spec: TaskDefinition, task_id: str) -> None:
         """Show an existing task's settings (the Edit dialog)."""
         self.name.setText(task_id)
         self.name.setReadOnly(True)  # an edit keeps the id: edges and history refer to it
         self.name.setToolTip("The id stays the same; add a new task to use another name")
-        kind, text = target_text(spec.target) or ("command", "")
+        kind, text = target_text(spec.action) or ("command", "")
         (self.kind_call if kind == "call" else self.kind_command).setChecked(True)
         self.target.setText(text)
-        self.schedule.setCurrentIndex(max(0, self.schedule.findData(spec.schedule)))
+        self.schedule.setCurrentIndex(max(0, self.schedule.findData(schedule_choice(spec))))
         if spec.at is not None:
             self.at.setDateTime(QDateTime(spec.at.astimezone().replace(tzinfo=None)))
-        if spec.delay is not None:
-            self.delay.setText(_duration_text(spec.delay))
-        if spec.interval is not None:
-            self.interval.setText(_duration_text(spec.interval))
+        if spec.after is not None:
+            self.delay.setText(_duration_text(spec.after))
+        if spec.every is not None:
+            self.interval.setText(_duration_text(spec.every))
         self.cron.setText(spec.cron or "")
-        self.tz.setText(spec.tz or "UTC")
+        self.tz.setText(spec.timezone or "UTC")
         self.priority.setValue(spec.priority)
         if spec.retry is not None:
             self.max_attempts.setValue(spec.retry.max_attempts)
@@ -263,8 +273,9 @@ class AddTaskDialog(QDialog):
         self.validate()
 
     # -- checking ------------------------------------------------------------------
-    def validate(self, *_) -> TaskSpec | None:
-        """Check every field; show problems next to them; return the spec when all are fine."""
+    def validate(self, *_) -> TaskDefinition | None:
+        """Check every field; show problems next to them; return the definition when
+        all are fine."""
         problems: dict[str, str] = {}
         name = self.name.text().strip()
         if name in self.existing:
@@ -279,14 +290,14 @@ class AddTaskDialog(QDialog):
             try:
                 shlex.split(text)
                 target = self._kept_target("command", text) or make_command(
-                    text, like=self.original.target if self.original else None
+                    text, like=self.original.action if self.original else None
                 )
             except ValueError as exc:
                 problems["target"] = f"cannot split this command line: {exc}"
         else:
             try:
                 target = self._kept_target("call", text) or make_call(
-                    text, like=self.original.target if self.original else None
+                    text, like=self.original.action if self.original else None
                 )
             except (ValueError, TypeError) as exc:
                 problems["target"] = str(exc)
@@ -314,28 +325,31 @@ class AddTaskDialog(QDialog):
             if self.deps.item(i).checkState() == Qt.CheckState.Checked
         )
         fields = dict(
-            name=name,
-            target=target,
+            id=name,
+            action=target,
             priority=self.priority.value(),
             retry=retry,
             timeout=timeout,
             deps=deps,
             at=None,
-            delay=None,
-            interval=None,
+            after=None,
+            every=None,
             cron=None,
+            timezone=None,
         )
         fields.update(spec_kw)
         if self.original is not None:  # keep what the dialog does not show (cwd, env, rules)
             if retry is not None and self.original.retry is not None:
                 fields["retry"] = replace(retry, jitter=self.original.retry.jitter)
+            if fields["timezone"] == "UTC" and self.original.timezone is None:
+                fields["timezone"] = None  # shown as UTC, left as the file had it
             return replace(self.original, **fields)
-        return TaskSpec(**fields)
+        return TaskDefinition(**fields)
 
     def _kept_target(self, kind: str, text: str):
         """The task's own target when its text is unchanged (keeps cwd, env, args)."""
-        if self.original is not None and target_text(self.original.target) == (kind, text):
-            return self.original.target
+        if self.original is not None and target_text(self.original.action) == (kind, text):
+            return self.original.action
         return None
 
     def _schedule(self, problems) -> tuple[dict, str]:
@@ -346,28 +360,26 @@ class AddTaskDialog(QDialog):
                 at = self.at.dateTime().toPython().astimezone()
                 if at < now:
                     problems["schedule"] = "this time has passed; it would run at once"
-                return {"schedule": "at", "at": at}, _times([at], now)
+                return {"at": at}, _times([at], now)
             if kind == "after":
                 delay = parse_duration(self.delay.text() or "")
-                return {"schedule": "after", "delay": delay}, _times(
-                    [now + timedelta(seconds=delay)], now
-                )
+                return {"after": delay}, _times([now + timedelta(seconds=delay)], now)
             if kind == "every":
                 interval = parse_duration(self.interval.text() or "")
                 if interval <= 0:
                     raise ValueError("the interval must be longer than zero")
                 times = [now + timedelta(seconds=interval * i) for i in range(1, 6)]
-                return {"schedule": "every", "interval": interval}, _times(times, now)
+                return {"every": interval}, _times(times, now)
             if kind == "cron":
                 trigger = cron.CronTrigger(self.cron.text(), tz=self.tz.text().strip() or "UTC")
                 times = trigger.next_n(now, 5)
                 described = cron.describe(trigger.expr)
                 text = (described + "\n" if described else "") + _times(times, now, trigger.zone)
-                return {"schedule": "cron", "cron": trigger.expr, "tz": trigger.tz}, text
+                return {"cron": trigger.expr, "timezone": trigger.tz}, text
         except ValueError as exc:
             problems["schedule"] = str(exc)
             return {}, ""
-        return {"schedule": "now"}, "as soon as its dependencies have succeeded"
+        return {}, "as soon as its dependencies have succeeded"
 
     def _retry(self, problems) -> RetryPolicy | None:
         try:

@@ -91,20 +91,17 @@ class RemoveDependencyCommand(_AppliedCommand):
 
 
 class AddTaskCommand(_AppliedCommand):
-    """Undo removes the task from the engine; redo schedules it again under the same id."""
+    """Undo removes the task from the engine; redo schedules its definition again."""
 
-    def __init__(self, scheduler, spec, task_id: str, specs: dict | None = None):
-        super().__init__(f"add task {task_id}")
-        self.scheduler, self.spec, self.task_id = scheduler, spec, task_id
-        self.specs = specs if specs is not None else {}
+    def __init__(self, scheduler, definition):
+        super().__init__(f"add task {definition.id}")
+        self.scheduler, self.definition = scheduler, definition
 
     def apply(self) -> None:
-        self.spec.submit(self.scheduler, name=self.task_id)
-        self.specs[self.task_id] = self.spec
+        self.definition.submit(self.scheduler)
 
     def revert(self) -> None:
-        self.scheduler.remove(self.task_id)
-        self.specs.pop(self.task_id, None)
+        self.scheduler.remove(self.definition.id)
 
 
 def _restore_dependents(scheduler, task_id: str, dependents) -> list[str]:
@@ -119,45 +116,43 @@ def _restore_dependents(scheduler, task_id: str, dependents) -> list[str]:
 
 
 class RemoveTaskCommand(_AppliedCommand):
-    """Undo schedules the task again under its id, with its settings and both kinds of edge."""
+    """Undo schedules the task's definition again (its settings and dependencies), and
+    makes its dependents wait for it again."""
 
-    def __init__(self, scheduler, specs: dict, spec, task_id: str, dependents, report):
-        super().__init__(f"remove task {task_id}")
-        self.scheduler, self.specs, self.spec, self.task_id = scheduler, specs, spec, task_id
+    def __init__(self, scheduler, definition, dependents, report):
+        super().__init__(f"remove task {definition.id}")
+        self.scheduler, self.definition = scheduler, definition
         self.dependents = tuple(dependents)
         self.report = report  # report(text, is_error): edges that could not come back
 
     def apply(self) -> None:
-        self.scheduler.remove(self.task_id)
-        self.specs.pop(self.task_id, None)
+        self.scheduler.remove(self.definition.id)
 
     def revert(self) -> None:
-        self.spec.submit(self.scheduler, name=self.task_id)
-        self.specs[self.task_id] = self.spec
-        lost = _restore_dependents(self.scheduler, self.task_id, self.dependents)
+        task_id = self.definition.submit(self.scheduler)
+        lost = _restore_dependents(self.scheduler, task_id, self.dependents)
         if lost:
             self.report(
-                f"{', '.join(lost)} already started: they no longer wait for {self.task_id}", True
+                f"{', '.join(lost)} already started: they no longer wait for {task_id}", True
             )
 
 
 class EditTaskCommand(_AppliedCommand):
     """The engine has no update call: an edit is remove + add under the same id."""
 
-    def __init__(self, scheduler, specs: dict, old, new, task_id: str, dependents, report):
-        super().__init__(f"edit task {task_id}")
-        self.scheduler, self.specs, self.task_id = scheduler, specs, task_id
+    def __init__(self, scheduler, old, new, dependents, report):
+        super().__init__(f"edit task {old.id}")
+        self.scheduler, self.task_id = scheduler, old.id
         self.old, self.new, self.dependents, self.report = old, new, tuple(dependents), report
 
-    def _swap(self, spec) -> None:
+    def _swap(self, definition) -> None:
         try:
             removed = self.scheduler.remove(self.task_id)
         except KeyError:
             removed = True  # already gone (a failed swap being put back)
         if not removed:
             raise RuntimeError(f"{self.task_id} is running: it cannot be changed now")
-        spec.submit(self.scheduler, name=self.task_id)
-        self.specs[self.task_id] = spec
+        definition.submit(self.scheduler)
         lost = _restore_dependents(self.scheduler, self.task_id, self.dependents)
         if lost:
             self.report(

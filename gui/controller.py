@@ -20,6 +20,7 @@ from .commands import (
     RemoveDependencyCommand,
     RemoveTaskCommand,
 )
+from .task_spec import target_text
 
 S = TaskState
 
@@ -32,9 +33,8 @@ class Controller(QObject):
         super().__init__(parent)
         self.scheduler = scheduler
         self.undo_stack = QUndoStack(self)
-        # How each task was defined (dialog or workflow file): what undo of a
-        # removal, an edit and Save need. A task scheduled by other code has none.
-        self.specs: dict = {}
+        # How each task was defined (what undo of a removal, an edit and Save need)
+        # is the engine's to tell: Scheduler.definition(task_id).
 
     def _push(self, command) -> None:
         command.report = self.message.emit  # a step that fails later says why
@@ -70,14 +70,14 @@ class Controller(QObject):
         self.message.emit(f"{downstream} no longer waits for {upstream}", False)
         return True
 
-    def add_task(self, spec) -> str | None:
+    def add_task(self, definition) -> str | None:
+        """Schedule a ``TaskDefinition`` (one undo step); returns its id, or None."""
         try:
-            tid = spec.submit(self.scheduler)
+            tid = definition.submit(self.scheduler)
         except (ValueError, TypeError, KeyError, RuntimeError) as exc:
             self.message.emit(f"Cannot add the task: {_describe(exc)}", True)
             return None
-        self.specs[tid] = spec
-        self._push(AddTaskCommand(self.scheduler, spec, tid, self.specs))
+        self._push(AddTaskCommand(self.scheduler, definition.with_deps(definition.deps, tid)))
         self.message.emit(f"Added {tid}", False)
         return tid
 
@@ -92,6 +92,7 @@ class Controller(QObject):
     def _remove_task(self, tid: str, step: AppliedGroup) -> bool:
         try:
             info = self.scheduler.task(tid)
+            definition = self.scheduler.definition(tid)  # with its edges as they are now
             if not self.scheduler.remove(tid):
                 self.message.emit(
                     f"{tid} is running: cancel it, or wait until it has finished", True
@@ -100,29 +101,17 @@ class Controller(QObject):
         except (KeyError, RuntimeError) as exc:
             self.message.emit(f"Cannot remove {tid}: {_describe(exc)}", True)
             return False
-        spec = self.specs.get(tid)
-        if spec is None:
-            # Nothing to re-create it from: say so, and keep it out of the undo stack.
-            self.message.emit(
-                f"Removed {tid}. This cannot be undone: the window does not know its definition",
-                True,
-            )
-            return True
-        spec = _with_deps(spec, info.deps)
         step.commands.append(
-            RemoveTaskCommand(
-                self.scheduler, self.specs, spec, tid, info.dependents, self.message.emit
-            )
+            RemoveTaskCommand(self.scheduler, definition, info.dependents, self.message.emit)
         )
-        self.specs.pop(tid, None)
         self.message.emit(f"Removed {tid}", False)
         return True
 
     def can_edit(self, tid: str) -> str | None:
         """Why ``tid`` cannot be edited now, or None if it can."""
-        if tid not in self.specs:
-            return f"{tid} was not defined in this window or its workflow file"
         try:
+            if target_text(self.scheduler.definition(tid).action) is None:
+                return f"{tid} runs a Python object, which the dialog cannot show"
             state = self.scheduler.task(tid).state
             editable = Action.EDIT in self.scheduler.allowed_actions(tid)
         except (KeyError, RuntimeError) as exc:
@@ -155,11 +144,10 @@ class Controller(QObject):
         if cycle:  # removing the task first would hide it, and cost its dependents their edge
             self.cycleRefused.emit(cycle)
             return "deps", f"{' → '.join(cycle)} would be a cycle"
-        old = _with_deps(self.specs[tid], self.scheduler.task(tid).deps)
+        old = self.scheduler.definition(tid)
         dependents = self.scheduler.task(tid).dependents
-        command = EditTaskCommand(
-            self.scheduler, self.specs, old, new, tid, dependents, self.message.emit
-        )
+        new = new.with_deps(new.deps, tid)
+        command = EditTaskCommand(self.scheduler, old, new, dependents, self.message.emit)
         try:
             command.apply()
         except (CycleError, ValueError, TypeError, KeyError, RuntimeError) as exc:
@@ -265,12 +253,6 @@ class Controller(QObject):
             return self.scheduler.task(tid).state.name.lower()
         except (KeyError, RuntimeError):
             return "gone"
-
-
-def _with_deps(spec, deps):
-    from dataclasses import replace
-
-    return replace(spec, deps=tuple(deps))
 
 
 def _describe(exc: BaseException) -> str:

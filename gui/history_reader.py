@@ -38,7 +38,7 @@ WINDOW = "window"
 
 
 class HistoryReader(QObject):
-    # (request id, task id, list[PastAttempt] oldest first, or None: unavailable)
+    # (request id, task id, list[Attempt] oldest first, or None: unavailable)
     attemptsRead = Signal(int, str, object)
     # (request id, run_history.WindowRead, or None: unavailable)
     windowRead = Signal(int, object)
@@ -68,11 +68,14 @@ class HistoryReader(QObject):
         return self._future is not None or bool(self._pending)
 
     # -- requests (GUI thread) ---------------------------------------------------------
-    def request_attempts(self, task_id: str, skip=frozenset(), keep: int = 100) -> int:
+    def request_attempts(
+        self, task_id: str, skip=frozenset(), keep: int = 100, offset: float = 0.0
+    ) -> int:
         """Read the task's latest ``keep`` stored attempts not in ``skip`` ((run, number)
-        pairs already shown). Answers through ``attemptsRead``; returns the request's
-        id (0 once closed: no answer will come)."""
-        return self._request(ATTEMPTS, (task_id, frozenset(skip), keep))
+        pairs already shown), as ``Attempt`` records on the clock ``wall - offset``.
+        Answers through ``attemptsRead``; returns the request's id (0 once closed: no
+        answer will come)."""
+        return self._request(ATTEMPTS, (task_id, frozenset(skip), keep, offset))
 
     def request_window(
         self, since: float, until: float | None, limit: int = 5000, offset: float = 0.0

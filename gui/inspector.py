@@ -31,9 +31,9 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from taskloom.engine import TaskInfo, TaskState
+from taskloom.engine import Attempt, TaskInfo, TaskState
 
-from .run_history import PastAttempt, from_memory, store_of, wall_offset
+from .run_history import store_of, wall_offset
 from .run_summary import RunSummary, describe_delay  # noqa: F401 - describe_delay re-exported
 from .style import (
     RECURRING_MARK,
@@ -99,7 +99,7 @@ class Inspector(QWidget):
         self.reader = reader if self.store is not None else None
         if self.reader is not None:
             self.reader.attemptsRead.connect(self._history_read)
-        self._stored: dict[str, list[PastAttempt]] = {}  # per task, read once
+        self._stored: dict[str, list[Attempt]] = {}  # per task, read once
         self._asked: tuple[int, str] | None = None  # (request id, task) awaited
         self._unavailable: set[str] = set()  # tasks whose read failed (retried on reselect)
         self.history_note = QLabel()
@@ -238,7 +238,8 @@ class Inspector(QWidget):
         if self._asked is None or self._asked[1] != tid:
             run = self.store.run
             known = {(run, a.number) for a in self.bridge.attempts(tid)}
-            rid = self.reader.request_attempts(tid, known, EARLIER_KEPT)
+            offset = wall_offset(self.bridge.scheduler.clock)
+            rid = self.reader.request_attempts(tid, known, EARLIER_KEPT, offset)
             if not rid:  # the reader stopped with the session: this run only
                 self._show_note("")
                 return
@@ -260,19 +261,18 @@ class Inspector(QWidget):
         self.history_note.setText(text)
         self.history_note.setVisible(bool(text))
 
-    def _rows(self, tid: str) -> list[PastAttempt]:
+    def _rows(self, tid: str) -> list[Attempt]:
         """This run's attempts from memory, plus stored ones it does not hold (once
-        read), oldest first. Never reads the store."""
-        offset = wall_offset(self.bridge.scheduler.clock)
+        read), oldest first, on the scheduler clock. Never reads the store."""
         run = None if self.store is None else self.store.run
-        rows = [from_memory(tid, a, run, offset) for a in self.bridge.attempts(tid)]
+        rows = [a._replace(task_id=tid, run=run) for a in self.bridge.attempts(tid)]
         if not self._wants_history() or tid not in self._stored:
             return rows
         known = {row.number for row in rows}
         stored = [r for r in self._stored[tid] if not (r.run == run and r.number in known)]
         return sorted(stored + rows, key=lambda r: (r.started, r.run or 0, r.number))
 
-    def _show_attempts(self, attempts: list[PastAttempt]) -> None:
+    def _show_attempts(self, attempts: list[Attempt]) -> None:
         current = self.attempt_list.currentItem()
         keep = current.data(0, Qt.ItemDataRole.UserRole) if current else None
         if keep is not None and keep == len(self._attempts) - 1:
@@ -280,22 +280,22 @@ class Inspector(QWidget):
         keep_key = self._key(self._attempts[keep]) if keep is not None else None
         self._attempts = attempts
         self.attempt_list.clear()
-        offset = wall_offset(self.bridge.scheduler.clock)
-        wall_now = self.bridge.clock_now() + offset
+        now = self.bridge.clock_now()
+        wall_now = now + wall_offset(self.bridge.scheduler.clock)
         this_run = None if self.store is None else self.store.run
         faded = self.palette().color(QPalette.ColorGroup.Disabled, QPalette.ColorRole.Text)
         base = self.palette().color(QPalette.ColorRole.Base)
         dark = is_dark(self.palette())
         select = None
         for index, attempt in enumerate(attempts):
-            ended = attempt.ended if attempt.ended is not None else wall_now
+            ended = attempt.ended if attempt.ended is not None else now
             earlier = attempt.run != this_run
             item = QTreeWidgetItem(
                 [
                     str(attempt.number),
-                    _when(attempt.started, wall_now),
+                    _when(attempt.started + wall_now - now, wall_now),
                     f"{max(0.0, ended - attempt.started):.2f} s",
-                    attempt.outcome,
+                    str(attempt.outcome),
                     "" if attempt.exit_code is None else str(attempt.exit_code),
                     "" if attempt.run is None else str(attempt.run),
                 ]
@@ -316,7 +316,7 @@ class Inspector(QWidget):
             self.output.clear()
 
     @staticmethod
-    def _key(attempt: PastAttempt) -> tuple:
+    def _key(attempt: Attempt) -> tuple:
         return (attempt.run, attempt.number)
 
     def _show_attempt(self, item, _previous=None) -> None:

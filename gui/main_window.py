@@ -7,7 +7,6 @@ engine. State arrives only through the EngineBridge.
 from __future__ import annotations
 
 import time
-from dataclasses import replace
 from pathlib import Path
 
 from PySide6.QtCore import QByteArray, QSettings, QStringListModel, Qt, QTimer, Signal
@@ -38,7 +37,6 @@ from .inspector import Inspector
 from .legend import Legend
 from .run_history import store_of
 from .status import StatusPanel
-from .task_spec import from_workflow, to_workflow
 from .timeline import Timeline
 
 S = TaskState
@@ -67,7 +65,6 @@ class MainWindow(QMainWindow):
         self.dispatcher_paused = False
         self.selected: list[str] = []
         self.workflow = None  # the engine.workflow.Workflow shown, if it came from a file
-        self._file_specs: dict = {}  # specs as read from it (unchanged tasks are kept as written)
 
         self.scene = GraphScene(self)
         self.scene.scheduler = scheduler  # asked about edges while one is dragged
@@ -533,8 +530,11 @@ class MainWindow(QMainWindow):
         if why is not None:
             self._show_message(f"Cannot edit: {why}", True)
             return
-        spec = self.controller.specs[tid]
-        spec = replace(spec, deps=tuple(self.bridge.tasks[tid].deps))
+        try:
+            spec = self.scheduler.definition(tid)
+        except KeyError as exc:  # removed since it was selected
+            self._show_message(f"Cannot edit: {exc.args[0]}", True)
+            return
         dialog = AddTaskDialog(
             list(self.bridge.tasks),
             self,
@@ -586,41 +586,36 @@ class MainWindow(QMainWindow):
 
     # -- the workflow file ---------------------------------------------------------------
     def attach_workflow(self, workflow) -> None:
-        """Show ``workflow`` (already scheduled on the engine): its definitions make
-        removals and edits undoable, its ``pos`` keys place nodes, and Save writes it."""
+        """Show ``workflow`` (already scheduled on the engine): its ``pos`` keys place
+        nodes, and Save writes it."""
         self.workflow = workflow
-        for tid, task in workflow.tasks.items():
-            self.controller.specs[tid] = from_workflow(task, workflow.base_dir)
-        self._file_specs = dict(self.controller.specs)
         self.scene.pin_many(dict(workflow.positions))
 
     def sync_workflow(self, workflow) -> list[str]:
-        """Make ``workflow`` what the window shows: tasks added, edited and removed here,
-        edges as they are in the engine, dragged positions. Returns tasks left out."""
-        tasks = {t.id: t for t in self.scheduler.tasks()}  # now, not as last painted
-        base = workflow.base_dir
+        """Make ``workflow`` what the window shows: the engine's definition of each task
+        (added, edited and removed here, edges as they are now), dragged positions.
+        Returns the tasks left out: those that run a Python object."""
+        ids = [t.id for t in self.scheduler.tasks()]  # now, not as last painted
+        present = set(ids)
         left_out = []
         kept = {}
-        for tid in [
-            *workflow.tasks,
-            *(t for t in self.controller.specs if t not in workflow.tasks),
-        ]:
-            if tid not in tasks:
-                continue  # removed in the window
-            spec = self.controller.specs.get(tid)
-            if spec is None:
-                kept[tid] = workflow.tasks[tid]
-                kept[tid].deps = list(tasks[tid].deps)
+        base = workflow.base_dir
+        for tid in [*(t for t in workflow.tasks if t in present), *ids]:
+            if tid in kept or tid in left_out:
                 continue
             try:
-                kept[tid] = to_workflow(spec, tid, tasks[tid].deps, base)
+                definition = self.scheduler.definition(tid)
+                definition.to_table(base)  # ValueError: no file form
+            except KeyError:
+                continue  # removed meanwhile
             except ValueError:
                 left_out.append(tid)
+                continue
+            kept[tid] = definition
         workflow.tasks = kept
         workflow.positions = {}
         for tid in kept:
             pin = self.scene.pins.get(tid)
-            kept[tid].pos = None
             if pin is not None:
                 workflow.set_position(tid, round(pin[0], 1), round(pin[1], 1))
         return left_out

@@ -14,22 +14,7 @@ import inspect
 import time
 from typing import NamedTuple
 
-
-class PastAttempt(NamedTuple):
-    """One attempt as the views show it; times are wall-clock epoch seconds."""
-
-    run: int | None  # None: this run, known only from memory (no store)
-    task_id: str
-    number: int
-    started: float
-    ended: float | None
-    outcome: str
-    error: str | None
-    traceback: str | None
-    output: str | None
-    log_path: str | None
-    exit_code: int | None
-    worker: str | None
+from taskloom.engine import Attempt
 
 
 def store_of(scheduler):
@@ -42,47 +27,14 @@ def wall_offset(clock) -> float:
     return clock.wall().timestamp() - clock.now()
 
 
-def from_store(row: dict) -> PastAttempt:
-    return PastAttempt(
-        row["run"],
-        row["task_id"],
-        row["number"],
-        row["started"],
-        row["ended"],
-        row["outcome"],
-        row["error"],
-        row["traceback"],
-        row["output"],
-        row["log_path"],
-        row["exit_code"],
-        row["worker"],
-    )
-
-
-def from_memory(task_id: str, attempt, run: int | None, offset: float) -> PastAttempt:
-    """An engine Attempt (scheduler clock) as a PastAttempt (wall clock)."""
-    ended = None if attempt.ended is None else attempt.ended + offset
-    return PastAttempt(
-        run,
-        task_id,
-        attempt.number,
-        attempt.started + offset,
-        ended,
-        attempt.outcome,
-        attempt.error,
-        attempt.traceback,
-        attempt.output,
-        attempt.log_path,
-        attempt.exit_code,
-        attempt.worker,
-    )
-
-
-def stored_attempts(store, task_id: str, skip: set[tuple[int, int]], keep: int) -> list:
+def stored_attempts(
+    store, task_id: str, skip: set[tuple[int, int]], keep: int, offset: float = 0.0
+) -> list[Attempt]:
     """The task's latest ``keep`` stored attempts that are not in ``skip`` ((run, number)
-    pairs already known from memory), oldest first."""
+    pairs already known from memory), oldest first, as engine ``Attempt`` records with
+    their ``run``, on the clock ``wall - offset`` (the scheduler's, given its offset)."""
     rows = store.attempts(task_id, limit=keep + len(skip))
-    found = [from_store(r) for r in rows if (r["run"], r["number"]) not in skip]
+    found = [Attempt.from_row(r, offset) for r in rows if (r["run"], r["number"]) not in skip]
     return found[:keep][::-1]
 
 

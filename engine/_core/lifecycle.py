@@ -30,7 +30,10 @@ from .graph import RELEASE, SKIP, TaskGraph
 from .task import MAX_ATTEMPTS_KEPT, Run, Task
 
 if TYPE_CHECKING:
+    from datetime import datetime
+
     from .._store.journal import Journal
+    from ..definitions import TaskDefinition
     from .dispatch import Dispatcher
 
 S = TaskState
@@ -159,6 +162,7 @@ class Lifecycle:
         deps: list[str],
         spec: dict[str, Any] | None,
         *,
+        definition: TaskDefinition | datetime | float | None,
         run_at: float | None,
         priority: int,
         retry: RetryPolicy | None,
@@ -181,6 +185,7 @@ class Lifecycle:
             trigger_rule=trigger_rule,
             run_at=run_at,
         )
+        task.definition = definition
         if self._journal is not None:
             task.attempt = task.budget_base = self._journal.first_attempt(name)
         if recurrence is not None:

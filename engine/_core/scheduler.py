@@ -41,16 +41,16 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Executor
 from contextlib import contextmanager
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, cast
 
-from .. import persist
 from .._schedule.recurrence import MISFIRES, MODES, OVERLAPS, CronRecurrence, IntervalRecurrence
 from .._schedule.timers import TimerQueue
 from .._store.journal import Journal
 from ..actions import Call
 from ..clock import Clock, ManualClock, SystemClock
+from ..definitions import TaskDefinition, defined_by_call, definition_of_task, row_of_call
 from ..errors import InvalidArgument
 from ..executors import SyncExecutor
 from ..models import Action, Attempt, Entry, RetryPolicy, TaskInfo
@@ -346,10 +346,24 @@ class Scheduler:
             fn, run_at, name, deps, priority, retry, timeout, trigger_rule, None, {}
         )
 
-    def schedule_after(self, fn: Any, delay: float, **kw: Any) -> str:
+    def schedule_after(
+        self,
+        fn: Any,
+        delay: float,
+        *,
+        name: str | None = None,
+        deps: Iterable[str] = (),
+        priority: int = 0,
+        retry: RetryPolicy | None = None,
+        timeout: float | None = None,
+        trigger_rule: str = "all_success",
+    ) -> str:
         """Like ``schedule``, due ``delay`` seconds from now."""
         delay = _check_seconds("delay", delay)
-        return self.schedule(fn, self._clock.now() + delay, **kw)
+        run_at = self._clock.now() + delay
+        return self._create(
+            fn, run_at, name, deps, priority, retry, timeout, trigger_rule, None, {}, after=delay
+        )
 
     def add(self, fn: Any, deps: Iterable[str] = (), **kw: Any) -> str:
         """Like ``schedule``, run as soon as ``deps`` allow (the usual way to build a graph)."""
@@ -390,7 +404,7 @@ class Scheduler:
         self,
         fn: Any,
         expr: str,
-        tz: str = "UTC",
+        tz: str | None = None,
         *,
         overlap: str = "skip",
         misfire: str = "run_once",
@@ -403,13 +417,15 @@ class Scheduler:
         trigger_rule: str = "all_success",
     ) -> str:
         """Add a task at the times of a cron expression (5 fields, or 6 with seconds)
-        in time zone ``tz``; returns its id. Each occurrence runs once, at its wall-clock
-        time; daylight-saving days follow docs/design.md (Cron). ``overlap`` and
-        ``misfire`` as in ``schedule_every``."""
+        in time zone ``tz`` (None: UTC); returns its id. Each occurrence runs once, at
+        its wall-clock time; daylight-saving days follow docs/design.md (Cron).
+        ``overlap`` and ``misfire`` as in ``schedule_every``."""
         from ..cron import CronTrigger  # the cron library loads only when used
 
-        recurrence = CronRecurrence(CronTrigger(expr, tz), expr, tz)
+        zone_name = "UTC" if tz is None else tz
+        recurrence = CronRecurrence(CronTrigger(expr, zone_name), expr, zone_name)
         options = self._recurring_options(overlap, misfire, misfire_grace)
+        options["timezone"] = tz  # as given, for the definition
         return self._create(
             fn, None, name, deps, priority, retry, timeout, trigger_rule, recurrence, options
         )
@@ -439,26 +455,35 @@ class Scheduler:
         trigger_rule: object,
         recurrence: IntervalRecurrence | CronRecurrence | None,
         options: dict[str, Any],
+        after: float | None = None,
     ) -> str:
-        """Check the arguments, then add the task under the lock (``Lifecycle.add_task``)."""
+        """Check the arguments, then add the task under the lock (``Lifecycle.add_task``).
+        ``after``: the delay given to ``schedule_after``, kept for ``definition()``."""
         self._check_open()  # before the checks below: after shutdown, always RuntimeError
         fn = self._normalise_fn(fn)
         at = self._normalise_run_at(run_at)
         name, deps, priority, retry, timeout, rule = _checked_options(
             name, deps, priority, retry, timeout, trigger_rule
         )
+        # What definition() answers. Most tasks keep only their one-shot time (an aware
+        # datetime as given, or a float on this clock): the rest is in the task's
+        # fields. A full TaskDefinition (3 us) only when the fields do not say it all
+        # (a delay, a cron zone as given).
+        given = run_at if isinstance(run_at, datetime) else None
+        definition: TaskDefinition | datetime | float | None = None
+        if recurrence is None and after is None:
+            definition = at if given is None else given
+        elif after is not None or "timezone" in options:
+            definition = defined_by_call(
+                name or "", fn, None, after, deps, priority, retry, timeout, rule,
+                recurrence, options,
+            )  # fmt: skip
         spec = None
         if self._journal is not None:  # refuses what could not run again after a restart
-            spec = persist.task_spec(
-                fn,
-                deps=deps,
-                priority=priority,
-                retry=retry,
-                timeout=timeout,
-                trigger_rule=rule,
-                recurrence=recurrence,
-                options=options,
-            )
+            spec = row_of_call(
+                fn, given if recurrence is None else None, after, deps, priority, retry,
+                timeout, rule, recurrence, options,
+            )  # fmt: skip
             self._check_storable(fn, spec, at)
         with self._edit():
             return self._lifecycle.add_task(
@@ -466,6 +491,7 @@ class Scheduler:
                 fn,
                 deps,
                 spec,
+                definition=definition,
                 run_at=at,
                 priority=priority,
                 retry=retry,
@@ -578,6 +604,24 @@ class Scheduler:
         """A frozen ``TaskInfo`` snapshot of one task; ``KeyError`` if unknown."""
         with self._core.lock:
             return _info(self._graph.get(task_id))
+
+    def definition(self, task_id: str) -> TaskDefinition:
+        """How ``task_id`` was defined (``definitions.TaskDefinition``), with the
+        dependencies it has now: what re-creates it (``submit``), stores it and writes
+        it to a workflow file. A task restored from a store has the definition its
+        row keeps. ``KeyError`` if unknown."""
+        with self._core.lock:
+            task = self._graph.get(task_id)
+            definition, deps = task.definition, tuple(task.deps)
+            if not isinstance(definition, TaskDefinition):  # see _create
+                at = self._wall_time(definition) if isinstance(definition, float) else definition
+                definition = definition_of_task(task, at)
+        return definition.with_deps(deps, task_id)
+
+    def _wall_time(self, at: float) -> datetime:
+        """A scheduler-clock time as an aware UTC datetime."""
+        clock = self._clock
+        return datetime.fromtimestamp(at + clock.wall().timestamp() - clock.now(), UTC)
 
     def tasks(self) -> list[TaskInfo]:
         """Frozen ``TaskInfo`` snapshots of every task, in the order they were added."""

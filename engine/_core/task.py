@@ -20,6 +20,7 @@ from ..states import TaskState
 if TYPE_CHECKING:
     from .._jobs.context import RunContext
     from .._schedule.recurrence import Recurrence
+    from ..definitions import TaskDefinition
     from ..models import Attempt, RetryPolicy
 
 # Most tasks have no dependents, no dependencies or no run in flight: they share
@@ -67,6 +68,7 @@ class Task:
         "consumed",
         "repeats",
         "history",
+        "definition",
     )
 
     def __init__(
@@ -117,6 +119,10 @@ class Task:
         self.consumed: dict[str, int] | None = None  # upstream successes already used
         self.repeats = False  # recurring, or downstream of a recurring task
         self.history: list[Attempt] | None = None  # Attempt records, newest last
+        # Its TaskDefinition (deps as given then), or just its one-shot time (an aware
+        # datetime, or a float on the scheduler clock) or None when the fields here
+        # say the rest: Scheduler.definition builds it then (see Scheduler._create).
+        self.definition: TaskDefinition | datetime | float | None = None
 
     def add_dep(self, dep_id: str) -> None:
         if isinstance(self.deps, list):

@@ -24,9 +24,9 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from .. import persist
 from .._core.task import MAX_ATTEMPTS_KEPT, Task
 from .._schedule.recurrence import CronRecurrence
+from ..definitions import TaskDefinition
 from ..models import Attempt
 from ..options import Outcome
 from ..states import SETTLED, TaskState
@@ -111,27 +111,28 @@ class Recovery:
         store.flush()
 
     def _task_of(self, rec: dict[str, Any], offset: float) -> Task:
-        spec = rec["spec"]
+        definition = TaskDefinition.from_row(rec["id"], rec["spec"])
         task = Task(
             rec["id"],
-            persist.action_from_spec(spec["action"]),
+            definition.action,
             order=rec["ord"],
-            priority=spec["priority"],
-            retry=persist.retry_from_spec(spec),
-            timeout=spec["timeout"],
-            trigger_rule=spec["trigger_rule"],
+            priority=definition.priority,
+            retry=definition.retry,
+            timeout=definition.timeout,
+            trigger_rule=definition.trigger_rule,
             run_at=None if rec["next_wall"] is None else rec["next_wall"] - offset,
         )
-        task.recurrence = persist.recurrence_from_spec(spec)
+        task.definition = definition
+        task.recurrence = definition.recurrence()
         if task.recurrence is not None:
-            task.overlap = spec["overlap"]
-            task.misfire = spec["misfire"]
-            task.misfire_grace = spec["misfire_grace"]
+            task.overlap = definition.overlap
+            task.misfire = definition.misfire
+            task.misfire_grace = definition.misfire_grace
             if isinstance(task.recurrence, CronRecurrence):
                 self.timers.add_cron(task)
                 if rec["next_wall"] is not None:  # the cursor is a wall time, stored exactly
                     task.cron_next = datetime.fromtimestamp(rec["next_wall"], UTC)
-        for dep in spec["deps"]:
+        for dep in definition.deps:
             task.add_dep(dep)
         task.attempt = rec["attempt"]
         task.budget_base = rec["budget_base"]

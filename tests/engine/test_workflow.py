@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import sys
 import textwrap
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 
@@ -12,7 +13,8 @@ import pytest
 
 from taskloom.engine import Call, ManualClock, RetryPolicy, TaskState
 from taskloom.engine.command import Command
-from taskloom.engine.workflow import Problem, TaskSpec, Workflow, WorkflowError, load, loads, save
+from taskloom.engine.definitions import TaskDefinition
+from taskloom.engine.workflow import Problem, Workflow, WorkflowError, load, loads, save
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "resources" / "examples"
 
@@ -94,22 +96,22 @@ def test_load_reads_every_key(tmp_path):
     assert (workflow.name, workflow.workers, workflow.executor) == ("nightly", 3, "processes")
     assert list(workflow.tasks) == ["extract", "load", "notify", "poll"]
     extract = workflow.tasks["extract"]
-    assert extract.command == ["python3", "extract.py"]
-    assert extract.env == {"MODE": "full"}
+    assert extract.action.argv == ["python3", "extract.py"]
+    assert extract.action.env == {"MODE": "full"}
     assert (extract.cron, extract.timezone, extract.priority) == ("0 2 * * *", "Europe/Berlin", 5)
     assert extract.retry == RetryPolicy(3, base=2.0, factor=2.0, max_delay=60.0, jitter=0.1)
     assert (extract.timeout, extract.overlap, extract.misfire) == (600.0, "queue", "skip")
     assert extract.misfire_grace == 90.0
-    assert extract.pos == (10.0, 20.5) and workflow.positions == {"extract": (10.0, 20.5)}
+    assert workflow.positions == {"extract": (10.0, 20.5)}
     load_task = workflow.tasks["load"]
-    assert (load_task.command, load_task.shell, load_task.cwd) == ("./load.sh > out.txt", True, ".")
+    assert load_task.action == Command("./load.sh > out.txt", shell=True, cwd=str(tmp_path))
     assert (load_task.deps, load_task.trigger_rule, load_task.after) == (
-        ["extract"],
+        ("extract",),
         "all_done",
         0.25,
     )
     notify = workflow.tasks["notify"]
-    assert (notify.call, notify.args) == ("os.path:join", {"a": "x", "b": "y"})
+    assert notify.action == Call("os.path:join", {"a": "x", "b": "y"})
     assert notify.at == datetime(2026, 12, 1, 1, 0, tzinfo=UTC)
     poll = workflow.tasks["poll"]
     assert (poll.every, poll.mode, poll.schedule_kind, poll.recurring) == (
@@ -394,10 +396,13 @@ def test_round_trip_of_a_built_workflow(tmp_path):
         "made",
         workers=2,
         tasks={
-            "a": TaskSpec("a", command=["echo", "a b"], every=1.5, retry=RetryPolicy()),
-            "b.c": TaskSpec("b.c", call="os:getcwd", deps=["a"], timeout=0.25, priority=-3),
+            "a": TaskDefinition(
+                "a", Command(["echo", "a b"], cwd=str(tmp_path)), every=1.5, retry=RetryPolicy()
+            ),
+            "b.c": TaskDefinition("b.c", Call("os:getcwd"), deps=("a",), timeout=0.25, priority=-3),
         },
         positions={"a": (1.0, 2.0)},
+        path=tmp_path / "made.toml",
     )
     assert load(save(built, tmp_path / "made.toml")) == built
     text = (tmp_path / "made.toml").read_text()
@@ -414,7 +419,8 @@ def test_save_replaces_atomically_and_keeps_the_original_on_failure(tmp_path):
     path = write(tmp_path, VALID)
     before = path.read_text()
     workflow = load(path)
-    workflow.tasks["notify"].args = {"bad": {1, 2}}  # a set has no TOML form
+    notify = workflow.tasks["notify"]  # a set has no TOML form:
+    workflow.tasks["notify"] = replace(notify, action=Call("os.path:join", {"bad": {1, 2}}))
     with pytest.raises(TypeError):
         save(workflow)
     assert path.read_text() == before
@@ -428,7 +434,7 @@ def test_save_keeps_the_file_mode(tmp_path):
     workflow.set_position("poll", 5, 6)
     save(workflow)
     assert (path.stat().st_mode & 0o777) == 0o600
-    assert load(path).tasks["poll"].pos == (5.0, 6.0)
+    assert load(path).positions["poll"] == (5.0, 6.0)
 
 
 def test_loads_without_a_file():
@@ -506,10 +512,8 @@ def test_schedule_into_runs_a_diamond_in_order(make_sched, recorder, tmp_path):
 
 def test_actions_are_commands_with_resolved_cwd_or_calls(tmp_path):
     workflow = load(write(tmp_path, VALID))
-    load_action = workflow.tasks["load"].action(workflow.base_dir)
+    load_action = workflow.tasks["load"].action
     assert load_action == Command("./load.sh > out.txt", shell=True, cwd=str(tmp_path / "."))
-    extract_action = workflow.tasks["extract"].action(workflow.base_dir)
+    extract_action = workflow.tasks["extract"].action
     assert extract_action.cwd == str(tmp_path) and extract_action.env == {"MODE": "full"}
-    assert workflow.tasks["notify"].action(workflow.base_dir) == Call(
-        "os.path:join", {"a": "x", "b": "y"}
-    )
+    assert workflow.tasks["notify"].action == Call("os.path:join", {"a": "x", "b": "y"})

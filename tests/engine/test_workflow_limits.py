@@ -68,7 +68,7 @@ def test_loads_reports_deep_nesting_too():
 def test_reasonable_nesting_in_args_is_fine(tmp_path):
     path = tmp_path / "flow.toml"
     path.write_text('[tasks.a]\ncall = "os:getcwd"\nargs = { x = [[[{ y = [1] }]]] }\n')
-    assert load(path).tasks["a"].args == {"x": [[[{"y": [1]}]]]}
+    assert load(path).tasks["a"].action.kwargs == {"x": [[[{"y": [1]}]]]}
 
 
 # ---------------------------------------------------------------------- the file itself

@@ -89,14 +89,13 @@ def test_dialog_adds_a_command_task_and_undo_removes_it(qtbot, make_window, manu
 
 
 def test_edit_dialog_keeps_what_it_does_not_show(qtbot, tmp_path):
+    from taskloom.engine import TaskDefinition
     from taskloom.engine.command import Command
-    from taskloom.gui.task_spec import TaskSpec
 
-    original = TaskSpec(
-        name="load",
-        target=Command(["python3", "load.py"], cwd=str(tmp_path), env={"MODE": "full"}),
-        schedule="every",
-        interval=300.0,
+    original = TaskDefinition(
+        id="load",
+        action=Command(["python3", "load.py"], cwd=str(tmp_path), env={"MODE": "full"}),
+        every=300.0,
         priority=2,
         deps=("extract",),
         trigger_rule="all_done",
@@ -107,12 +106,12 @@ def test_edit_dialog_keeps_what_it_does_not_show(qtbot, tmp_path):
     assert dialog.interval.text() == "5m" and dialog.target.text() == "python3 load.py"
     assert dialog.errors["name"].isHidden()  # its own id is not "already taken"
     unchanged = dialog.validate()
-    assert unchanged.target is original.target and unchanged.trigger_rule == "all_done"
+    assert unchanged.action is original.action and unchanged.trigger_rule == "all_done"
     assert unchanged.deps == ("extract",)
     dialog.target.setText("python3 load.py --full")
     changed = dialog.validate()
-    assert changed.target.argv == ["python3", "load.py", "--full"]
-    assert changed.target.cwd == str(tmp_path) and changed.target.env == {"MODE": "full"}
+    assert changed.action.argv == ["python3", "load.py", "--full"]
+    assert changed.action.cwd == str(tmp_path) and changed.action.env == {"MODE": "full"}
 
 
 def test_dialog_shows_a_refusal_by_the_field_and_stays_open(qtbot):

@@ -184,11 +184,9 @@ def command(code: str = "pass"):
 
 
 def spec(name, deps=(), priority=0, delay=3600.0):
-    from taskloom.gui.task_spec import TaskSpec
+    from taskloom.engine import TaskDefinition
 
-    return TaskSpec(
-        name=name, target=command(), schedule="after", delay=delay, priority=priority, deps=deps
-    )
+    return TaskDefinition(id=name, action=command(), after=delay, priority=priority, deps=deps)
 
 
 def defined_chain(make_window, scheduler):
@@ -254,16 +252,22 @@ def test_removing_a_running_task_is_refused_with_the_reason(qtbot, make_window, 
         scheduler.shutdown(wait=True)
 
 
-def test_task_without_a_definition_is_removed_but_says_it_cannot_be_undone(
+def test_a_task_scheduled_by_code_is_removed_and_put_back_from_the_engines_definition(
     qtbot, make_window, manual_scheduler
 ):
-    manual_scheduler.add(noop, name="library_task")  # scheduled by code, not the window
+    manual_scheduler.add(noop, name="upstream")
+    manual_scheduler.add(noop, name="library_task", deps=["upstream"], priority=4)  # by code
     window = make_window(manual_scheduler)
+    assert window.controller.can_edit("library_task") == (
+        "library_task runs a Python object, which the dialog cannot show"
+    )
     window.select_tasks(["library_task"])
     window.act_remove.trigger()
     assert "library_task" not in {t.id for t in manual_scheduler.tasks()}
-    assert "cannot be undone" in window.statusBar().currentMessage()
-    assert window.controller.undo_stack.count() == 0
+    assert window.statusBar().currentMessage() == "Removed library_task"
+    window.act_undo.trigger()
+    back = manual_scheduler.definition("library_task")
+    assert (back.action, back.deps, back.priority) == (noop, ("upstream",), 4)
 
 
 # -- dragging nodes ---------------------------------------------------------------------
@@ -355,14 +359,14 @@ def test_edit_is_refused_once_a_task_has_started(qtbot, make_window, manual_sche
     window = make_window(manual_scheduler)
     window.controller.add_task(spec("soon", delay=0.0))
     assert window.controller.can_edit("soon") is None
-    recurring = replace(spec("tick"), schedule="every", interval=60.0)
+    recurring = replace(spec("tick"), after=None, every=60.0)
     assert window.controller.add_task(recurring)
     manual_scheduler.start()
     manual_scheduler.clock.advance(1)  # "soon" runs (and succeeds): settled, editable again
     assert manual_scheduler.task("soon").state is S.SUCCEEDED
     assert window.controller.can_edit("soon") is None
     refused = window.controller.edit_task("missing", spec("missing"))
-    assert refused is not None and "not defined" in refused[1]
+    assert refused == ("submit", "no task 'missing'")
 
 
 def test_undoing_a_removal_puts_the_node_back_where_it_was_dragged(
@@ -384,11 +388,11 @@ def test_undoing_a_removal_puts_the_node_back_where_it_was_dragged(
 def test_an_undo_step_the_engine_can_no_longer_take_is_explained_and_dropped(
     qtbot, make_window, manual_scheduler
 ):
-    manual_scheduler.schedule_after(noop, 60, name="library_a")  # not defined in the window
+    manual_scheduler.schedule_after(noop, 60, name="library_a")
     manual_scheduler.schedule_after(noop, 60, name="library_b")
     window = make_window(manual_scheduler)
     assert window.controller.connect_tasks("library_a", "library_b")
-    window.controller.remove_tasks(["library_a"])  # cannot be undone, and breaks the edge step
+    manual_scheduler.remove("library_b")  # by other code: the edge step cannot be undone
     assert window.controller.undo_stack.count() == 1
     window.act_undo.trigger()  # would re-add an edge to a task that is gone
     assert "Cannot undo" in window.statusBar().currentMessage()

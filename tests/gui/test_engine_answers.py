@@ -132,15 +132,14 @@ def test_toolbar_enables_what_the_engine_allows(qtbot, make_window, manual_sched
 def test_an_edit_refused_by_the_engine_is_shown_by_the_field_it_names(
     qtbot, make_window, manual_scheduler
 ):
+    from taskloom.engine import TaskDefinition
     from taskloom.gui.add_task import AddTaskDialog
-    from taskloom.gui.task_spec import TaskSpec, make_command
+    from taskloom.gui.task_spec import make_command
 
     window = make_window(manual_scheduler)
-    spec = TaskSpec(name="nightly", target=make_command("true"), schedule="after", delay=600.0)
+    spec = TaskDefinition(id="nightly", action=make_command("true"), after=600.0)
     assert window.controller.add_task(spec)
-    bad = TaskSpec(
-        name="nightly", target=spec.target, schedule="cron", cron="0 3 * * *", tz="Mars/Base"
-    )
+    bad = TaskDefinition(id="nightly", action=spec.action, cron="0 3 * * *", timezone="Mars/Base")
     refused = window.controller.edit_task("nightly", bad)
     assert refused == ("tz", "unknown time zone 'Mars/Base'")
     assert manual_scheduler.task("nightly").deps == ()  # the old definition is back

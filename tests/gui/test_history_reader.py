@@ -254,3 +254,26 @@ def test_a_window_read_on_its_way_is_not_asked_for_again(qtbot):
     history.apply(query, WindowRead(bars, {1: 820.0}, False, 820.0))
     assert history.reads == 1 and history.bars == bars and history.covered == (800.0, 1000.0)
     assert history.pending is None and not history.needs_read(900.0, 1000.0)
+
+
+def test_stored_attempts_come_back_as_engine_attempts_on_the_scheduler_clock(qtbot, reader_of):
+    from taskloom.engine import Attempt, Outcome
+
+    def row(run, number, started):
+        return {
+            "run": run, "task_id": "a", "number": number, "started": started,
+            "ended": started + 1.0, "outcome": "succeeded", "error": None, "traceback": None,
+            "output": None, "log_path": None, "exit_code": 0, "worker": None,
+        }  # fmt: skip
+
+    class RowStore(FakeStore):
+        def attempts(self, task_id=None, since=None, limit=200, until=None):
+            return [row(2, 1, 1000.0), row(1, 1, 900.0)]  # newest first, as the store gives
+
+    reader = reader_of(RowStore())
+    with qtbot.waitSignal(reader.attemptsRead, timeout=3000) as got:
+        rid = reader.request_attempts("a", {(2, 1)}, 10, offset=800.0)
+    assert got.args[:2] == [rid, "a"]
+    # (2, 1) is known from memory: only run 1's attempt, its times on wall - offset
+    expected = Attempt(1, 100.0, 101.0, Outcome.SUCCEEDED, None, None, None, None, 0, None, "a", 1)
+    assert got.args[2] == [expected]

@@ -25,7 +25,7 @@ def test_save_keeps_edges_added_in_the_window(qtbot, tmp_path, settings):
         qtbot.waitUntil(lambda: session.window.bridge.tasks["b"].deps == ("a",), timeout=3000)
         target = tmp_path / "saved.toml"
         assert session.window.save_workflow(str(target))
-        assert load(target).tasks["b"].deps == ["a"]
+        assert load(target).tasks["b"].deps == ("a",)
         assert "Saved" in session.window.statusBar().currentMessage()
     finally:
         session.close()
@@ -113,12 +113,12 @@ def test_save_writes_dialog_tasks_dragged_positions_and_drops_removed(qtbot, tmp
         saved = load(target)
         assert list(saved.tasks) == ["a", "b", "report"]
         report = saved.tasks["report"]
-        assert report.command == [sys.executable, "-c", "print(1)"]
-        assert report.every == 300 and report.priority == 4 and report.deps == ["b"]
+        assert report.action.argv == [sys.executable, "-c", "print(1)"]
+        assert report.every == 300 and report.priority == 4 and report.deps == ("b",)
         assert saved.positions["a"] == pytest.approx((moved.x(), moved.y()), abs=0.1)
         assert saved.positions["b"] == (500.0, 300.0)
         assert "report" not in saved.positions  # placed by the layout: stays unpinned
-        assert saved.tasks["a"].priority == 2 and saved.tasks["b"].deps == ["a"]
+        assert saved.tasks["a"].priority == 2 and saved.tasks["b"].deps == ("a",)
         assert "Saved" in window.statusBar().currentMessage()
         assert not list(tmp_path.glob(".saved.toml.*"))  # atomic: no temporary left over
     finally:
@@ -126,13 +126,12 @@ def test_save_writes_dialog_tasks_dragged_positions_and_drops_removed(qtbot, tmp
 
 
 def test_save_explains_a_task_that_has_no_file_form(qtbot, tmp_path, make_window, manual_scheduler):
-    from taskloom.gui.task_spec import TaskSpec, make_call
+    from taskloom.engine import TaskDefinition
+    from taskloom.gui.task_spec import make_call
 
     window = make_window(manual_scheduler)
-    assert window.controller.add_task(
-        TaskSpec(name="pyobj", target=print, schedule="after", delay=60)
-    )
-    assert window.controller.add_task(TaskSpec(name="kept", target=make_call("os:getcwd")))
+    assert window.controller.add_task(TaskDefinition(id="pyobj", action=print, after=60))
+    assert window.controller.add_task(TaskDefinition(id="kept", action=make_call("os:getcwd")))
     target = tmp_path / "out.toml"
     assert window.save_workflow(str(target))
     assert "left out pyobj" in window.statusBar().currentMessage()

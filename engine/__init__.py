@@ -1,14 +1,14 @@
 """Taskloom's engine: a threaded scheduler library, pure Python, no Qt."""
 
+from ._core.scheduler import EVENT_KINDS, TRIGGER_RULES, Scheduler
+from ._jobs.context import RemoteResult, RunContext, current_run
 from .actions import Call
 from .clock import ManualClock, SystemClock
-from .context import RemoteResult, RunContext, current_run
 from .definitions import TaskDefinition
 from .errors import CycleError, InvalidArgument, TaskCancelled, TaskTimeout
 from .executors import SyncExecutor
 from .models import Action, Attempt, Entry, Event, RetryPolicy, TaskInfo
 from .options import Misfire, Mode, Outcome, Overlap, TriggerRule
-from .scheduler import EVENT_KINDS, TRIGGER_RULES, Scheduler
 from .states import TaskState
 from .store import StoreError  # raised by a Scheduler whose store failed, and by reads
 

@@ -8,7 +8,22 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
+from typing import Protocol
+
+
+class Clock(Protocol):
+    """What the scheduler asks of a clock (``SystemClock``, ``ManualClock``). A clock
+    whose ``manual`` is true is driven by hand and has ``ManualClock``'s ``attach`` and
+    ``detach`` too: the scheduler attaches itself to learn when it moves."""
+
+    @property
+    def manual(self) -> bool: ...
+
+    def now(self) -> float: ...
+
+    def wall(self) -> datetime: ...
 
 
 class SystemClock:
@@ -40,8 +55,10 @@ class ManualClock:
         # which would be off by an hour across a DST change.
         self._wall0 = (wall or datetime(2026, 1, 1, tzinfo=UTC)).astimezone(UTC)
         self._wall_offset = 0.0
+        # Guards changes to _now, _wall_offset and _listeners; now() and wall() read
+        # without it (one attribute read is atomic; a reader sees before or after).
         self._lock = threading.Lock()
-        self._listeners: list = []
+        self._listeners: list[Callable[[], None]] = []
 
     def now(self) -> float:
         """Monotonic seconds: only ``advance`` moves them."""
@@ -69,12 +86,12 @@ class ManualClock:
         for callback in listeners:
             callback()
 
-    def attach(self, callback) -> None:
+    def attach(self, callback: Callable[[], None]) -> None:
         """Call ``callback()`` whenever the clock moves (a scheduler attaches itself)."""
         with self._lock:
             self._listeners.append(callback)
 
-    def detach(self, callback) -> None:
+    def detach(self, callback: Callable[[], None]) -> None:
         """Stop calling ``callback`` when the clock moves."""
         with self._lock:
             if callback in self._listeners:

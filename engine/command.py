@@ -33,8 +33,8 @@ import threading
 import time
 from pathlib import Path
 
-from . import reaper
-from .context import current_run
+from ._jobs import reaper
+from ._jobs.context import current_run
 from .errors import TaskCancelled
 
 MAX_LOG_BYTES = 5 * 1024 * 1024
@@ -214,11 +214,12 @@ class _Capture:
 
     def __init__(self, path: Path, max_bytes: int | None = None, tail_bytes: int | None = None):
         self._file = open(path, "wb")  # noqa: SIM115 - closed by close()
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # guards _file, _written, _omitted and the tail
         self._max_bytes = MAX_LOG_BYTES if max_bytes is None else max_bytes
         self._written = 0
         self._omitted = 0
-        self._tail = collections.deque()  # recent chunks, about tail_bytes in all
+        # recent chunks, about tail_bytes in all
+        self._tail: collections.deque[bytes] = collections.deque()
         self._tail_size = 0
         self._tail_bytes = TAIL_BYTES if tail_bytes is None else tail_bytes
         self._stderr_tail = b""

@@ -32,12 +32,12 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
+from ._schedule.recurrence import CronRecurrence, IntervalRecurrence
 from .actions import Call
 from .command import Command
 from .errors import InvalidArgument
 from .models import RetryPolicy
 from .options import Misfire, Mode, Overlap, TriggerRule, values
-from .recurrence import CronRecurrence, IntervalRecurrence
 
 SCHEDULE_KEYS = ("at", "after", "every", "cron")  # at most one is set
 RETRY_FIELDS = ("max_attempts", "base", "factor", "max_delay", "jitter")
@@ -219,6 +219,7 @@ class TaskDefinition:
             value = table.get(key)
             return None if value is None else parse_duration(value)
 
+        action: Call | Command
         if "call" in table:
             action = Call(table["call"], table.get("args") or {})
         elif "command" in table:

@@ -102,8 +102,8 @@ def _compound(seconds: float) -> str:
         return ""
     rest = int(seconds)
     parts = []
-    for unit in ("d", "h", "m", "s"):
-        amount, rest = divmod(rest, _UNITS[unit])
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60), ("s", 1)):
+        amount, rest = divmod(rest, size)
         if amount:
             parts.append(f"{amount}{unit}")
     return "".join(parts)

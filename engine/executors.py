@@ -10,7 +10,7 @@ class SyncExecutor(Executor):
 
     def submit(self, fn, /, *args, **kwargs):
         """Run ``fn`` now, on the calling thread; returns a finished ``Future``."""
-        future = Future()
+        future: Future = Future()
         future.set_running_or_notify_cancel()
         try:
             result = fn(*args, **kwargs)

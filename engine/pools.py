@@ -41,10 +41,11 @@ import uuid
 from collections import OrderedDict
 from concurrent.futures import Executor, Future, InvalidStateError, ThreadPoolExecutor
 from concurrent.futures.process import BrokenProcessPool, ProcessPoolExecutor
+from multiprocessing.managers import SyncManager
 from typing import NamedTuple
 
-from . import reaper
-from .context import RemoteResult, RunContext, current_run, run_in_context
+from ._jobs import reaper
+from ._jobs.context import RemoteResult, RunContext, current_run, run_in_context
 from .errors import TaskCancelled
 
 log = logging.getLogger("taskloom.engine")
@@ -98,7 +99,7 @@ def _run_here(call, meta: _RunMeta, worker: str, token: str | None = None, cance
     finished = threading.Event() if cancel_event is not None else None
     if token is not None:
         _track(token, ctx)
-    if cancel_event is not None:
+    if cancel_event is not None and finished is not None:
         _watch(cancel_event, ctx, finished)
     value = error = None
     try:
@@ -110,7 +111,7 @@ def _run_here(call, meta: _RunMeta, worker: str, token: str | None = None, cance
     finally:
         if token is not None:
             _untrack(token)
-        if cancel_event is not None:
+        if cancel_event is not None and finished is not None:
             finished.set()
             _release_watcher(cancel_event)
     return RemoteResult(
@@ -163,7 +164,7 @@ def _portable_value(value):
 _runs: dict[str, RunContext] = {}
 _cancelled_tokens: OrderedDict[str, None] = OrderedDict()
 _CANCELLED_KEPT = 10_000
-_runs_lock = threading.Lock()
+_runs_lock = threading.Lock()  # guards _runs and _cancelled_tokens
 
 
 def _track(token: str, ctx: RunContext) -> None:
@@ -301,12 +302,13 @@ class RecoveringProcessPool(Executor):
         # spawn, not fork: forking a process that runs threads can copy a held lock.
         self._context = mp_context or multiprocessing.get_context("spawn")
         self._log_dir = log_dir
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # guards _pool, _manager, _closed and restarts
         # Marks the pool's processes (and the manager, the resource tracker): they end
         # with this process even when it is killed (see reaper.py).
         reaper.ensure_started()
         self._pool = self._new_pool()
-        self._manager = None  # started for the first Command: carries cancel requests
+        # Started for the first Command: carries cancel requests.
+        self._manager: SyncManager | None = None
         self._closed = False
         self.restarts = 0  # how many times a dead process made us start a fresh pool
 

@@ -19,6 +19,11 @@ class TaskState(Enum):
     SKIPPED = "skipped"  # an upstream failed, was skipped or cancelled
     CANCELLED = "cancelled"
 
+    # Set on each member below (not members themselves: annotations only).
+    bit: int  # this state's bit in ``allowed`` masks
+    settled: bool  # a final state (SETTLED)
+    allowed: int  # bits of the states it may change to (TRANSITIONS)
+
     def __repr__(self) -> str:
         return f"TaskState.{self.name}"
 

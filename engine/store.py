@@ -23,9 +23,9 @@ import time
 from collections import deque
 from pathlib import Path
 
+from ._jobs.survivors import start_time
 from .records import ATTEMPT_COLUMNS, ATTEMPT_WRITE, TASK_COLUMNS
 from .store_lock import StoreLock
-from .survivors import start_time
 
 log = logging.getLogger("taskloom.store")
 
@@ -179,6 +179,9 @@ class SQLiteStore:
     a second owner, in this process or another, gets ``StoreBusy`` naming the first.
     ``SQLiteStore.reader(path)`` opens one for reading only, beside a live owner."""
 
+    _owner_lock: StoreLock | None  # None for a reader
+    _thread: threading.Thread | None  # the writer; None for a reader
+
     def __init__(self, path, *, durability: str = "normal"):
         if durability not in ("normal", "full"):
             raise ValueError(f"durability is 'normal' or 'full', got {durability!r}")
@@ -213,6 +216,8 @@ class SQLiteStore:
         # that they cost no commit of their own (see put_process).
         self._lazy: list = []
         self._lazy_due: float | None = None
+        # Guards the queue, the counters, the failure and its listeners; never held
+        # during a commit, nor together with _read_lock.
         self._cond = threading.Condition()
         self._queued = 0  # ops queued so far
         self._committed = 0  # ops committed so far
@@ -228,7 +233,7 @@ class SQLiteStore:
     def _take_over(self) -> None:
         """As the new owner: end whatever an earlier owner left running, and mark the
         store with this process's token so that a later owner can do the same."""
-        from . import reaper, survivors
+        from ._jobs import reaper, survivors
 
         survivors.terminate_survivors(self.running_processes(), self.meta("owner_token"))
         self.set_meta("owner_token", reaper.ensure_started())
@@ -399,8 +404,10 @@ class SQLiteStore:
                         )
                     ):
                         due = self._lazy_due
-                        idle = due is None or self._committing
-                        self._cond.wait(None if idle else max(0.0, due - time.monotonic()))
+                        if due is None or self._committing:  # idle
+                            self._cond.wait(None)
+                        else:
+                            self._cond.wait(max(0.0, due - time.monotonic()))
                     if self._failure is not None:
                         break
                     if not self._queue and not self._lazy:
@@ -506,7 +513,8 @@ class SQLiteStore:
             self._cond.notify_all()
         self._thread.join()
         self._conn.close()
-        self._owner_lock.release()
+        if self._owner_lock is not None:
+            self._owner_lock.release()
 
     # ------------------------------------------------------------------ reading
     def _query(self, sql: str, args=()) -> list[tuple]:

@@ -251,7 +251,7 @@ _TOO_DEEP = f"nested too deeply: arrays or tables more than {MAX_DEPTH} levels d
 
 def _too_deep(data) -> list[str] | None:
     """The keys down to the first value nested more than MAX_DEPTH deep, or None."""
-    stack = [(data, 0, [])]
+    stack: list[tuple[object, int, list[str]]] = [(data, 0, [])]
     while stack:
         value, depth, keys = stack.pop()
         if depth > MAX_DEPTH:
@@ -322,12 +322,15 @@ class _Checker:
         tasks_table = self.table(None, "tasks", self.data.get("tasks", {}))
         if not tasks_table:
             self.problem(None, "tasks", "no tasks: add a [tasks.NAME] table")
-        tasks, deps = {}, {}
+        tasks: dict[str, TaskDefinition] = {}
+        deps: dict[str, list[str]] = {}
         for tid, table in tasks_table.items():
             if not isinstance(table, dict):
                 self.problem(None, f"tasks.{toml_key(tid)}", "must be a table [tasks.NAME]")
                 continue
-            tasks[tid], deps[tid] = self.task(tid, table)
+            definition, deps[tid] = self.task(tid, table)
+            if definition is not None:  # else its problems are reported below
+                tasks[tid] = definition
         self.dependencies(deps)
         if self.problems:
             raise WorkflowError(self.problems)
@@ -695,7 +698,7 @@ class _Checker:
     def dependencies(self, tasks: dict[str, list[str]]) -> None:
         import networkx as nx
 
-        graph = nx.DiGraph()
+        graph: nx.DiGraph[str] = nx.DiGraph()
         graph.add_nodes_from(tasks)
         for tid, deps in tasks.items():
             for dep in deps:

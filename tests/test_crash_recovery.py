@@ -106,7 +106,7 @@ def _run(db: Path) -> int:
 
 def _marked_alive(token: str) -> list[int]:
     """Live processes (not zombies) carrying the owner's mark."""
-    from taskloom.engine.reaper import marked_processes
+    from taskloom.engine._jobs.reaper import marked_processes
 
     return marked_processes(token)
 
@@ -264,6 +264,6 @@ def test_a_killed_owner_on_a_process_pool_leaves_no_worker_tracker_or_command(tm
 
 
 def _group_alive(pgid: int) -> bool:
-    from taskloom.engine.survivors import _group_alive as alive
+    from taskloom.engine._jobs.survivors import _group_alive as alive
 
     return alive(pgid)

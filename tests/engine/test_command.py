@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from taskloom.engine import RetryPolicy, SystemClock, TaskState
+from taskloom.engine._jobs.context import RunContext, run_in_context
 from taskloom.engine.command import Command, CommandFailed
-from taskloom.engine.context import RunContext, run_in_context
 from taskloom.engine.errors import TaskCancelled
 from tests._processes import group_exists
 

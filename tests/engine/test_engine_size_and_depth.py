@@ -187,7 +187,7 @@ def _store_graph(path, graph: dict[str, list[str]], *, every: str | None = None,
     for name in cancel:
         s.cancel(name)
     states = {t.id: t.state for t in s.tasks()}
-    repeats = {t.id for t in s._tasks.values() if t.repeats}
+    repeats = {t.id for t in s._graph.tasks.values() if t.repeats}
     s.shutdown()
     store.close()
     return states, repeats
@@ -208,7 +208,7 @@ def _assert_restored(path, graph, states, repeats):
         assert set(restored) == set(graph)
         assert {name: t.state for name, t in restored.items()} == states
         assert all(restored[name].deps == tuple(deps) for name, deps in graph.items())
-        assert {t.id for t in s._tasks.values() if t.repeats} == repeats
+        assert {t.id for t in s._graph.tasks.values() if t.repeats} == repeats
     finally:
         s.shutdown()
         store.close()

@@ -110,10 +110,10 @@ def test_a_ready_entry_for_a_task_that_cannot_start_is_dropped_not_fatal(sched, 
     """The safety net under the bookkeeping: a stray ready entry is logged and dropped."""
     sched.schedule(lambda: None, 10.0, name="gate")
     sched.add(lambda: None, name="job", deps=["gate"])
-    with sched._lock:  # what the old bookkeeping did: a PENDING task on the ready heap
-        task = sched._tasks["job"]
+    with sched._core.lock:  # what the old bookkeeping did: a PENDING task on the ready heap
+        task = sched._graph.tasks["job"]
         task.retry_pending = True
-        sched._push_ready(task)
+        sched._dispatcher.push_ready(task)
     with caplog.at_level(logging.ERROR, logger="taskloom.engine"):
         sched.resume()  # dispatches
     assert sched.task("job").state is S.PENDING
@@ -232,7 +232,7 @@ def test_a_store_failure_fails_the_attempt_and_stops_the_engine(make_sched, cloc
     closer.join(10)
     assert not closer.is_alive(), "shutdown() did not return"
     assert closer_error and "disk I/O error" in str(closer_error[0])
-    assert not any(t.is_alive() for t in s._threads)
+    assert not any(t.is_alive() for t in s._dispatcher.threads)
     with pytest.raises(StoreError):  # no more scheduling calls
         s.add(NOOP)
     store.close()
@@ -305,7 +305,7 @@ def test_an_engine_error_recording_an_outcome_fails_the_attempt_and_the_worker_g
 ):
     s = make_sched(threads=True, workers=1)
     rec = recorder(s)
-    record = s._record_outcome
+    record = s._lifecycle.record_outcome
     broken = []
 
     def record_once_broken(run, error, tb):
@@ -314,7 +314,7 @@ def test_an_engine_error_recording_an_outcome_fails_the_attempt_and_the_worker_g
             raise ValueError("engine bug")
         record(run, error, tb)
 
-    s._record_outcome = record_once_broken
+    s._lifecycle.record_outcome = record_once_broken
     with caplog.at_level(logging.ERROR, logger="taskloom.engine"):
         s.add(lambda: None, name="job")
         rec.wait_kind("job", "failed")
@@ -325,14 +325,14 @@ def test_an_engine_error_recording_an_outcome_fails_the_attempt_and_the_worker_g
     logged = [r for r in caplog.records if r.exc_info and "engine bug" in str(r.exc_info[1])]
     assert len(logged) == 1
     assert s.wait(timeout=10)
-    assert all(t.is_alive() for t in s._threads)
+    assert all(t.is_alive() for t in s._dispatcher.threads)
     s.shutdown()
 
 
 @pytest.mark.timeout(30)
 def test_an_engine_error_in_the_timer_thread_is_logged_and_it_goes_on(caplog):
     s = Scheduler(workers=2, clock=SystemClock())
-    on_timeout = s._on_timeout
+    on_timeout = s._lifecycle.on_timeout
     broken = []
 
     def on_timeout_once_broken(run):
@@ -341,7 +341,7 @@ def test_an_engine_error_in_the_timer_thread_is_logged_and_it_goes_on(caplog):
             raise ValueError("timer bug")
         on_timeout(run)
 
-    s._on_timeout = on_timeout_once_broken
+    s._lifecycle.on_timeout = on_timeout_once_broken
     gate = threading.Event()
     with caplog.at_level(logging.ERROR, logger="taskloom.engine"):
         s.start()
@@ -354,7 +354,7 @@ def test_an_engine_error_in_the_timer_thread_is_logged_and_it_goes_on(caplog):
     assert s.wait(timeout=10)
     assert s.task("slow").state is S.FAILED
     assert "timer bug" in s.task("slow").error
-    assert all(t.is_alive() for t in s._threads)
+    assert all(t.is_alive() for t in s._dispatcher.threads)
     s.shutdown()
 
 
@@ -412,8 +412,8 @@ def test_an_unexpected_error_in_the_store_writer_marks_the_store_failed(tmp_path
 def unexplained_states(s) -> list[str]:
     """Tasks in a state no rule explains, looked at atomically under the engine lock."""
     found = []
-    with s._lock:
-        for t in s._tasks.values():
+    with s._core.lock:
+        for t in s._graph.tasks.values():
             state = t.state
             if state is S.RUNNING and not t.runs:
                 found.append(f"{t.id}: RUNNING with no run")
@@ -470,7 +470,7 @@ def test_an_eight_thread_api_hammer_kills_no_engine_thread_and_strands_no_task(m
     for _ in range(20):
         new_task(rnd0)
     s.start()
-    engine_threads = [*s._threads, s._delivery._thread]
+    engine_threads = [*s._dispatcher.threads, s._delivery._thread]
     stop, problems = threading.Event(), []
 
     def watchdog():
@@ -597,5 +597,5 @@ def test_a_parallel_occurrence_failing_beside_a_running_one_does_not_break_the_t
     clock.advance(100)  # the retry of occurrence 1 comes due (the next cadence too)
     assert third.wait(5), outcomes
     assert outcomes[:3] == ["failed", "succeeded", "succeeded"], outcomes
-    assert all(t.is_alive() for t in s._threads)  # no worker died
+    assert all(t.is_alive() for t in s._dispatcher.threads)  # no worker died
     s.shutdown(wait=True, cancel_running=True)

@@ -23,8 +23,8 @@ from concurrent.futures import Executor, Future
 import pytest
 
 from taskloom.engine import RetryPolicy, Scheduler, SystemClock, TaskState, current_run
+from taskloom.engine._jobs.context import RemoteResult
 from taskloom.engine.command import Command
-from taskloom.engine.context import RemoteResult
 from taskloom.engine.errors import TaskCancelled
 from taskloom.engine.store import SQLiteStore
 
@@ -230,7 +230,7 @@ def test_code_returning_as_its_timeout_fires_is_stored_as_the_engine_decided(
     s = make_sched(threads=True, workers=1, store=store)
     rec = recorder(s)
     returned, go_on = threading.Event(), threading.Event()
-    invoke = s._invoke
+    invoke = s._dispatcher.invoke
 
     def invoke_then_pause(run):
         result = invoke(run)
@@ -238,7 +238,7 @@ def test_code_returning_as_its_timeout_fires_is_stored_as_the_engine_decided(
         assert go_on.wait(10)
         return result
 
-    s._invoke = invoke_then_pause
+    s._dispatcher.invoke = invoke_then_pause
     s.add(NOOP, name="job", timeout=1.0)
     assert returned.wait(10)
     clock.advance(1.0)  # times out after the code returned, before its outcome is taken
@@ -282,11 +282,11 @@ def test_a_timeout_cannot_land_between_choosing_a_durable_success_and_queueing_i
     store = SQLiteStore(tmp_path / "t.db")
     executor = ThreadExecutor() if mode == "executor" else None
     s = Scheduler(workers=1, clock=clock, executor=executor, store=store)
-    durable = s._finish_when_durable
+    durable = s._dispatcher.finish_when_durable
     advancers = []
 
     def timeout_fires_now(run):
-        if s._lock.locked():  # atomic with the choice: the timeout comes after it
+        if s._core.lock.locked():  # atomic with the choice: the timeout comes after it
             advancer = threading.Thread(target=clock.advance, args=(1.0,))
             advancer.start()
             advancers.append(advancer)
@@ -294,7 +294,7 @@ def test_a_timeout_cannot_land_between_choosing_a_durable_success_and_queueing_i
             clock.advance(1.0)
         durable(run)
 
-    s._finish_when_durable = timeout_fires_now
+    s._dispatcher.finish_when_durable = timeout_fires_now
     s.start()
     s.add(NOOP, name="job", timeout=1.0)
     assert s.wait(timeout=10)
@@ -528,7 +528,7 @@ def test_eight_threads_hammering_cancel_retry_run_now_never_overlap_an_attempt(m
     parallel = s.schedule_every(body, 0.03, name="every-parallel", overlap="parallel", timeout=0.02)
     every = [*ids, *serial, parallel]
     s.start()
-    engine_threads = list(s._threads)
+    engine_threads = list(s._dispatcher.threads)
     stop, dead = threading.Event(), []
 
     def watchdog():

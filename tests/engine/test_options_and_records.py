@@ -18,10 +18,10 @@ from taskloom.engine import (
     TaskState,
     TriggerRule,
     records,
-    recurrence,
     store,
     workflow,
 )
+from taskloom.engine._schedule import recurrence
 from taskloom.engine.store import SQLiteStore
 
 OFFSET = 1_700_000_000.0  # wall = mono + OFFSET
@@ -70,7 +70,7 @@ def test_a_member_is_its_string():
 @pytest.mark.parametrize("given", [Mode.FIXED_DELAY, "fixed_delay"])
 def test_mode_is_accepted_as_enum_or_string_and_kept_as_the_enum(sched, clock, runs, given):
     sched.schedule_every(runs.fn("tick"), 10.0, name="tick", mode=given)
-    assert sched._tasks["tick"].recurrence.mode is Mode.FIXED_DELAY
+    assert sched._graph.tasks["tick"].recurrence.mode is Mode.FIXED_DELAY
     clock.advance(12.0)
     assert sched.task("tick").run_at == 22.0  # counted from the end of the run
 
@@ -79,7 +79,7 @@ def test_mode_is_accepted_as_enum_or_string_and_kept_as_the_enum(sched, clock, r
 @pytest.mark.parametrize("misfire", [Misfire.RUN_ALL, "run_all", Misfire.SKIP, "run_once"])
 def test_overlap_and_misfire_are_accepted_as_enum_or_string(sched, overlap, misfire):
     sched.schedule_every(_noop, 10.0, name="tick", overlap=overlap, misfire=misfire)
-    task = sched._tasks["tick"]
+    task = sched._graph.tasks["tick"]
     assert task.overlap is Overlap(overlap)
     assert task.misfire is Misfire(misfire)
 
@@ -87,14 +87,14 @@ def test_overlap_and_misfire_are_accepted_as_enum_or_string(sched, overlap, misf
 @pytest.mark.parametrize("misfire", [Misfire.RUN_ALL, "run_all"])
 def test_cron_takes_the_enums_too(sched, misfire):
     sched.schedule_cron(_noop, "0 * * * *", name="hourly", overlap=Overlap.QUEUE, misfire=misfire)
-    task = sched._tasks["hourly"]
+    task = sched._graph.tasks["hourly"]
     assert (task.overlap, task.misfire) == (Overlap.QUEUE, Misfire.RUN_ALL)
 
 
 @pytest.mark.parametrize("rule", [*TriggerRule, *(r.value for r in TriggerRule)])
 def test_trigger_rule_is_accepted_as_enum_or_string(unstarted, rule):
     unstarted.add(_noop, name="a", deps=["later"], trigger_rule=rule)
-    assert unstarted._tasks["a"].trigger_rule is TriggerRule(rule)
+    assert unstarted._graph.tasks["a"].trigger_rule is TriggerRule(rule)
 
 
 def test_trigger_rule_enum_decides_like_its_string(sched, runs):
@@ -242,8 +242,8 @@ def test_task_rows_fill_the_task_columns_and_round_trip_through_a_real_store(tmp
         misfire=Misfire.RUN_ALL,
     )
     sched.pause("tick")
-    task = sched._tasks["tick"]
-    state = records.StateRow.of(task, sched._to_wall)
+    task = sched._graph.tasks["tick"]
+    state = records.StateRow.of(task, sched._journal.to_wall)
     assert records.TASK_COLUMNS.split(", ")[3:] == list(records.StateRow._fields)
     sched.shutdown()
     s.close()

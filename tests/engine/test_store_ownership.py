@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from taskloom.engine import Scheduler, TaskState
-from taskloom.engine.reaper import ENV_KEY
+from taskloom.engine._jobs.reaper import ENV_KEY
 from taskloom.engine.store import SQLiteStore, StoreBusy
 from taskloom.engine.store_lock import read_owner
 
@@ -192,7 +192,7 @@ def test_recovery_ends_a_survivor_before_the_task_runs_again(tmp_path):
 
 
 def test_a_recorded_pid_now_used_by_another_process_is_left_alone(tmp_path):
-    from taskloom.engine.survivors import start_time, terminate_survivors
+    from taskloom.engine._jobs.survivors import start_time, terminate_survivors
 
     bystander = subprocess.Popen(["sleep", "30"], start_new_session=True)
     try:
@@ -209,8 +209,8 @@ def test_a_recorded_pid_now_used_by_another_process_is_left_alone(tmp_path):
 
 def test_the_owner_marks_its_commands(tmp_path):
     from taskloom.engine import Scheduler
+    from taskloom.engine._jobs.reaper import current_token, ensure_started
     from taskloom.engine.command import Command
-    from taskloom.engine.reaper import current_token, ensure_started
 
     out = tmp_path / "env"
     s = Scheduler(workers=1)

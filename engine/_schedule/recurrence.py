@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import math
 from datetime import UTC, datetime
+from typing import Any
 
-from .options import Misfire, Mode, Overlap, values
+from ..clock import Clock
+from ..options import Misfire, Mode, Overlap, values
 
 MODES = values(Mode)
 OVERLAPS = values(Overlap)
@@ -22,17 +24,17 @@ RUN_ALL_CAP = 1000  # a run_all catch-up after a long stall never queues more th
 class IntervalRecurrence:
     __slots__ = ("interval", "mode")
 
-    def __init__(self, interval: float, mode: Mode):
+    def __init__(self, interval: float, mode: Mode) -> None:
         self.interval = interval
         self.mode = mode
 
-    def first_due(self, clock) -> float:
+    def first_due(self, clock: Clock) -> float:
         return clock.now() + self.interval
 
-    def following(self, due: float, clock) -> float:
+    def following(self, due: float, clock: Clock) -> float:
         return due + self.interval
 
-    def due_until(self, due: float, now: float, clock) -> tuple[list[float], float]:
+    def due_until(self, due: float, now: float, clock: Clock) -> tuple[list[float], float]:
         """Occurrences from ``due`` up to ``now`` (capped), and the first one after ``now``."""
         missed = int(math.floor((now - due) / self.interval)) + 1
         shown = min(missed, RUN_ALL_CAP)
@@ -55,13 +57,13 @@ class CronRecurrence:
     __slots__ = ("trigger", "expr", "tz")
     mode = Mode.FIXED_RATE
 
-    def __init__(self, trigger, expr: str, tz: str):
+    def __init__(self, trigger: Any, expr: str, tz: str) -> None:
         self.trigger = trigger
         self.expr = expr
         self.tz = tz
 
     @staticmethod
-    def to_mono(wall: datetime, clock) -> float:
+    def to_mono(wall: datetime, clock: Clock) -> float:
         return clock.now() + (wall - clock.wall()).total_seconds()
 
     def next_after(self, wall: datetime) -> datetime:
@@ -83,3 +85,6 @@ class CronRecurrence:
 
     def describe(self) -> str:
         return f"cron {self.expr!r} ({self.tz})"
+
+
+Recurrence = IntervalRecurrence | CronRecurrence  # what Task.recurrence holds, if anything

@@ -15,34 +15,46 @@ from __future__ import annotations
 import logging
 import threading
 from collections import deque
+from collections.abc import Callable
+
+from ..models import Event
 
 log = logging.getLogger("taskloom.engine")
 
 
 class EventDelivery:
-    def __init__(self, threaded: bool):
-        self.outbox: deque = deque()
-        self._listeners: tuple = ()  # (kind or None, callback); replaced, never mutated
-        self._listeners_lock = threading.Lock()
+    """Hands queued events to listeners, outside the core lock (see the module doc)."""
+
+    def __init__(self, threaded: bool) -> None:
+        # Appended under the core lock (in seq order), popped by the drain loop under
+        # _drain_lock; a deque's append and popleft are atomic.
+        self.outbox: deque[Event] = deque()
+        # (kind or None, callback) pairs. Replaced whole under _listeners_lock, never
+        # mutated, so the drain loop reads it without the lock.
+        self._listeners: tuple[tuple[str | None, Callable[[Event], object]], ...] = ()
+        self._listeners_lock = threading.Lock()  # serialises add/remove
         self._threaded = threaded
+        # One drain loop at a time; held while listeners run (they may take the core lock).
         self._drain_lock = threading.Lock()
-        self._wakeup = threading.Event()
-        self._delivered = 0  # seq of the last event handed to the listeners
-        self.last_queued = 0  # seq of the last event put in the outbox
-        self._progress = threading.Condition()
-        self._closed = False
-        self._thread: threading.Thread | None = None
-        self._drainer: int | None = None  # thread id of the drain loop under way
+        self._wakeup = threading.Event()  # the delivery thread sleeps here
+        # seq of the last event handed to the listeners: written by the drain loop
+        # (under _drain_lock), waited for under _progress.
+        self._delivered = 0
+        self.last_queued = 0  # seq of the last event put in the outbox (under the core lock)
+        self._progress = threading.Condition()  # wakes wait_delivered() after each drain
+        self._closed = False  # set once by close(); the delivery thread reads it
+        self._thread: threading.Thread | None = None  # set here, never changed
+        self._drainer: int | None = None  # thread id of the drain loop under way (_drain_lock)
         if threaded:
             self._thread = threading.Thread(target=self._run, name="taskloom-events", daemon=True)
             self._thread.start()
 
     # listeners -----------------------------------------------------------
-    def add(self, kind: str | None, callback) -> None:
+    def add(self, kind: str | None, callback: Callable[[Event], object]) -> None:
         with self._listeners_lock:
             self._listeners = self._listeners + ((kind, callback),)
 
-    def remove(self, kind: str | None, callback) -> None:
+    def remove(self, kind: str | None, callback: Callable[[Event], object]) -> None:
         with self._listeners_lock:
             items = list(self._listeners)
             if (kind, callback) in items:

@@ -20,6 +20,10 @@ from __future__ import annotations
 import contextvars
 import logging
 import threading
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+T = TypeVar("T")
 
 log = logging.getLogger("taskloom.engine")
 
@@ -56,10 +60,10 @@ class RunContext:
         self.exit_code: int | None = None  # set by commands
         self.worker: str | None = None  # where the attempt ran, when known
         # Set by an engine with a store: records the process a command started.
-        self.on_process = None
+        self.on_process: Callable[[int, int], None] | None = None
         # Built lazily: most runs are never cancelled, and an Event costs a lock.
         self._cancelled = False
-        self._callbacks: list | None = None
+        self._callbacks: list[Callable[[], object]] | None = None
         self._event: threading.Event | None = None
 
     @property
@@ -83,7 +87,7 @@ class RunContext:
         if self.on_process is not None:
             self.on_process(pid, pgid)
 
-    def on_cancel(self, callback) -> None:
+    def on_cancel(self, callback: Callable[[], object]) -> None:
         """Call ``callback()`` when the run is cancelled (at once if it already is)."""
         with _lock:
             if not self._cancelled:
@@ -109,7 +113,7 @@ class RunContext:
 _lock = threading.Lock()  # guards the rare cancel bookkeeping of every RunContext
 
 
-def _safe_call(callback) -> None:
+def _safe_call(callback: Callable[[], object]) -> None:
     try:
         callback()
     except Exception:
@@ -127,8 +131,15 @@ class RemoteResult:
     __slots__ = ("value", "worker", "output", "log_path", "exit_code", "error")
 
     def __init__(
-        self, value=None, *, worker=None, output=None, log_path=None, exit_code=None, error=None
-    ):
+        self,
+        value: Any = None,
+        *,
+        worker: str | None = None,
+        output: str | None = None,
+        log_path: str | None = None,
+        exit_code: int | None = None,
+        error: BaseException | None = None,
+    ) -> None:
         self.value = value
         self.worker = worker
         self.output = output
@@ -136,7 +147,7 @@ class RemoteResult:
         self.exit_code = exit_code
         self.error = error  # an exception the remote code raised, re-raised by the engine
 
-    def __reduce__(self):
+    def __reduce__(self) -> tuple[Callable[..., RemoteResult], tuple[Any, ...]]:
         fields = (self.worker, self.output, self.log_path, self.exit_code, self.error)
         return (_remote_result, (self.value, *fields))
 
@@ -148,7 +159,14 @@ class RemoteResult:
         ctx.exit_code = self.exit_code if self.exit_code is not None else ctx.exit_code
 
 
-def _remote_result(value, worker, output, log_path, exit_code, error):
+def _remote_result(
+    value: Any,
+    worker: str | None,
+    output: str | None,
+    log_path: str | None,
+    exit_code: int | None,
+    error: BaseException | None,
+) -> RemoteResult:
     return RemoteResult(
         value, worker=worker, output=output, log_path=log_path, exit_code=exit_code, error=error
     )
@@ -159,7 +177,7 @@ def current_run() -> RunContext | None:
     return _current.get()
 
 
-def run_in_context(ctx: RunContext, fn):
+def run_in_context(ctx: RunContext, fn: Callable[[], T]) -> T:
     token = _current.set(ctx)
     try:
         return fn()

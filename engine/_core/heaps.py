@@ -13,7 +13,9 @@ due time.
 from __future__ import annotations
 
 import heapq
+from collections.abc import Iterator
 from itertools import count
+from typing import Any
 
 _order = count()  # global tie-breaker: scheduling order, never compares past it
 
@@ -67,7 +69,7 @@ class _LazyHeap:
             entry[self._alive_index] = False
         return entry
 
-    def alive(self):
+    def alive(self) -> Iterator[list]:
         alive = self._alive_index
         return (e for e in self._heap if e[alive])
 
@@ -75,10 +77,10 @@ class _LazyHeap:
 class TimerHeap(_LazyHeap):
     __slots__ = ()
 
-    def __init__(self):
+    def __init__(self) -> None:
         super().__init__(ALIVE_T, 2)
 
-    def add(self, run_at: float, task, kind: str) -> list:
+    def add(self, run_at: float, task: Any, kind: str) -> list:
         return self.push([run_at, next(_order), task, kind, True])
 
     def next_due(self) -> float | None:
@@ -95,8 +97,8 @@ class TimerHeap(_LazyHeap):
 class ReadyHeap(_LazyHeap):
     __slots__ = ()
 
-    def __init__(self):
+    def __init__(self) -> None:
         super().__init__(ALIVE_R, 4)
 
-    def add(self, priority: int, due: float, task_order: int, task, kind: str) -> list:
+    def add(self, priority: int, due: float, task_order: int, task: Any, kind: str) -> list:
         return self.push([-priority, due, task_order, next(_order), task, kind, True])

@@ -1,21 +1,34 @@
 """The engine's mutable record of one task, and of one running attempt.
 
-These never leave the engine lock: callers get frozen ``TaskInfo`` snapshots.
+Every field of both is guarded by the core lock (see core.py); they never leave
+it: callers get frozen ``TaskInfo`` and ``Attempt`` snapshots. The one exception
+is ``Run.ctx``, the attempt's ``RunContext``, which task code uses on its own
+thread (it has a lock of its own).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from concurrent.futures import Future
+from datetime import datetime
 from types import MappingProxyType
+from typing import TYPE_CHECKING, Any
 
-from .options import Misfire, Overlap
-from .states import TaskState
+from ..options import Misfire, Overlap, TriggerRule
+from ..states import TaskState
+
+if TYPE_CHECKING:
+    from .._jobs.context import RunContext
+    from .._schedule.recurrence import Recurrence
+    from ..definitions import TaskDefinition
+    from ..models import Attempt, RetryPolicy
 
 # Most tasks have no dependents, no dependencies or no run in flight: they share
 # these empty values until their first edge or run (about a quarter of a task's
 # memory with 100,000 pending).
-NO_DEPS: tuple = ()
-NO_DEPENDENTS = MappingProxyType({})
-NO_RUNS: tuple = ()
+NO_DEPS: tuple[str, ...] = ()
+NO_DEPENDENTS: MappingProxyType[str, None] = MappingProxyType({})
+NO_RUNS: tuple[Run, ...] = ()
 
 MAX_ATTEMPTS_KEPT = 50  # per task, in memory; the store keeps them all
 
@@ -58,31 +71,42 @@ class Task:
         "definition",
     )
 
-    def __init__(self, task_id, fn, *, order, priority, retry, timeout, trigger_rule, run_at):
+    def __init__(
+        self,
+        task_id: str,
+        fn: Callable[[], Any],
+        *,
+        order: int,
+        priority: int,
+        retry: RetryPolicy | None,
+        timeout: float | None,
+        trigger_rule: TriggerRule,
+        run_at: float | None,
+    ) -> None:
         self.id = task_id
         self.fn = fn
         self.state = TaskState.PENDING
-        self.deps: list[str] | tuple = NO_DEPS
-        self.dependents: dict[str, None] | MappingProxyType = NO_DEPENDENTS  # an ordered set
+        self.deps: list[str] | tuple[str, ...] = NO_DEPS
+        self.dependents: dict[str, None] | MappingProxyType[str, None] = NO_DEPENDENTS  # a set
         self.priority = priority
         self.retry = retry
         self.timeout = timeout
         self.trigger_rule = trigger_rule
         self.run_at = run_at  # next due time on the scheduler clock, if any
-        self.cron_next = None  # a cron task's queued occurrence: an aware UTC datetime
+        self.cron_next: datetime | None = None  # a cron task's queued occurrence (aware, UTC)
         self.order = order  # scheduling order, the last tie-breaker
         self.attempt = 0  # attempts started, ever
         self.budget_base = 0  # attempt count when the current retry budget began
-        self.recurrence = None
+        self.recurrence: Recurrence | None = None
         self.overlap = Overlap.SKIP
         self.misfire = Misfire.RUN_ONCE
         self.misfire_grace = 30.0
         self.paused = False
         self.error: str | None = None
-        self.timer = None  # heap entry: scheduled run or next recurring occurrence
-        self.retry_timer = None  # heap entry: end of a retry backoff
-        self.ready = None  # ready-heap entry, at most one per task
-        self.runs: list[Run] | tuple = NO_RUNS
+        self.timer: list | None = None  # heap entry: scheduled run or next recurring occurrence
+        self.retry_timer: list | None = None  # heap entry: end of a retry backoff
+        self.ready: list | None = None  # ready-heap entry, at most one per task
+        self.runs: list[Run] | tuple[Run, ...] = NO_RUNS
         self.cancel_requested = False
         self.waiting_runs = 0  # occurrences (or the one-shot run) waiting for a worker
         self.retry_pending = False  # the next start is a retry of the last attempt
@@ -94,30 +118,41 @@ class Task:
         self.successes = 0
         self.consumed: dict[str, int] | None = None  # upstream successes already used
         self.repeats = False  # recurring, or downstream of a recurring task
-        self.history: list | None = None  # Attempt records, newest last
+        self.history: list[Attempt] | None = None  # Attempt records, newest last
         # Its TaskDefinition (deps as given then), or just its one-shot time (an aware
         # datetime, or a float on the scheduler clock) or None when the fields here
         # say the rest: Scheduler.definition builds it then (see Scheduler._create).
-        self.definition = None
+        self.definition: TaskDefinition | datetime | float | None = None
 
     def add_dep(self, dep_id: str) -> None:
-        if self.deps is NO_DEPS:
-            self.deps = []
-        self.deps.append(dep_id)
+        if isinstance(self.deps, list):
+            self.deps.append(dep_id)
+        else:
+            self.deps = [dep_id]
+
+    def drop_dep(self, dep_id: str) -> None:
+        if isinstance(self.deps, list):
+            self.deps.remove(dep_id)
 
     def add_dependent(self, task_id: str) -> None:
-        if self.dependents is NO_DEPENDENTS:
-            self.dependents = {}
-        self.dependents[task_id] = None
+        if isinstance(self.dependents, dict):
+            self.dependents[task_id] = None
+        else:
+            self.dependents = {task_id: None}
 
     def drop_dependent(self, task_id: str) -> None:
-        if task_id in self.dependents:
+        if isinstance(self.dependents, dict) and task_id in self.dependents:
             del self.dependents[task_id]
 
-    def add_run(self, run) -> None:
-        if self.runs is NO_RUNS:
-            self.runs = []
-        self.runs.append(run)
+    def add_run(self, run: Run) -> None:
+        if isinstance(self.runs, list):
+            self.runs.append(run)
+        else:
+            self.runs = [run]
+
+    def drop_run(self, run: Run) -> None:
+        if isinstance(self.runs, list):
+            self.runs.remove(run)
 
     @property
     def busy(self) -> bool:
@@ -148,14 +183,14 @@ class Run:
         "lingers",
     )
 
-    def __init__(self, task, attempt, ctx, started):
+    def __init__(self, task: Task, attempt: int, ctx: RunContext, started: float) -> None:
         self.task = task
         self.attempt = attempt
         self.ctx = ctx
         self.started = started
         self.done = False  # outcome recorded (a timeout records it before the code returns)
-        self.future = None
-        self.timeout_entry = None
+        self.future: Future | None = None
+        self.timeout_entry: list | None = None
         # Cancel, timeout or shutdown asked it to stop: a future attached later is cancelled.
         self.stop_requested = False
         self.released = False  # its code returned and its worker slot was freed (_finish)

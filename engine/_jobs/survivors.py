@@ -18,6 +18,7 @@ import logging
 import os
 import signal
 import time
+from collections.abc import Iterable
 
 from . import reaper
 
@@ -68,7 +69,11 @@ def _group_alive(pgid: int) -> bool:
     return False
 
 
-def terminate_survivors(records, token: str | None, grace: float = 3.0) -> int:
+def terminate_survivors(
+    records: Iterable[tuple[int | None, int | None, float | None]],
+    token: str | None,
+    grace: float = 3.0,
+) -> int:
     """End the recorded commands that still run, and every process carrying ``token``.
 
     ``records`` are (pid, pgid, start time) of attempts that were running when their

@@ -1,0 +1,1 @@
+"""The scheduler's core: the facade and the parts it delegates to (see scheduler.py)."""

@@ -1,0 +1,549 @@
+"""The dispatcher: the ready queue, and running task code on workers or an executor.
+
+By default ``workers`` engine-owned threads take work straight off the ready
+heap; with an ``Executor`` the engine submits at most ``workers`` callables at a
+time and learns outcomes from done-callbacks. This is the only part that runs
+code outside the core lock: task code, cancel callbacks and event delivery
+(``after``). It starts attempts and frees their slots; what an outcome means
+for the task is the lifecycle's (``Lifecycle.record_outcome``).
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import logging
+import os
+import threading
+import traceback
+from collections.abc import Callable
+from concurrent.futures import Executor, Future, ThreadPoolExecutor
+from typing import TYPE_CHECKING, Any
+
+from .._jobs.context import RemoteResult, RunContext, _current, run_in_context
+from .._schedule.timers import TimerQueue
+from ..clock import Clock
+from ..command import Command
+from ..errors import TaskCancelled
+from ..executors import SyncExecutor
+from ..models import Attempt
+from ..options import Outcome, Overlap
+from ..states import TaskState
+from ..store import StoreError
+from .core import Core
+from .delivery import EventDelivery
+from .events import Events
+from .graph import TaskGraph
+from .heaps import ReadyHeap
+from .task import Run, Task
+
+if TYPE_CHECKING:
+    from .._store.journal import Journal
+    from .lifecycle import Lifecycle
+
+S = TaskState
+log = logging.getLogger("taskloom.engine")
+
+_ENGINE_DIR = os.path.dirname(os.path.dirname(__file__))
+_FUTURES_DIR = os.path.dirname(concurrent.futures.__file__)
+
+
+def _task_traceback(exc: BaseException) -> str:
+    """A task's traceback from its own first frame: the engine's and the executor's
+    frames above it are noise to the person reading it. An error raised by the
+    engine itself for the task (a command's exit code) gets no frames at all."""
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_frame.f_code.co_filename.startswith((_ENGINE_DIR, _FUTURES_DIR)):
+        tb = tb.tb_next
+    return "".join(traceback.format_exception(type(exc), exc, tb))
+
+
+def _needs_durable_start(run: Run) -> bool:
+    """A command's attempt is on disk before the command starts, so that after a crash
+    recovery knows it ran and ends what it left behind. In-process code needs no such
+    record: it dies with the process, and an attempt not on disk simply runs again
+    (at-least-once). Skipping the commit halves the store's cost on short calls."""
+    return isinstance(run.task.fn, Command)
+
+
+class Dispatcher:
+    """The ready heap, the running count, the worker threads or executor submissions.
+
+    Fields are guarded by the core lock (``local`` is per thread). The thread
+    entry points (``worker_loop``, ``pump``, the done-callbacks, ``after``,
+    ``on_store_failure``, ``durable_done``) are called without the lock and take
+    it; every other method is called with it held."""
+
+    def __init__(
+        self,
+        core: Core,
+        clock: Clock,
+        graph: TaskGraph,
+        timers: TimerQueue,
+        events: Events,
+        delivery: EventDelivery,
+        journal: Journal | None,
+        lifecycle: Lifecycle,
+        *,
+        workers: int,
+        executor: Executor | None,
+        log_dir: str | None,
+    ) -> None:
+        self._core = core
+        self._clock = clock
+        self._graph = graph
+        self._timers = timers
+        self._events = events
+        self._delivery = delivery
+        self._journal = journal
+        self._store = None if journal is None else journal.store
+        self._lifecycle = lifecycle
+        self.workers = workers
+        self.executor = executor
+        self._log_dir = log_dir
+        # Code submitted to these runs in this process, so it can see its RunContext.
+        self._local_executor = executor is None or isinstance(
+            executor, (SyncExecutor, ThreadPoolExecutor)
+        )
+        self.sync = isinstance(executor, SyncExecutor)  # everything on the calling thread
+        # Guarded by the core lock:
+        self.ready = ReadyHeap()
+        self.running = 0  # runs whose code has not returned yet
+        self._pumping = False  # one thread runs pump()'s loop at a time
+        self.durable: set[Run] = set()  # runs whose success waits for its commit
+        # Written under the core lock by start() (and its undo); shutdown() joins them
+        # once stopping is set, when nothing adds to the list any more.
+        self.threads: list[threading.Thread] = []
+        self.local = threading.local()  # .run: the attempt whose code this thread runs
+
+    # ------------------------------------------------------------------ threads
+    def start_threads(self) -> None:
+        """Start the engine's threads (under the lock). ``RuntimeError`` if the OS has
+        no more threads: those started wait for the lock, then see ``stopping``."""
+        if self.executor is None:
+            for i in range(self.workers):
+                self._spawn(self.worker_loop, f"taskloom-worker-{i}")
+        if not self._clock.manual:
+            self._spawn(self._timers.loop, "taskloom-timers")
+
+    def forget_threads(self) -> None:
+        """A failed start(): its threads were joined, the next start() makes new ones."""
+        self.threads = []
+
+    def threads_needed(self) -> int:
+        return (self.workers if self.executor is None else 0) + (not self._clock.manual)
+
+    def _spawn(self, target: Callable[[], None], name: str) -> None:
+        thread = threading.Thread(target=target, name=name, daemon=True)
+        thread.start()
+        self.threads.append(thread)
+
+    def in_task_code(self) -> bool:
+        """Whether the calling thread runs a task's code."""
+        return getattr(self.local, "run", None) is not None
+
+    def stop_run(self, run: Run) -> None:
+        """Ask a run to stop; the calls run after the lock is released."""
+        run.stop_requested = True  # submit() cancels a future attached after this
+        core = self._core
+        core.defer(run.ctx.request_cancel)
+        if run.future is not None:
+            core.defer(run.future.cancel)
+
+    # ------------------------------------------------------------------ ready work
+    def push_ready(self, task: Task) -> None:
+        if task.ready is not None or task.paused:
+            return  # one entry per task; a paused task is held until resumed
+        if task.start_held:
+            task.held = True  # made ready when the run in the way ends (finish)
+            return
+        due = self._clock.now() if task.run_at is None else min(task.run_at, self._clock.now())
+        task.ready = self.ready.add(task.priority, due, task.order, task, "run")
+        if self.executor is None:
+            self._core.work_cond.notify()
+
+    def drop_ready(self, task: Task) -> None:
+        """Take the task's ready entry off the heap (cancel, remove, pause)."""
+        self.ready.discard(task.ready)
+        task.ready = None
+
+    def enqueue_restored(self, task: Task) -> None:
+        """Recovery: the task is ready as restored (due now, as it was stored)."""
+        task.ready = self.ready.add(task.priority, self._clock.now(), task.order, task, "run")
+
+    def _take_ready(self) -> Run | None:
+        """Pop the most urgent ready task and start an attempt of it."""
+        while True:
+            entry = self.ready.pop()
+            if entry is None:
+                return None
+            task = entry[4]
+            task.ready = None
+            if task.state is not S.RUNNING and not task.state.allowed & S.RUNNING.bit:
+                # A bookkeeping bug queued it: starting would raise IllegalTransition
+                # half-way through and kill the thread. Drop the entry, say so.
+                log.error(
+                    "task %r is %s and cannot start: dropped its ready entry",
+                    task.id,
+                    task.state.name,
+                )
+                task.retry_pending = False
+                continue
+            if not task.start_held:
+                return self._start_run(task)
+            task.held = True  # a run in its way began lingering after it was queued
+
+    def _start_run(self, task: Task) -> Run:
+        if task.retry_pending:
+            task.retry_pending = False
+        else:
+            task.waiting_runs = max(0, task.waiting_runs - 1)
+            if task.repeats:  # each occurrence gets a fresh retry budget
+                task.budget_base = task.attempt
+        tasks = self._graph.tasks
+        for dep_id in task.deps:  # record which upstream successes this run used
+            dep = tasks.get(dep_id)
+            if dep is not None and dep.repeats:
+                if task.consumed is None:
+                    task.consumed = {}
+                task.consumed[dep_id] = dep.successes
+        task.attempt += 1
+        now = self._clock.now()
+        ctx = RunContext(task.id, task.attempt, self._log_dir)
+        run = Run(task, task.attempt, ctx, now)
+        task.add_run(run)
+        self.running += 1
+        if task.timeout is not None:
+            run.timeout_entry = self._timers.add_timeout(now + task.timeout, run)
+        if task.history is None:
+            task.history = []
+        record = Attempt(run.attempt, now, None, Outcome.RUNNING, None, None, None, None, None)
+        task.history.append(record)
+        if self._journal is not None:
+            self._journal.put_attempt(task, record)
+            self._journal.record_processes(run)
+        if task.state is S.RUNNING:
+            self._events.emit(task, "running")  # another parallel run of a recurring task
+        else:
+            self._lifecycle.set_state(task, S.RUNNING)
+        if task.overlap == Overlap.PARALLEL and task.waiting_runs > 0:
+            self.push_ready(task)
+        return run
+
+    def forget_durable(self, run: Run) -> None:
+        """The run failed for another reason: no commit will finish it."""
+        self.durable.discard(run)
+
+    def release_slot(self, run: Run) -> None:
+        """The run's code returned: its worker (or executor slot) is free."""
+        if not run.released:
+            run.released = True
+            self.running -= 1
+            if self.running == 0:
+                self._core.settled_cond.notify_all()
+
+    def finish(self, run: Run, error: BaseException | None, tb: str | None) -> None:
+        """The run's code returned: free its slot, record its outcome (under the lock)."""
+        if run.released:
+            return
+        run.released = True
+        self.running -= 1
+        if self.running == 0:
+            self._core.settled_cond.notify_all()
+        task = run.task
+        if run.done:  # timed out: its outcome is recorded, the task's next start waited
+            if run.lingers:
+                run.lingers = False
+                task.lingering -= 1
+        else:
+            self._lifecycle.record_outcome(run, error, tb)
+        if task.held and not task.start_held:  # a start waited for this run to end
+            task.held = False
+            if task.state is S.READY or task.waiting_runs > 0 or task.retry_pending:
+                self._lifecycle.make_ready(task)
+
+    # ------------------------------------------------------------------ durable successes
+    def finish_when_durable(self, run: Run) -> None:
+        """Under the lock, for a run whose code returned in time: report its success only
+        once it is on disk. Its timeout no longer applies, so the row queued here is the
+        engine's outcome (a later cancel queues "cancelled" after it). The store's writer
+        finishes the run after its commit, so no worker waits on I/O. With
+        ``SyncExecutor`` the caller commits and finishes it at once (deterministic)."""
+        store_error = self._core.store_error
+        if store_error is not None:  # nothing commits any more: the run fails
+            self.finish(run, store_error, None)
+            return
+        assert self._journal is not None and self._store is not None
+        self._timers.discard(run.timeout_entry)
+        run.timeout_entry = None
+        ctx = run.ctx
+        record = Attempt(
+            run.attempt,
+            run.started,
+            self._clock.now(),
+            Outcome.SUCCEEDED,
+            None,
+            None,
+            ctx.output,
+            ctx.log_path,
+            ctx.exit_code,
+            ctx.worker,
+        )
+        row = self._journal.attempt_row(run.task, record)
+        self.durable.add(run)  # finished by durable_done, or failed by on_store_failure
+        if self.sync:
+            self._store.put_attempt(row)
+        else:
+            self._store.put_attempt(row, on_commit=lambda: self.durable_done(run))
+
+    def durable_done(self, run: Run) -> None:
+        """The run's success is on disk: finish it (unless a store failure already did)."""
+        core = self._core
+        with core.lock:
+            if run not in self.durable:
+                return
+            self.durable.discard(run)
+            try:
+                self.finish(run, None, None)
+            except Exception as exc:
+                self._lifecycle.engine_error("finishing a committed run", exc, run)
+            deferred = core.take_deferred()
+        self.after(deferred)
+
+    def on_store_failure(self, error: StoreError) -> None:
+        """The store cannot be written (any thread, never under the lock): stop starting
+        work, fail the runs waiting for their success to be committed, wake waiters.
+        ``wait()``, ``shutdown()`` and every scheduling call report ``error`` from now on."""
+        core = self._core
+        with core.lock:
+            if core.store_error is None:
+                core.store_error = error
+                log.error("%s; the engine stops", error)
+                core.stopping = True
+                for run in list(self.durable):
+                    self.durable.discard(run)
+                    try:
+                        self.finish(run, error, None)
+                    except Exception as exc:
+                        self._lifecycle.engine_error("store failure handling", exc, run)
+                core.wake_all()
+            deferred = core.take_deferred()
+        self.after(deferred)
+
+    # ------------------------------------------------------------------ after the lock
+    def after(self, deferred: list[Callable[[], object]]) -> None:
+        """Run what had to wait for the lock to be released, then deliver and dispatch."""
+        self._run_deferred(deferred)
+        if self.executor is not None and self._core.started:
+            self.pump()
+        elif self._delivery.outbox:
+            self._delivery.kick()
+
+    def _run_deferred(self, deferred: list[Callable[[], object]]) -> None:
+        for callback in deferred:
+            try:
+                callback()
+            except Exception:
+                log.exception("deferred engine callback %r failed", callback)
+        if self._delivery.outbox:
+            self._delivery.kick()
+
+    # ------------------------------------------------------------------ own workers
+    def invoke(self, run: Run) -> Any:
+        run.ctx.worker = threading.current_thread().name
+        token = _current.set(run.ctx)
+        local = self.local  # lets wait()/shutdown() see they were called from task code
+        outer = getattr(local, "run", None)
+        local.run = run
+        try:
+            return run.task.fn()
+        finally:
+            local.run = outer
+            _current.reset(token)
+
+    def worker_loop(self) -> None:
+        """An engine-owned worker: takes work straight off the ready heap.
+
+        Nothing but the task's own code may end it: an engine error fails the attempt
+        it was handling (``Lifecycle.engine_error``) and the loop goes on.
+        """
+        core = self._core
+        lock = core.lock
+        run: Run | None = None
+        error: BaseException | None = None
+        tb: str | None = None
+        while True:
+            try:
+                with lock:
+                    if run is not None:
+                        ended, run = run, None
+                        try:
+                            # Decided under the lock: a timeout cannot slip in between.
+                            if error is None and self._store is not None and not ended.done:
+                                self.finish_when_durable(ended)
+                            else:
+                                self.finish(ended, error, tb)
+                        except Exception as exc:
+                            self._lifecycle.engine_error("a worker", exc, ended)
+                    while (
+                        not core.stopping
+                        and (core.paused_all or not self.ready)
+                        and not core.deferred
+                    ):
+                        if self._delivery.outbox:  # threaded delivery: only sets an Event
+                            self._delivery.kick()
+                        core.work_cond.wait()
+                    stopping = core.stopping
+                    if not stopping and not core.paused_all and self.ready:
+                        run = self._take_ready()
+                    deferred = core.take_deferred()
+                self.after(deferred)
+            except BaseException as exc:  # noqa: BLE001 - an engine bug must not end the thread
+                with lock:
+                    self._lifecycle.engine_error("a worker", exc, run)
+                run = None
+                continue
+            if stopping:
+                return
+            if run is None:
+                continue
+            error = tb = None
+            if self._store is not None and _needs_durable_start(run):
+                try:
+                    self._store.flush()
+                except StoreError as exc:  # the attempt fails without running
+                    self.on_store_failure(exc)
+                    error = exc
+                    continue
+            try:
+                self.invoke(run)
+            except BaseException as exc:  # noqa: BLE001 - any failure is the task's outcome
+                error, tb = exc, _task_traceback(exc)
+
+    # ------------------------------------------------------------------ executor mode
+    def pump(self) -> None:
+        """Executor mode: submit ready work while fewer than ``workers`` are in flight.
+
+        One thread pumps at a time; a call made while another pumps (a done-callback
+        of ``SyncExecutor`` inside the loop) returns at once, and the loop, which
+        re-checks the ready heap under the lock, picks its work up. No recursion.
+        """
+        core = self._core
+        with core.lock:
+            if self._pumping:
+                return
+            self._pumping = True
+        try:
+            while True:
+                with core.lock:
+                    batch = []
+                    while (
+                        not core.stopping
+                        and not core.paused_all
+                        and self.running < self.workers
+                        and self.ready
+                    ):
+                        run = self._take_ready()
+                        if run is not None:  # None: only held tasks were left
+                            batch.append(run)
+                    deferred = core.take_deferred()
+                    if not batch and not deferred:
+                        self._pumping = False
+                        break
+                self._run_deferred(deferred)
+                for run in batch:
+                    self._submit(run)
+        except BaseException:
+            with core.lock:
+                self._pumping = False
+            raise
+        if self._delivery.outbox:
+            self._delivery.kick()
+
+    def _submit(self, run: Run) -> None:
+        if self._store is not None and _needs_durable_start(run):
+            try:
+                self._store.flush()
+            except StoreError as exc:  # the attempt fails without running
+                self.on_store_failure(exc)
+                self._on_done(run, exc, None)
+                return
+        assert self.executor is not None
+        submit = self.executor.submit
+        try:
+            if self._local_executor:
+                future = submit(lambda: self.invoke(run))
+            else:  # an executor wrapper learns the task id, attempt and log_dir from current_run()
+                fn = run.task.fn
+                future = run_in_context(run.ctx, lambda: submit(fn))
+        except BaseException as exc:  # noqa: BLE001 - a broken pool fails the attempt
+            self._on_done(run, exc, traceback.format_exc())
+            if isinstance(exc, KeyboardInterrupt):
+                raise
+            return
+        with self._core.lock:  # cancel() and timeouts look for the future under the lock
+            run.future = future
+            stop = run.stop_requested
+        if stop:  # asked to stop while it was being submitted
+            future.cancel()
+        future.add_done_callback(lambda f: self._future_done(run, f))
+
+    def _future_done(self, run: Run, future: Future) -> None:
+        """A done-callback: on the executor's thread, or inline with ``SyncExecutor``."""
+        try:
+            error = self._future_result(run, future)
+        except BaseException as exc:  # noqa: BLE001 - an engine bug must not kill a pool thread
+            try:
+                core = self._core
+                with core.lock:
+                    self._lifecycle.engine_error("an executor callback", exc, run)
+                    deferred = core.take_deferred()
+                self.after(deferred)
+            except BaseException:  # noqa: BLE001
+                log.exception("engine error while handling an engine error")
+            return
+        if isinstance(error, KeyboardInterrupt) and self.sync:
+            raise error  # Ctrl-C in task code run inline reaches the caller
+
+    def _future_result(self, run: Run, future: Future) -> BaseException | None:
+        if future.cancelled():
+            self._on_done(run, TaskCancelled("cancelled before it started"), None)
+            return None
+        exc = future.exception()
+        if exc is None:
+            result = future.result()
+            if isinstance(result, RemoteResult):  # sent back by code run elsewhere
+                result.apply_to(run.ctx)
+                exc = result.error
+        tb = None if exc is None else _task_traceback(exc)
+        self._future_outcome(run, exc, tb)
+        return exc
+
+    def _future_outcome(self, run: Run, error: BaseException | None, tb: str | None) -> None:
+        if error is None and self._store is not None:
+            core = self._core
+            with core.lock:  # decided under the lock: a timeout cannot slip in between
+                durable = not run.done
+                if durable:
+                    self.finish_when_durable(run)
+                deferred = core.take_deferred()
+            self.after(deferred)
+            if durable:
+                if self.sync:  # commit now and finish (deterministic)
+                    try:
+                        self._store.flush()
+                    except StoreError as exc:  # fails the run waiting for the commit
+                        self.on_store_failure(exc)
+                    else:
+                        self.durable_done(run)
+                return
+        self._on_done(run, error, tb)
+
+    def _on_done(self, run: Run, error: BaseException | None, tb: str | None) -> None:
+        core = self._core
+        with core.lock:
+            try:
+                self.finish(run, error, tb)
+            except Exception as exc:
+                self._lifecycle.engine_error("recording an outcome", exc, run)
+            deferred = core.take_deferred()
+        self.after(deferred)

@@ -1,0 +1,1 @@
+"""When work comes due: recurrences (intervals, cron) and the timer queue."""

@@ -1,0 +1,211 @@
+"""The timer queue: due times, cron cursors, wall-clock jumps, the timer thread.
+
+With a real clock one timer thread sleeps until the earliest due time and is
+woken only when that changes; with a ``ManualClock`` each ``advance`` promotes
+what came due. What a due entry means (a run, a retry, an occurrence, a timeout)
+is the lifecycle's business: the queue hands each one to ``on_due``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any
+
+from .._core.core import Core
+from .._core.heaps import TimerHeap
+from .._core.task import Run, Task
+from ..clock import Clock
+from ..models import Entry
+from .recurrence import CronRecurrence
+
+WALL_RESET_BACK = 3 * 3600.0  # seconds the wall clock must go back for cron to start afresh
+_TIMER_KINDS = ("scheduled", "retry", "recurring")  # what upcoming() shows; not "timeout"
+
+# on_due(due, target, kind, now): target is a Task, or a Run for kind "timeout"
+DueHandler = Callable[[float, Any, str, float], None]
+ErrorHandler = Callable[..., None]
+
+
+class TimerQueue:
+    """Timers not yet due, on one heap keyed by due time (see ``heaps.py``).
+
+    Not thread-safe: every method but ``loop`` and ``on_clock_moved`` is called with
+    the core lock held; those two take it. ``connect`` wires the handlers once."""
+
+    def __init__(self, core: Core, clock: Clock) -> None:
+        self._core = core
+        self.clock = clock
+        self.heap = TimerHeap()
+        self.wait_deadline: float | None = None  # deadline the timer thread sleeps to
+        self.wall_offset: float | None = None  # wall - monotonic, to notice wall jumps
+        self._cron: dict[Task, None] = {}  # cron tasks in the engine, in order added
+        self._on_due: DueHandler | None = None
+        self._on_error: ErrorHandler | None = None
+        self._after: Callable[[list[Callable[[], object]]], None] | None = None
+
+    def connect(self, on_due: DueHandler, on_error: ErrorHandler, after: Callable) -> None:
+        """``on_due`` handles a due entry, ``on_error(where, exc, run=None, returned=True)``
+        an engine error, ``after(deferred)`` runs deferred work once the lock is released."""
+        self._on_due, self._on_error, self._after = on_due, on_error, after
+
+    # entries -------------------------------------------------------------
+    def add(self, due: float, target: Task | Run, kind: str) -> list:
+        return self.heap.add(due, target, kind)
+
+    def discard(self, entry: list | None) -> None:
+        self.heap.discard(entry)
+
+    def changed(self) -> None:
+        """Wake the timer thread only when its deadline is no longer the earliest."""
+        if self.wait_deadline is not None and self.heap.next_due() != self.wait_deadline:
+            self._core.timer_cond.notify()
+
+    def add_timeout(self, due: float, run: Run) -> list:
+        entry = self.heap.add(due, run, "timeout")
+        self.changed()
+        return entry
+
+    def set_timer(self, task: Task, due: float) -> None:
+        self.heap.discard(task.timer)
+        task.run_at = due
+        task.timer = self.heap.add(due, task, "recurring" if task.recurrence else "scheduled")
+        self.changed()
+
+    def set_retry(self, task: Task, due: float) -> None:
+        self.heap.discard(task.retry_timer)
+        task.retry_timer = self.heap.add(due, task, "retry")
+        self.changed()
+
+    def upcoming(self, limit: int) -> list[Entry]:
+        import heapq
+
+        entries = heapq.nsmallest(
+            limit, (e for e in self.heap.alive() if e[3] in _TIMER_KINDS), key=lambda e: e[:2]
+        )
+        return [Entry(e[0], e[2].priority, e[2].id, e[3]) for e in entries]
+
+    # recurrence ----------------------------------------------------------
+    def add_cron(self, task: Task) -> None:
+        self._cron[task] = None
+
+    def drop_cron(self, task: Task) -> None:
+        self._cron.pop(task, None)
+
+    def start_cadence(self, task: Task) -> None:
+        recurrence = task.recurrence
+        assert recurrence is not None
+        if isinstance(recurrence, CronRecurrence):
+            self.set_cron(task, recurrence.next_after(self.clock.wall()))
+        else:
+            self.set_timer(task, recurrence.first_due(self.clock))
+
+    def set_cron(self, task: Task, wall: datetime) -> None:
+        """Queue a cron occurrence: the wall time is the cursor, the heap gets the
+        monotonic time to sleep until."""
+        task.cron_next = wall
+        self.set_timer(task, CronRecurrence.to_mono(wall, self.clock))
+
+    def cron_due(self, task: Task) -> float:
+        """Monotonic due of a cron task's cursor (a fresh one if it has none)."""
+        assert isinstance(task.recurrence, CronRecurrence)
+        if task.cron_next is None:
+            task.cron_next = task.recurrence.next_after(self.clock.wall())
+        return CronRecurrence.to_mono(task.cron_next, self.clock)
+
+    # promotion -----------------------------------------------------------
+    def promote_due(self) -> bool:
+        """Hand every timer that came due to ``on_due``. Returns whether any did."""
+        self._check_wall_jump()
+        now = self.clock.now()
+        timers = self.heap
+        on_due = self._on_due
+        assert on_due is not None and self._on_error is not None
+        moved = False
+        while True:
+            entry = timers.pop_due(now)
+            if entry is None:
+                return moved
+            moved = True
+            due, _, target, kind, _ = entry
+            try:
+                on_due(due, target, kind, now)
+            except Exception as exc:  # a bug fails what it was handling, not the thread
+                run = target if kind == "timeout" else None
+                self._on_error(f"the timer ({kind})", exc, run, returned=False)
+
+    def start(self) -> None:
+        """The scheduler starts: wall-clock jumps count from now."""
+        self.wall_offset = self._current_wall_offset()
+
+    def stop(self) -> None:
+        """start() was undone: no wall-clock jumps to notice."""
+        self.wall_offset = None
+
+    def _current_wall_offset(self) -> float:
+        return self.clock.wall().timestamp() - self.clock.now()
+
+    def _check_wall_jump(self) -> None:
+        """Cron timers follow the wall clock: re-queue them when it jumps.
+
+        Each keeps its cursor, so a jump forward makes the occurrences it passed due
+        (their misfire policy applies) and a jump back runs none of them twice. Only
+        a jump back of hours means the clock was wrong before: start afresh from the
+        new time, as Debian cron does.
+        """
+        if not self._cron or self.wall_offset is None:
+            return
+        offset = self._current_wall_offset()
+        jump = offset - self.wall_offset
+        if abs(jump) < 1.0:
+            return
+        self.wall_offset = offset
+        wall = self.clock.wall()
+        for task in self._cron:
+            if task.timer is not None:
+                assert isinstance(task.recurrence, CronRecurrence)
+                if jump <= -WALL_RESET_BACK or task.cron_next is None:
+                    task.cron_next = task.recurrence.next_after(wall)
+                self.set_cron(task, task.cron_next)
+
+    # threads -------------------------------------------------------------
+    def on_clock_moved(self) -> None:
+        """A ``ManualClock`` moved (called on the thread that moved it, without the lock)."""
+        core = self._core
+        with core.lock:
+            if core.closed:
+                return
+            self.promote_due()
+            deferred = core.take_deferred()
+        assert self._after is not None
+        self._after(deferred)
+
+    def loop(self) -> None:
+        """The timer thread (real clocks only)."""
+        core = self._core
+        lock = core.lock
+        after, on_error = self._after, self._on_error
+        assert after is not None and on_error is not None
+        while True:
+            try:
+                with lock:
+                    while not core.stopping:
+                        if self.promote_due():
+                            break
+                        deadline = self.heap.next_due()
+                        self.wait_deadline = math.inf if deadline is None else deadline
+                        now = self.clock.now()
+                        timeout = None if deadline is None else max(0.0, deadline - now)
+                        if self._cron:  # notice wall-clock jumps within a minute
+                            timeout = 60.0 if timeout is None else min(timeout, 60.0)
+                        core.timer_cond.wait(timeout)
+                        self.wait_deadline = None
+                    if core.stopping:
+                        return
+                    deferred = core.take_deferred()
+                after(deferred)
+            except BaseException as exc:  # noqa: BLE001 - the timer thread must outlive a bug
+                with lock:
+                    self.wait_deadline = None
+                    on_error("the timer thread", exc)

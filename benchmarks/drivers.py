@@ -92,6 +92,14 @@ class TaskloomDriver(Driver):
         self.s.shutdown(wait=True)
 
 
+class TaskloomBeforeDriver(TaskloomDriver):
+    """Taskloom from an earlier checkout (``engine_bench --before DIR``): the runner
+    in that checkout drives it; this class only names the column."""
+
+    name = "taskloom_before"
+    label = "Taskloom before"
+
+
 class TextbookTimerDriver(Driver):
     name = "textbook_timer"
     label = "textbook timer"
@@ -221,6 +229,7 @@ DRIVERS: dict[str, type[Driver]] = {
     d.name: d
     for d in (
         TaskloomDriver,
+        TaskloomBeforeDriver,
         TextbookTimerDriver,
         TextbookDagDriver,
         APSchedulerDriver,

@@ -20,11 +20,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from . import report, workloads
-from .drivers import DRIVERS
+from .drivers import DRIVERS, TaskloomBeforeDriver
 from .runner import JOBS, applies
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = Path(__file__).resolve().parent / "results"
+BEFORE = TaskloomBeforeDriver.name
 SYSTEMS = ["taskloom", "textbook_timer", "textbook_dag", "apscheduler", "sched"]
 
 # Seconds all repeats of one job may take on one system; a slow peer gets fewer runs.
@@ -83,15 +84,21 @@ def _load_average() -> float | None:
         return None
 
 
-def run_in_subprocess(system, job, mode, repeats, budget, timeout) -> dict:
+def run_in_subprocess(system, job, mode, repeats, budget, timeout, before=None) -> dict:
+    """One runner process. ``system == BEFORE`` runs Taskloom from the checkout
+    ``before`` (an earlier commit, with its own ``.venv``), with that checkout's
+    runner: the same workloads, the earlier engine, in the same benchmark run."""
+    root, python = ROOT, sys.executable
+    if system == BEFORE:
+        root, python, system = before, str(before / ".venv" / "bin" / "python"), "taskloom"
     cmd = [
-        sys.executable, "-m", "benchmarks.runner", system, job, "--mode", mode,
+        python, "-m", "benchmarks.runner", system, job, "--mode", mode,
         "--repeats", str(repeats), "--budget", str(budget), "--timeout", str(timeout),
     ]  # fmt: skip
-    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    env = dict(os.environ, PYTHONPATH=str(root) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     try:
         proc = subprocess.run(
-            cmd, cwd=ROOT, env=env, capture_output=True, text=True,
+            cmd, cwd=root, env=env, capture_output=True, text=True,
             timeout=budget + 2 * timeout + 30,
         )  # fmt: skip
     except subprocess.TimeoutExpired:
@@ -126,12 +133,21 @@ def main(argv=None) -> int:
     parser.add_argument("--systems", default=",".join(SYSTEMS), help="comma-separated")
     parser.add_argument("--only", default="", help="workloads, e.g. W1,W3 (W4/W5 run together)")
     parser.add_argument("--out", type=Path, default=RESULTS, help="folder for engine.json/.md")
+    parser.add_argument(
+        "--before",
+        type=Path,
+        help="a checkout of an earlier commit with its own .venv: adds its Taskloom as a column",
+    )
     args = parser.parse_args(argv)
 
     mode = "quick" if args.quick else "full"
     repeats = args.repeats or (1 if args.quick else 3)
     timeout = 5.0 if args.quick else workloads.TIMEOUT_S
     systems = [s for s in args.systems.split(",") if s]
+    if args.before is not None:
+        if not (args.before / ".venv" / "bin" / "python").exists():
+            parser.error(f"--before {args.before}: no .venv/bin/python there")
+        systems.insert(1, BEFORE)
     unknown = set(systems) - set(DRIVERS)
     if unknown:
         parser.error(f"unknown systems: {', '.join(sorted(unknown))}")
@@ -153,7 +169,7 @@ def main(argv=None) -> int:
             if not applies(system, job):
                 continue
             t0 = time.perf_counter()
-            raw = run_in_subprocess(system, job, mode, repeats, BUDGET_S[job], timeout)
+            raw = run_in_subprocess(system, job, mode, repeats, BUDGET_S[job], timeout, args.before)
             for workload, result in collect(raw, job, repeats).items():
                 if workload in DRIVERS[system].supports:
                     results["workloads"].setdefault(workload, {})[system] = result

@@ -120,6 +120,9 @@ class Controller(QObject):
 
     def can_edit(self, tid: str) -> str | None:
         """Why ``tid`` cannot be edited now, or None if it can."""
+        refusal = getattr(self.scheduler, "edit_refusal", None)  # a run watched, not owned
+        if refusal:
+            return refusal
         if tid not in self.specs:
             return f"{tid} was not defined in this window or its workflow file"
         try:

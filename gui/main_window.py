@@ -10,7 +10,15 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from PySide6.QtCore import QByteArray, QSettings, QStringListModel, Qt, QTimer, Signal
+from PySide6.QtCore import (
+    QByteArray,
+    QSettings,
+    QSignalBlocker,
+    QStringListModel,
+    Qt,
+    QTimer,
+    Signal,
+)
 from PySide6.QtGui import QAction, QGuiApplication, QKeySequence
 from PySide6.QtWidgets import (
     QCompleter,
@@ -386,6 +394,7 @@ class MainWindow(QMainWindow):
         v.connectHint.connect(lambda text: self.statusBar().showMessage(text, 2000))
         self.timeline.taskClicked.connect(lambda tid: self.select_tasks([tid]))
         self.inspector.taskActivated.connect(lambda tid: self.select_tasks([tid], centre=True))
+        b.pausedChanged.connect(self._on_paused_changed)
         c = self.controller
         c.message.connect(self._show_message)
         c.cycleRefused.connect(self.graph_view.flash_cycle)
@@ -489,6 +498,19 @@ class MainWindow(QMainWindow):
         self.controller.pause_all(paused)
         self.act_pause_all.setText("Resume all" if paused else "Pause all")
         self._refresh_status()
+
+    def _on_paused_changed(self, paused: bool) -> None:
+        """The engine's dispatcher was paused or resumed (here, or by whoever owns it)."""
+        self.dispatcher_paused = paused
+        blocker = QSignalBlocker(self.act_pause_all)
+        self.act_pause_all.setChecked(paused)
+        del blocker
+        self.act_pause_all.setText("Resume all" if paused else "Pause all")
+        self._refresh_status()
+
+    def refresh_actions(self) -> None:
+        """Enable actions anew (what the engine allows may have changed without an event)."""
+        self._update_actions()
 
     def _delete_selection(self) -> None:
         """Delete: the selected edge if there is one, else the selected tasks."""

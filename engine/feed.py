@@ -1,0 +1,383 @@
+"""The owner's side of watching: a live feed of the run in its store, and the
+requests watchers send back (the control channel).
+
+A run belongs to the one process that holds its store (``store_lock.py``). Other
+processes may *watch* it: they open the store read-only (SQLite's WAL lets them
+read while the owner writes) and follow what the owner publishes here.
+
+**Who watches.** A watcher holds a shared ``flock`` on ``<store>.watch`` while it
+is open; the owner probes it (an exclusive non-blocking lock it drops at once)
+every ``FEED_INTERVAL``. The kernel drops a dead watcher's lock, so nothing goes
+stale. With nobody watching, the feed writes nothing: its event listener only
+checks a flag.
+
+**What it writes** (tables ``feed_events``, ``feed_tasks``, ``feed_state``; see
+``store.MIGRATIONS``). When watching starts: every task (``TaskInfo`` and its
+``allowed_actions``), the upcoming timer entries, the dispatcher's pause and the
+owner's clock. Then, every ``FEED_INTERVAL`` with changes: the events (the last
+``FEED_TAIL`` of them, plus the latest event of any task whose events did not
+fit), the tasks they touched, and the upcoming entries. The rows ride along with
+the engine's own commits (``SQLiteStore.put_feed``): no second writer, no extra
+lock on the owner's hot path. Event times stay on the owner's clock; ``feed_state``
+says how to turn them into wall time.
+
+**The control channel** is the ``control`` table: a watcher inserts a request
+(cancel, retry, run now, pause, resume, pause all, resume all) and the owner,
+which polls it every ``FEED_INTERVAL``, applies it through the ``Scheduler``'s
+public calls and writes the answer (done, refused with the reason, or expired)
+into the same row. The watcher sees the effect through the normal events. The
+table outlives both sides: a request made while the owner restarts is applied by
+the next owner if it is at most ``CONTROL_TTL`` seconds old, and answered
+``expired`` otherwise.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import logging
+import os
+import sqlite3
+import threading
+import time
+import uuid
+from pathlib import Path
+
+from .models import Event, TaskInfo
+
+log = logging.getLogger("taskloom.feed")
+
+FEED_INTERVAL = 0.1  # seconds between the owner's feed writes (and control polls)
+HEARTBEAT = 0.5  # seconds between writes while nothing changes, so watchers see it live
+FEED_TAIL = 2000  # raw events written per interval; each task's latest is kept anyway
+FEED_KEEP = 5000  # feed_events rows kept for watchers that fall behind
+UPCOMING_LIMIT = 200
+CONTROL_TTL = 60.0  # seconds a request waits for an owner before it expires
+
+STRUCTURAL = frozenset({"dependency_added", "dependency_removed", "removed"})
+# Requests a watcher may send, and the verb its answer uses.
+CONTROL_ACTIONS = {
+    "cancel": "cancel",
+    "retry": "retry",
+    "run_now": "run now",
+    "pause": "pause",
+    "resume": "resume",
+    "pause_all": "pause all",
+    "resume_all": "resume all",
+}
+
+
+def watch_path(store_path) -> Path:
+    """The file whose shared locks say who watches the store."""
+    path = Path(store_path)
+    return path.with_name(path.name + ".watch")
+
+
+# ---------------------------------------------------------------------- encoding
+def encode_info(info: TaskInfo) -> str:
+    return json.dumps(
+        [
+            info.state.value,
+            list(info.deps),
+            list(info.dependents),
+            info.priority,
+            info.attempt,
+            info.run_at,
+            info.recurring,
+            info.paused,
+            info.error,
+        ]
+    )
+
+
+def encode_actions(actions) -> str:
+    return ",".join(sorted(action.value for action in actions))
+
+
+def event_row(event: Event) -> tuple:
+    state = None if event.state is None else event.state.value
+    outcome = None if event.outcome is None else str(event.outcome)
+    return (
+        event.seq,
+        event.kind,
+        event.task_id,
+        state,
+        event.at,
+        event.attempt,
+        event.run_at,
+        event.error,
+        outcome,
+    )
+
+
+def entry_rows(entries) -> str:
+    return json.dumps([[e.run_at, e.priority, e.task_id, e.kind] for e in entries])
+
+
+class WatcherPresence:
+    """Whether any watcher holds ``<store>.watch`` (a shared flock) right now."""
+
+    def __init__(self, store_path):
+        self._fd = os.open(watch_path(store_path), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+
+    def any(self) -> bool:
+        try:
+            fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        fcntl.flock(self._fd, fcntl.LOCK_UN)  # at once: a watcher may be waiting for it
+        return False
+
+    def close(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+
+class FeedWriter:
+    """Publishes ``scheduler``'s run in ``store`` for watchers, and applies their
+    requests. ``start()`` after the scheduler is built (before it starts, so no
+    event is missed); ``close()`` after it has shut down and before the store closes.
+    """
+
+    def __init__(self, scheduler, store, interval: float = FEED_INTERVAL):
+        self.scheduler = scheduler
+        self.store = store
+        self.interval = interval
+        self._lock = threading.Lock()  # guards _events (the delivery thread appends)
+        self._events: list[Event] = []
+        self._watched = False  # read by the listener without the lock: a plain flag
+        self._seq = 0  # the last engine seq the feed covers
+        self._edges: dict[str, tuple[str, ...]] = {}  # tid -> deps + dependents, as written
+        self._order: dict[str, int] = {}
+        self._upcoming_json = ""
+        self._last_write = 0.0
+        self._applied: set[int] = set()  # control rows applied, answer not yet read back
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self.writes = 0  # feed batches queued (for tests and the benchmark)
+        self._presence = WatcherPresence(store.path)
+        self._reader = sqlite3.connect(
+            f"file:{store.path}?mode=ro", uri=True, check_same_thread=False
+        )
+        self._unsubscribe = scheduler.subscribe(self._on_event)
+
+    def start(self) -> FeedWriter:
+        self._thread = threading.Thread(target=self._loop, name="taskloom-feed", daemon=True)
+        self._thread.start()
+        return self
+
+    # -- the engine's delivery thread ----------------------------------------------
+    def _on_event(self, event: Event) -> None:
+        if self._watched:
+            with self._lock:
+                self._events.append(event)
+
+    # -- the feed thread -------------------------------------------------------------
+    def _loop(self) -> None:
+        while True:
+            try:
+                self._tick()
+            except Exception:  # the run must go on without its feed
+                log.exception("the watchers' feed failed a round")
+            if self._stop.wait(self.interval):
+                return
+
+    def _tick(self) -> None:
+        watched = self._presence.any()
+        if not watched:
+            if self._watched:
+                self._watched = False
+                with self._lock:
+                    self._events.clear()
+        elif not self._watched:
+            self._watched = True  # first, so no event falls between this and the snapshot
+            self._write_snapshot()
+        else:
+            self._write_changes()
+        self._serve_control()
+
+    def _state_rows(self, **extra) -> list[tuple]:
+        clock = self.scheduler.clock
+        now = time.time()
+        offset = clock.wall().timestamp() - clock.now()
+        rows = {
+            "seq": self._seq,
+            "paused": int(self.scheduler.paused),
+            "offset": offset,
+            "workers": self.scheduler.workers,
+            "run": getattr(self.store, "run", 1),
+            "written": now,
+            "pid": os.getpid(),
+            **extra,
+        }
+        return [(key, json.dumps(value)) for key, value in rows.items()]
+
+    def _write_snapshot(self) -> None:
+        seq, tasks, _ = self.scheduler.snapshot()
+        upcoming = self.scheduler.upcoming(UPCOMING_LIMIT)
+        with self._lock:
+            self._events = [e for e in self._events if e.seq > seq]
+        self._seq = seq
+        self._order = {info.id: n for n, info in enumerate(tasks)}
+        rows = []
+        for info in tasks:
+            rows.append(self._task_row(info.id, info))
+        self._upcoming_json = entry_rows(upcoming)
+        state = self._state_rows(
+            generation=uuid.uuid4().hex, upcoming=json.loads(self._upcoming_json), stopped=None
+        )
+
+        def write(conn) -> None:
+            conn.execute("DELETE FROM feed_events")
+            conn.execute("DELETE FROM feed_tasks")
+            conn.executemany("INSERT INTO feed_tasks VALUES (?,?,?,?,?)", rows)
+            conn.executemany("INSERT OR REPLACE INTO feed_state VALUES (?,?)", state)
+
+        self._queue(write)
+
+    def _task_row(self, tid: str, info: TaskInfo | None = None) -> tuple:
+        """(id, seq, ord, info, actions) of a task now; info NULL once it is gone."""
+        try:
+            info = info or self.scheduler.task(tid)
+            actions = encode_actions(self.scheduler.allowed_actions(tid))
+        except KeyError:
+            self._edges.pop(tid, None)
+            return (tid, self._seq, self._order.get(tid, 0), None, None)
+        self._edges[tid] = tuple(info.deps) + tuple(info.dependents)
+        order = self._order.setdefault(tid, len(self._order))
+        return (tid, self._seq, order, encode_info(info), actions)
+
+    def _write_changes(self, **extra) -> None:
+        with self._lock:
+            events, self._events = self._events, []
+        events = [e for e in events if e.seq > self._seq]
+        now = time.time()
+        if not events and not extra and now - self._last_write < HEARTBEAT:
+            return
+        touched: dict[str, None] = {}
+        latest: dict[str, Event] = {}
+        for event in events:
+            if not event.task_id:
+                continue
+            latest[event.task_id] = event
+            touched[event.task_id] = None
+            if event.kind in STRUCTURAL or event.task_id not in self._edges:
+                for other in self._edges.get(event.task_id, ()):
+                    touched[other] = None
+        tail = events[-FEED_TAIL:]
+        if len(events) > FEED_TAIL:  # keep every task's latest state, whatever was cut
+            first = tail[0].seq
+            tail = sorted([e for e in latest.values() if e.seq < first] + tail)
+        if events:
+            self._seq = events[-1].seq
+        rows = []
+        for tid in list(touched):
+            row = self._task_row(tid)
+            rows.append(row)
+            if row[3] is not None:  # an edge added: its other end changed too
+                for other in self._edges.get(tid, ()):
+                    if other not in touched:
+                        touched[other] = None
+                        rows.append(self._task_row(other))
+        upcoming = entry_rows(self.scheduler.upcoming(UPCOMING_LIMIT)) if events else None
+        state_extra = dict(extra)
+        if upcoming is not None and upcoming != self._upcoming_json:
+            self._upcoming_json = upcoming
+            state_extra["upcoming"] = json.loads(upcoming)
+        state = self._state_rows(**state_extra)
+        events_rows = [event_row(e) for e in tail]
+        seq = self._seq
+
+        def write(conn) -> None:
+            if events_rows:
+                conn.executemany(
+                    "INSERT OR REPLACE INTO feed_events VALUES (?,?,?,?,?,?,?,?,?)", events_rows
+                )
+                conn.execute("DELETE FROM feed_events WHERE seq <= ?", (seq - FEED_KEEP,))
+            if rows:
+                conn.executemany("INSERT OR REPLACE INTO feed_tasks VALUES (?,?,?,?,?)", rows)
+            conn.executemany("INSERT OR REPLACE INTO feed_state VALUES (?,?)", state)
+
+        self._queue(write)
+
+    def _queue(self, write) -> None:
+        self._last_write = time.time()
+        self.writes += 1
+        self.store.put_feed(write)
+
+    # -- control ---------------------------------------------------------------------
+    def _serve_control(self) -> None:
+        try:
+            rows = self._reader.execute(
+                "SELECT id, action, task_id, requested FROM control WHERE status = 'pending'"
+                " ORDER BY id"
+            ).fetchall()
+        except sqlite3.Error as exc:
+            log.warning("cannot read watcher requests: %s", exc)
+            return
+        pending = {row[0] for row in rows}
+        self._applied &= pending  # answered rows are no longer pending
+        answers = []
+        for rid, action, tid, requested in rows:
+            if rid in self._applied:
+                continue
+            self._applied.add(rid)
+            age = time.time() - requested
+            if age > CONTROL_TTL:
+                text = f"not applied: asked {age:.0f}s ago, before this owner was there"
+                answers.append(("expired", text, time.time(), rid))
+                continue
+            status, text = self.apply(action, tid)
+            answers.append((status, text, time.time(), rid))
+        if answers:
+            self._queue(
+                lambda conn: conn.executemany(
+                    "UPDATE control SET status = ?, answer = ?, answered = ? WHERE id = ?",
+                    answers,
+                )
+            )
+
+    def apply(self, action: str, tid: str) -> tuple[str, str]:
+        """Apply one watcher request through the Scheduler's public calls: ("done" |
+        "refused", what happened), in words a person can read in the watcher."""
+        s = self.scheduler
+        verb = CONTROL_ACTIONS.get(action)
+        if verb is None:
+            return "refused", f"unknown request {action!r}"
+        try:
+            if action == "pause_all":
+                s.pause()
+                return "done", "paused the whole run"
+            if action == "resume_all":
+                s.resume()
+                return "done", "resumed the whole run"
+            if action in ("pause", "resume"):
+                getattr(s, action)(tid)
+                return "done", f"{action}d {tid}"
+            if getattr(s, action)(tid):
+                return "done", f"{verb}: {tid}"
+            state = s.task(tid).state.name.lower()
+            return "refused", f"cannot {verb} {tid}: it is {state}"
+        except KeyError:
+            return "refused", f"cannot {verb} {tid}: the run has no such task"
+        except (ValueError, RuntimeError) as exc:
+            return "refused", f"cannot {verb} {tid}: {exc}"
+
+    # -- end -------------------------------------------------------------------------
+    def close(self) -> None:
+        """Stop publishing; watchers are told the owner stopped. Idempotent."""
+        if self._unsubscribe is None:
+            return
+        self._unsubscribe()
+        self._unsubscribe = None
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+        try:
+            if self._watched:
+                self._write_changes(stopped=time.time())
+        except Exception:
+            log.exception("the watchers' feed could not say the owner stopped")
+        self._presence.close()
+        self._reader.close()

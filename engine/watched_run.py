@@ -1,0 +1,508 @@
+"""A run another process owns, followed through its store's feed (see feed.py).
+
+``WatchedRun`` answers the part of the ``Scheduler`` API a window uses (events
+through ``subscribe``, ``snapshot``, ``tasks``, ``task``, ``upcoming``,
+``attempts``, ``allowed_actions``, ``paused``, ``clock``, ``workers``, ``store``),
+so that the window's bridge and views do not care whose run they show. It only
+reads the store (a read-only SQLite connection; WAL readers never block the
+owner), except for the requests it sends: ``cancel``, ``retry``, ``run_now``,
+``pause`` and ``resume`` become rows of the store's ``control`` table, which the
+owner applies and answers (``take_answers``). Graph edits are refused with
+``WatchOnly``, which says how to edit.
+
+Events keep the owner's fields, times on the owner's clock (``clock`` is that
+clock as seen from here), but get a ``seq`` of our own, so that a new owner
+(whose numbering starts elsewhere) never looks like the past to a listener.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import logging
+import os
+import socket
+import sqlite3
+import threading
+import time
+import uuid
+from collections import deque
+from datetime import UTC, datetime
+from pathlib import Path
+
+from .feed import CONTROL_ACTIONS, watch_path
+from .models import Action, Attempt, Entry, Event, TaskInfo
+from .options import Outcome
+from .records import ATTEMPT_COLUMNS
+from .states import TaskState
+from .store import StoreBusy, StoreError
+from .store_lock import read_owner
+
+log = logging.getLogger("taskloom.watch")
+_OUTCOMES = {o.value: o for o in Outcome}
+
+POLL_INTERVAL = 0.1  # seconds between reads of the feed
+OWNER_CHECK = 0.25  # seconds between looks at whether the owner still holds the store
+ATTACH_TIMEOUT = 5.0  # seconds to wait for the owner to notice us and publish its run
+ATTEMPTS_KEPT = 50
+
+
+class WatchOnly(RuntimeError):
+    """A graph edit asked of a run this process only watches."""
+
+
+class OwnerGone(StoreError):
+    """The store has no live owner (any more): open it as its owner instead."""
+
+
+class FeedClock:
+    """The owner's scheduler clock, seen from here: the feed says how far it is
+    from wall time. Same machine, so wall time is shared."""
+
+    manual = False
+
+    def __init__(self, offset: float = 0.0):
+        self.offset = offset  # wall = owner clock + offset
+
+    def now(self) -> float:
+        return time.time() - self.offset
+
+    def wall(self) -> datetime:
+        return datetime.now(UTC)
+
+
+def _decode_info(tid: str, text: str) -> TaskInfo:
+    state, deps, dependents, priority, attempt, run_at, recurring, paused, error = json.loads(text)
+    return TaskInfo(
+        tid,
+        tid,
+        TaskState(state),
+        tuple(deps),
+        tuple(dependents),
+        priority,
+        attempt,
+        run_at,
+        recurring,
+        paused,
+        error,
+    )
+
+
+def _decode_actions(text: str | None) -> frozenset[Action]:
+    return frozenset(Action(v) for v in (text or "").split(",") if v)
+
+
+class WatchedRun:
+    """Follows the run in the store at ``path``, owned by another live process.
+
+    Raises ``OwnerGone`` if nobody owns the store (open it instead), and
+    ``StoreError`` if the owner does not publish its run within ``attach_timeout``.
+    """
+
+    def __init__(
+        self,
+        path,
+        *,
+        interval: float = POLL_INTERVAL,
+        attach_timeout: float = ATTACH_TIMEOUT,
+        name: str = "",
+    ):
+        self.path = Path(path).expanduser()
+        self.name = name or self.path.stem
+        self.interval = interval
+        self.owner = read_owner(self.path)
+        if self.owner is None:
+            raise OwnerGone(f"{self.path}: no process owns the store")
+        self.clock = FeedClock()
+        self.workers = None
+        self.origin = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        self._lock = threading.RLock()  # the caches; listeners are called without it
+        self._listeners: list = []
+        self._tasks: dict[str, TaskInfo] = {}
+        self._actions: dict[str, frozenset[Action]] = {}
+        self._attempts: dict[str, list[Attempt]] = {}
+        self._upcoming: list[Entry] = []
+        self._paused = False
+        self._seq = 0  # ours: one per event delivered
+        self._feed_seq = -1  # the owner's: the last one read
+        self._generation = None
+        self._run = 1
+        self._answers: deque = deque()
+        self._asked: set[int] = set()  # our control rows not answered yet
+        self.owner_alive = True
+        self.stopped_at: float | None = None  # wall time the owner was seen gone
+        self.polls = 0
+        self._writer: sqlite3.Connection | None = None
+        self._closed = threading.Event()
+        self._watch_fd = os.open(
+            watch_path(self.path), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600
+        )
+        fcntl.flock(self._watch_fd, fcntl.LOCK_SH)  # the owner starts publishing
+        try:
+            self._conn = sqlite3.connect(
+                f"file:{self.path}?mode=ro",
+                uri=True,
+                check_same_thread=False,
+                isolation_level=None,
+            )
+            self._attach(time.time(), attach_timeout)
+        except BaseException:
+            self._release()
+            raise
+        self._store = None
+        self._thread = threading.Thread(target=self._loop, name="taskloom-watch", daemon=True)
+        self._thread.start()
+
+    # -- attaching and polling ----------------------------------------------------------
+    def _attach(self, since: float, timeout: float) -> None:
+        """Wait until the owner has written its feed since ``since`` (it knows we watch)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                written = self._state_value("written")
+            except sqlite3.Error:
+                written = None
+            if written is not None and written >= since:
+                self._poll()
+                return
+            if not self._owner_alive():
+                raise OwnerGone(f"{self.path}: the owner stopped")
+            if time.monotonic() >= deadline:
+                who = self.owner.describe()
+                raise StoreBusy(
+                    f"{self.path} is in use by {who}, which does not publish its run for "
+                    "watching (an older Taskloom?); stop it to open the workflow here",
+                    self.owner,
+                )
+            self._closed.wait(0.02)
+
+    def _state_value(self, key: str):
+        row = self._conn.execute("SELECT value FROM feed_state WHERE key = ?", (key,)).fetchone()
+        return None if row is None else json.loads(row[0])
+
+    def _loop(self) -> None:
+        next_owner_check = 0.0
+        while not self._closed.wait(self.interval):
+            try:
+                self._poll()
+                if time.monotonic() >= next_owner_check and self.owner_alive:
+                    next_owner_check = time.monotonic() + OWNER_CHECK
+                    if not self._owner_alive():
+                        self._owner_stopped()
+            except sqlite3.Error as exc:
+                log.warning("reading the watched run failed: %s", exc)
+            except Exception:
+                log.exception("watching the run failed a round")
+
+    def _owner_alive(self) -> bool:
+        """Whether the owner's process is still there. Not by probing its lock, as
+        ``read_owner`` does: a probe held at the wrong moment would refuse an owner
+        that is just starting. Its pid, on this host (the lock file says which)."""
+        if self.owner.host != socket.gethostname() or self.owner.pid <= 0:
+            return True  # cannot tell from here: the feed's "stopped" will
+        try:
+            os.kill(self.owner.pid, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            pass
+        return True
+
+    def _owner_stopped(self, at: float | None = None) -> None:
+        if self.owner_alive:
+            self.owner_alive = False
+            self.stopped_at = at or time.time()
+
+    def _poll(self) -> None:
+        conn = self._conn
+        conn.execute("BEGIN")  # one consistent read of everything the owner wrote
+        try:
+            state = {k: json.loads(v) for k, v in conn.execute("SELECT * FROM feed_state")}
+            if state.get("generation") != self._generation:
+                events, rows = [], conn.execute("SELECT * FROM feed_tasks").fetchall()
+                reload = True
+            else:
+                events = conn.execute(
+                    "SELECT * FROM feed_events WHERE seq > ? ORDER BY seq", (self._feed_seq,)
+                ).fetchall()
+                rows = conn.execute(
+                    "SELECT * FROM feed_tasks WHERE seq > ?", (self._feed_seq,)
+                ).fetchall()
+                reload = False
+            run = state.get("run", 1)
+            attempts = {
+                row[0]: self._read_attempts(run, row[0]) for row in rows if row[3] is not None
+            }
+            with self._lock:
+                asked = tuple(self._asked)
+            answers = self._read_answers(asked) if asked else []
+        finally:
+            conn.execute("COMMIT")
+        self.polls += 1
+        self._apply(state, events, rows, attempts, reload)
+        with self._lock:
+            for row in answers:
+                self._asked.discard(row[0])
+                self._answers.append(row)
+        if state.get("stopped"):
+            self._owner_stopped(state["stopped"])
+
+    def _read_attempts(self, run: int, tid: str) -> list[dict]:
+        rows = self._conn.execute(
+            f"SELECT {', '.join(ATTEMPT_COLUMNS)} FROM attempts WHERE run = ? AND task_id = ?"
+            " ORDER BY number DESC LIMIT ?",
+            (run, tid, ATTEMPTS_KEPT),
+        ).fetchall()
+        return [dict(zip(ATTEMPT_COLUMNS, r, strict=True)) for r in reversed(rows)]
+
+    def _read_answers(self, asked: tuple) -> list[tuple]:
+        marks = ",".join("?" * len(asked))
+        return self._conn.execute(
+            f"SELECT id, action, task_id, status, answer FROM control"
+            f" WHERE id IN ({marks}) AND status != 'pending'",
+            asked,
+        ).fetchall()
+
+    def _apply(self, state, event_rows, task_rows, attempts, reload: bool) -> None:
+        deliver: list[Event] = []
+        with self._lock:
+            if "offset" in state:
+                self.clock.offset = state["offset"]
+            self.workers = state.get("workers", self.workers)
+            self._run = state.get("run", self._run)
+            old = self._tasks
+            if reload:
+                self._generation = state.get("generation")
+                self._tasks, self._actions = {}, {}
+            for tid, _seq, _order, info, actions in sorted(task_rows, key=lambda r: r[2]):
+                if info is None:
+                    self._tasks.pop(tid, None)
+                    self._actions.pop(tid, None)
+                    self._attempts.pop(tid, None)
+                else:
+                    self._tasks[tid] = _decode_info(tid, info)
+                    self._actions[tid] = _decode_actions(actions)
+            for tid, rows in attempts.items():
+                self._attempts[tid] = [Attempt.from_row(r, self.clock.offset) for r in rows]
+            if "upcoming" in state:
+                self._upcoming = [Entry(*e) for e in state["upcoming"]]
+            paused = bool(state.get("paused", self._paused))
+            for row in event_rows:
+                deliver.append(self._event(row))
+            if reload and self._feed_seq >= 0:  # a new owner: say what changed
+                deliver.extend(self._differences(old))
+            if paused != self._paused and not any(not e.task_id for e in deliver):
+                deliver.append(self._engine_event("paused" if paused else "resumed"))
+            self._paused = paused
+            self._feed_seq = state.get("seq", self._feed_seq)
+        for event in deliver:
+            for listener in list(self._listeners):
+                try:
+                    listener(event)
+                except Exception:
+                    log.exception("a listener of the watched run failed")
+
+    def _next_seq(self) -> int:
+        self._seq += 1
+        return self._seq
+
+    def _event(self, row) -> Event:
+        _seq, kind, tid, state, at, attempt, run_at, error, outcome = row
+        return Event(
+            self._next_seq(),
+            kind,
+            tid,
+            None if state is None else TaskState(state),
+            at,
+            attempt,
+            run_at,
+            error,
+            None if outcome is None else _OUTCOMES.get(outcome, outcome),
+        )
+
+    def _engine_event(self, kind: str) -> Event:
+        return Event(self._next_seq(), kind, "", None, self.clock.now(), 0, None, None)
+
+    def _differences(self, old: dict[str, TaskInfo]) -> list[Event]:
+        """Events that take a listener from ``old`` to the tasks a new owner published."""
+        events = []
+        now = self.clock.now()
+        for tid in old:
+            if tid not in self._tasks:
+                events.append(Event(self._next_seq(), "removed", tid, None, now, 0, None, None))
+        for tid, info in self._tasks.items():
+            before = old.get(tid)
+            if before is None or before.deps != info.deps:
+                kind = "dependency_added"
+            elif before != info:
+                kind = info.state.value
+            else:
+                continue
+            events.append(
+                Event(
+                    self._next_seq(),
+                    kind,
+                    tid,
+                    info.state,
+                    now,
+                    info.attempt,
+                    info.run_at,
+                    info.error,
+                )
+            )
+        return events
+
+    # -- the Scheduler API a window uses ----------------------------------------------
+    def subscribe(self, callback):
+        with self._lock:
+            self._listeners.append(callback)
+
+        def unsubscribe() -> None:
+            with self._lock:
+                if callback in self._listeners:
+                    self._listeners.remove(callback)
+
+        return unsubscribe
+
+    def on(self, kind: str, callback):
+        return self.subscribe(lambda event: callback(event) if event.kind == kind else None)
+
+    def snapshot(self):
+        with self._lock:
+            return self._seq, list(self._tasks.values()), list(self._upcoming[:100])
+
+    def tasks(self) -> list[TaskInfo]:
+        with self._lock:
+            return list(self._tasks.values())
+
+    def task(self, task_id: str) -> TaskInfo:
+        with self._lock:
+            return self._tasks[task_id]
+
+    def upcoming(self, limit: int = 100) -> list[Entry]:
+        with self._lock:
+            return list(self._upcoming[:limit])
+
+    def attempts(self, task_id: str) -> list[Attempt]:
+        with self._lock:
+            if task_id not in self._tasks:
+                raise KeyError(task_id)
+            return list(self._attempts.get(task_id, ()))
+
+    def allowed_actions(self, task_id: str) -> frozenset[Action]:
+        """What the owner allows (as of its last feed write); nothing once it stopped."""
+        with self._lock:
+            if task_id not in self._tasks:
+                raise KeyError(task_id)
+            return self._actions.get(task_id, frozenset()) if self.owner_alive else frozenset()
+
+    def would_close_cycle(self, task_id: str, dep: str):
+        return None  # edits are refused anyway (WatchOnly), with the reason
+
+    @property
+    def paused(self) -> bool:
+        return self._paused
+
+    @property
+    def run(self) -> int:
+        return self._run
+
+    @property
+    def store(self):
+        """The store, read-only, for past runs' attempts (opened on first use)."""
+        if self._store is None:
+            from .store import SQLiteStore
+
+            self._store = SQLiteStore.reader(self.path)
+        return self._store
+
+    def start(self) -> None:
+        """Nothing to start: the owner runs the run."""
+
+    # -- steering: requests to the owner ----------------------------------------------
+    def cancel(self, task_id: str) -> bool:
+        return self._request("cancel", task_id)
+
+    def retry(self, task_id: str) -> bool:
+        return self._request("retry", task_id)
+
+    def run_now(self, task_id: str) -> bool:
+        return self._request("run_now", task_id)
+
+    def pause(self, task_id: str | None = None) -> None:
+        self._request("pause" if task_id else "pause_all", task_id or "")
+
+    def resume(self, task_id: str | None = None) -> None:
+        self._request("resume" if task_id else "resume_all", task_id or "")
+
+    def _request(self, action: str, task_id: str) -> bool:
+        """Send a request to the owner; True once it is in the store (the answer
+        comes later, through ``take_answers`` and the owner's events)."""
+        if action not in CONTROL_ACTIONS:
+            raise ValueError(f"unknown request {action!r}")
+        if task_id and task_id not in self._tasks:
+            raise KeyError(task_id)
+        if not self.owner_alive:
+            raise RuntimeError(f"{self.name} has stopped: take the run over to steer it")
+        try:
+            if self._writer is None:
+                self._writer = sqlite3.connect(
+                    self.path, timeout=2.0, isolation_level=None, check_same_thread=False
+                )
+            cursor = self._writer.execute(
+                "INSERT INTO control (action, task_id, requested, origin) VALUES (?,?,?,?)",
+                (action, task_id, time.time(), self.origin),
+            )
+        except sqlite3.Error as exc:
+            raise RuntimeError(f"cannot reach the owner through {self.path}: {exc}") from exc
+        with self._lock:
+            self._asked.add(cursor.lastrowid)
+        return True
+
+    def take_answers(self) -> list[tuple]:
+        """The owner's answers to our requests since the last call:
+        (id, action, task_id, status, text), status "done", "refused" or "expired"."""
+        answers = []
+        while self._answers:
+            answers.append(self._answers.popleft())
+        return answers
+
+    # -- graph edits: refused ----------------------------------------------------------
+    @property
+    def edit_refusal(self) -> str:
+        who = self.owner.describe() if self.owner else "another process"
+        return (
+            f"{self.name} is run by {who}; this window only watches it. To change the "
+            "graph, edit the workflow file (the owner runs what it says when it next "
+            "starts), or stop the owner and take the run over here"
+        )
+
+    def _refuse(self, *args, **kwargs):
+        raise WatchOnly(self.edit_refusal)
+
+    schedule = schedule_after = schedule_every = schedule_cron = add = _refuse
+    add_dependency = remove_dependency = remove = _refuse
+
+    # -- end -------------------------------------------------------------------------
+    def shutdown(self, wait: bool = True, *, cancel_running: bool = False) -> None:
+        """Stop watching (the owner's run goes on)."""
+        self.close()
+
+    def close(self) -> None:
+        """Stop reading and let the owner stop publishing. Idempotent."""
+        if self._closed.is_set():
+            return
+        self._closed.set()
+        if threading.current_thread() is not self._thread:
+            self._thread.join()
+        self._conn.close()
+        if self._writer is not None:
+            self._writer.close()
+        if self._store is not None:
+            self._store.close()
+        self._release()
+
+    def _release(self) -> None:
+        if self._watch_fd is not None:
+            os.close(self._watch_fd)  # drops the shared lock: one watcher fewer
+            self._watch_fd = None

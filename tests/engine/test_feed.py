@@ -1,0 +1,111 @@
+"""The owner's feed and the control channel, in one process: an owner (Scheduler +
+SQLiteStore + FeedWriter) and WatchedRuns on the same store (flock locks taken
+through separate descriptors conflict within a process as between processes)."""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+import time
+
+import pytest
+
+from taskloom.engine import Call, Scheduler, TaskState, current_run
+from taskloom.engine.feed import CONTROL_TTL, FeedWriter
+from taskloom.engine.store import SQLiteStore
+from taskloom.engine.watched_run import OwnerGone, WatchedRun, WatchOnly
+
+S = TaskState
+
+
+def blocked() -> None:
+    current_run().wait_cancelled(30)  # runs until cancelled
+
+
+def quick() -> None:
+    pass
+
+
+@pytest.fixture
+def owner(tmp_path):
+    store = SQLiteStore(tmp_path / "run.db")
+    scheduler = Scheduler(workers=2, store=store)
+    scheduler.add(Call("tests.engine.test_feed:blocked"), name="slow")
+    scheduler.add(Call("tests.engine.test_feed:quick"), name="after", deps=["slow"])
+    feed = FeedWriter(scheduler, store).start()
+    scheduler.start()
+    yield scheduler, store, feed
+    scheduler.shutdown(wait=True, cancel_running=True)
+    feed.close()
+    store.close()
+
+
+def until(predicate, timeout: float = 10.0) -> None:
+    """Until the owner's or the watcher's threads make ``predicate`` true (as qtbot.waitUntil)."""
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError("condition not met in time")
+        threading.Event().wait(0.01)
+
+
+def test_nothing_is_written_while_nobody_watches(owner):
+    scheduler, store, feed = owner
+    until(lambda: scheduler.task("slow").state is S.RUNNING)
+    writes = feed.writes
+    feed._tick()  # a round as the feed thread runs it
+    assert feed.writes == writes == 0
+
+
+def test_a_watcher_sees_the_run_and_its_requests_are_answered(owner, tmp_path):
+    scheduler, store, feed = owner
+    watcher = WatchedRun(tmp_path / "run.db")
+    try:
+        assert {t.id: t.state for t in watcher.tasks()}["after"] is S.PENDING
+        until(lambda: watcher.task("slow").state is S.RUNNING)
+        assert watcher.attempts("slow")[-1].outcome == "running"
+        assert watcher.retry("slow") is True  # sent; the owner decides
+        until(lambda: bool(watcher._answers))
+        (answer,) = watcher.take_answers()
+        assert answer[1:] == ("retry", "slow", "refused", "cannot retry slow: it is running")
+        watcher.cancel("slow")
+        until(lambda: watcher.task("after").state is S.SKIPPED)
+        assert scheduler.task("slow").state is S.CANCELLED
+        with pytest.raises(WatchOnly, match="edit the workflow file"):
+            watcher.add_dependency("after", "slow")
+        with pytest.raises(KeyError):
+            watcher.cancel("nope")
+    finally:
+        watcher.close()
+
+
+def test_an_old_request_is_expired_not_applied(owner, tmp_path):
+    scheduler, store, feed = owner
+    conn = sqlite3.connect(tmp_path / "run.db", isolation_level=None)
+    conn.execute(
+        "INSERT INTO control (action, task_id, requested, origin) VALUES (?,?,?,?)",
+        ("cancel", "slow", time.time() - CONTROL_TTL - 5, "elsewhere"),
+    )
+    feed._serve_control()
+    store.flush()
+    status, answer = conn.execute("SELECT status, answer FROM control").fetchone()
+    conn.close()
+    assert status == "expired" and "before this owner" in answer
+    assert scheduler.task("slow").state is S.RUNNING
+
+
+def test_a_store_without_an_owner_is_not_watched(tmp_path):
+    SQLiteStore(tmp_path / "run.db").close()
+    with pytest.raises(OwnerGone):
+        WatchedRun(tmp_path / "run.db")
+
+
+def test_a_failing_feed_write_never_fails_the_owners_commit(owner):
+    scheduler, store, feed = owner
+
+    def broken(conn) -> None:
+        conn.execute("INSERT INTO no_such_table VALUES (1)")
+
+    store.put_feed(broken)
+    assert store.flush() is True
+    assert not store.failed

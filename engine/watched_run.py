@@ -11,8 +11,9 @@ owner applies and answers (``take_answers``). Graph edits are refused with
 ``WatchOnly``, which says how to edit.
 
 Events keep the owner's fields, times on the owner's clock (``clock`` is that
-clock as seen from here), but get a ``seq`` of our own, so that a new owner
-(whose numbering starts elsewhere) never looks like the past to a listener.
+clock as seen from here), and its ``seq`` unless that would not grow (a new
+owner numbers from elsewhere; a pause noticed without its event gets one made
+here): then it is shifted, so that nothing looks like the past to a listener.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from .records import ATTEMPT_COLUMNS
 from .states import TaskState
 from .store import StoreBusy, StoreError
 from .store_lock import read_owner
+from .survivors import start_time
 
 log = logging.getLogger("taskloom.watch")
 _OUTCOMES = {o.value: o for o in Outcome}
@@ -69,6 +71,16 @@ class FeedClock:
 
     def wall(self) -> datetime:
         return datetime.now(UTC)
+
+
+def _zombie(pid: int) -> bool:
+    """Whether ``pid`` has exited and waits to be reaped (Linux; False elsewhere)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            state = stat.read().rsplit(b")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state in (b"Z", b"X")
 
 
 def _decode_info(tid: str, text: str) -> TaskInfo:
@@ -113,6 +125,7 @@ class WatchedRun:
         self.owner = read_owner(self.path)
         if self.owner is None:
             raise OwnerGone(f"{self.path}: no process owns the store")
+        self._owner_started: float | None = None  # the owner's start time (pid reuse)
         self.clock = FeedClock()
         self.workers = None
         self.origin = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
@@ -123,7 +136,8 @@ class WatchedRun:
         self._attempts: dict[str, list[Attempt]] = {}
         self._upcoming: list[Entry] = []
         self._paused = False
-        self._seq = 0  # ours: one per event delivered
+        self._seq = 0  # the last seq delivered: grows by at least one per event
+        self._shift = 0  # delivered seq - the owner's, for the owner's events
         self._feed_seq = -1  # the owner's: the last one read
         self._generation = None
         self._run = 1
@@ -197,21 +211,29 @@ class WatchedRun:
     def _owner_alive(self) -> bool:
         """Whether the owner's process is still there. Not by probing its lock, as
         ``read_owner`` does: a probe held at the wrong moment would refuse an owner
-        that is just starting. Its pid, on this host (the lock file says which)."""
+        that is just starting. By its pid, on this host (the lock file says which):
+        not a zombie (a killed owner its parent has not reaped yet), and started
+        when it was at attach time (not a reused pid)."""
         if self.owner.host != socket.gethostname() or self.owner.pid <= 0:
             return True  # cannot tell from here: the feed's "stopped" will
+        pid = self.owner.pid
         try:
-            os.kill(self.owner.pid, 0)
+            os.kill(pid, 0)
         except ProcessLookupError:
             return False
         except PermissionError:
             pass
-        return True
+        if _zombie(pid):
+            return False
+        started = start_time(pid)
+        if self._owner_started is None:
+            self._owner_started = started
+        return started == self._owner_started
 
     def _owner_stopped(self, at: float | None = None) -> None:
         if self.owner_alive:
-            self.owner_alive = False
             self.stopped_at = at or time.time()
+            self.owner_alive = False
 
     def _poll(self) -> None:
         conn = self._conn
@@ -307,9 +329,16 @@ class WatchedRun:
         return self._seq
 
     def _event(self, row) -> Event:
-        _seq, kind, tid, state, at, attempt, run_at, error, outcome = row
+        owner_seq, kind, tid, state, at, attempt, run_at, error, outcome = row
+        # The owner's number when it can be kept (the event log shows it), shifted
+        # when needed to stay above what was delivered (a new owner, our own events).
+        seq = owner_seq + self._shift
+        if seq <= self._seq:
+            seq = self._seq + 1
+            self._shift = seq - owner_seq
+        self._seq = seq
         return Event(
-            self._next_seq(),
+            seq,
             kind,
             tid,
             None if state is None else TaskState(state),

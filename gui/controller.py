@@ -118,9 +118,13 @@ class Controller(QObject):
         self.message.emit(f"Removed {tid}", False)
         return True
 
+    def edit_refusal(self) -> str | None:
+        """Why no graph edit is possible at all (a run watched, not owned), or None."""
+        return getattr(self.scheduler, "edit_refusal", None) or None
+
     def can_edit(self, tid: str) -> str | None:
         """Why ``tid`` cannot be edited now, or None if it can."""
-        refusal = getattr(self.scheduler, "edit_refusal", None)  # a run watched, not owned
+        refusal = self.edit_refusal()
         if refusal:
             return refusal
         if tid not in self.specs:

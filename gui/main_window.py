@@ -539,6 +539,10 @@ class MainWindow(QMainWindow):
     def add_task_dialog(self) -> None:
         from .add_task import AddTaskDialog  # the dialog is big; load it on first use
 
+        refusal = self.controller.edit_refusal()
+        if refusal:  # say so before the form is filled in, not after
+            self._show_message(f"Cannot add a task: {refusal}", True)
+            return
         dialog = AddTaskDialog(list(self.bridge.tasks), self)
         dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
         dialog.specReady.connect(self.controller.add_task)

@@ -39,7 +39,7 @@ class WatchStatus(QWidget):
         layout.addWidget(self.take_over)
         self.owner_gone = False
         owner = run.owner.describe() if run.owner else "another process"
-        self.label.setText(f"👁 Watching the run of {owner}")
+        self.label.setText(f"◉ Watching the run of {owner}")
         self.label.setToolTip(
             "This window follows a run another process owns. Run control (cancel, retry, "
             "run now, pause) is sent to the owner; graph edits are refused."
@@ -66,14 +66,16 @@ class WatchStatus(QWidget):
     def stopped(self) -> None:
         self.owner_gone = True
         at = time.strftime("%H:%M:%S", time.localtime(self.run.stopped_at or time.time()))
-        owner = self.run.owner.describe() if self.run.owner else "The owner"
-        self.label.setText(f"■ {owner} stopped at {at}: the run is not running")
+        owner = self.run.owner
+        who = f"{owner.program} (pid {owner.pid} on {owner.host})" if owner else "The owner"
+        self.label.setText(f"■ {who} stopped at {at}")
+        self.label.setToolTip(
+            "The process that ran this workflow has stopped: nothing runs it now. "
+            "Take over resumes the run in this window (attempts it left running run again)."
+        )
         self.take_over.show()
         self.window_.setWindowTitle(f"{self.name} — stopped — Taskloom")
-        self.window_.statusBar().showMessage(
-            f"The run's owner stopped at {at}. Take over to resume the run in this window.",
-            0,
-        )
+        self.window_.statusBar().showMessage("Take over to resume the run here", 0)
         self.window_.refresh_actions()
 
     def close_status(self) -> None:

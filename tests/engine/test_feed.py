@@ -109,3 +109,20 @@ def test_a_failing_feed_write_never_fails_the_owners_commit(owner):
     store.put_feed(broken)
     assert store.flush() is True
     assert not store.failed
+
+
+def test_an_owner_that_closes_tells_its_watchers(owner, tmp_path):
+    scheduler, store, feed = owner
+    watcher = WatchedRun(tmp_path / "run.db")
+    try:
+        until(lambda: watcher.task("slow").state is S.RUNNING)
+        scheduler.shutdown(wait=True, cancel_running=True)
+        feed.close()  # as taskloom run does before it closes the store
+        until(lambda: not watcher.owner_alive)
+        # The owner's last word is in: its final states, as it left them.
+        assert watcher.tasks() == scheduler.tasks()
+        with pytest.raises(RuntimeError, match="take the run over"):
+            watcher.run_now("slow")
+        assert watcher.allowed_actions("slow") == frozenset()
+    finally:
+        watcher.close()

@@ -243,6 +243,9 @@ def test_cancel_retry_run_now_and_pause_from_a_watcher_reach_the_owner(
     assert "only watches" in message and "edit the workflow file" in message
     with pytest.raises(WatchOnly):
         s.current.scheduler.remove("broken")
+    window.add_task_dialog()  # refused before any form is shown
+    assert window.statusBar().currentMessage().startswith("⚠ Cannot add a task: steer is run by")
+    assert not hasattr(window, "add_dialog")
     window.select_tasks(["broken"])
     assert not window.act_edit.isEnabled()
     assert "take the run over" in window.act_edit.statusTip()

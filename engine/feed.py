@@ -15,8 +15,8 @@ checks a flag.
 ``store.MIGRATIONS``). When watching starts: every task (``TaskInfo`` and its
 ``allowed_actions``), the upcoming timer entries, the dispatcher's pause and the
 owner's clock. Then, every ``FEED_INTERVAL`` with changes: the events (the last
-``FEED_TAIL`` of them, plus the latest event of any task whose events did not
-fit), the tasks they touched, and the upcoming entries. The rows ride along with
+``FEED_TAIL`` of them: a person cannot read more, and the task rows carry every
+task's latest state), the tasks they touched, and the upcoming entries. The rows ride along with
 the engine's own commits (``SQLiteStore.put_feed``): no second writer, no extra
 lock on the owner's hot path. Event times stay on the owner's clock; ``feed_state``
 says how to turn them into wall time.
@@ -49,7 +49,7 @@ log = logging.getLogger("taskloom.feed")
 
 FEED_INTERVAL = 0.1  # seconds between the owner's feed writes (and control polls)
 HEARTBEAT = 0.5  # seconds between writes while nothing changes, so watchers see it live
-FEED_TAIL = 2000  # raw events written per interval; each task's latest is kept anyway
+FEED_TAIL = 500  # raw events written per interval; the task rows carry the rest
 FEED_KEEP = 5000  # feed_events rows kept for watchers that fall behind
 UPCOMING_LIMIT = 200
 CONTROL_TTL = 60.0  # seconds a request waits for an owner before it expires
@@ -114,6 +114,36 @@ def entry_rows(entries) -> str:
     return json.dumps([[e.run_at, e.priority, e.task_id, e.kind] for e in entries])
 
 
+def _state_fields(info: TaskInfo) -> dict:
+    return {
+        "state": info.state,
+        "attempt": info.attempt,
+        "run_at": info.run_at,
+        "error": info.error,
+        "paused": info.paused,
+    }
+
+
+def _hear(known: dict[str, dict], event: Event) -> None:
+    """Update a task's state fields from its event (as the window's bridge does)."""
+    if event.kind == "removed":
+        known.pop(event.task_id, None)
+        return
+    fields = known.get(event.task_id)
+    if event.kind in ("paused", "resumed"):
+        if fields is not None:
+            fields["paused"] = event.kind == "paused"
+    elif event.state is not None:
+        paused = False if fields is None else fields["paused"]
+        known[event.task_id] = {
+            "state": event.state,
+            "attempt": event.attempt,
+            "run_at": event.run_at,
+            "error": event.error,
+            "paused": paused,
+        }
+
+
 class WatcherPresence:
     """Whether any watcher holds ``<store>.watch`` (a shared flock) right now."""
 
@@ -149,6 +179,9 @@ class FeedWriter:
         self._watched = False  # read by the listener without the lock: a plain flag
         self._seq = 0  # the last engine seq the feed covers
         self._edges: dict[str, tuple[str, ...]] = {}  # tid -> deps + dependents, as written
+        # Each task's state fields as of the last event the feed covers: a task row
+        # says what its events say, never a state whose event comes in a later batch.
+        self._known: dict[str, dict] = {}
         self._order: dict[str, int] = {}
         self._upcoming_json = ""
         self._last_write = 0.0
@@ -220,6 +253,7 @@ class FeedWriter:
             self._events = [e for e in self._events if e.seq > seq]
         self._seq = seq
         self._order = {info.id: n for n, info in enumerate(tasks)}
+        self._known = {info.id: _state_fields(info) for info in tasks}
         rows = []
         for info in tasks:
             rows.append(self._task_row(info.id, info))
@@ -243,7 +277,11 @@ class FeedWriter:
             actions = encode_actions(self.scheduler.allowed_actions(tid))
         except KeyError:
             self._edges.pop(tid, None)
+            self._known.pop(tid, None)
             return (tid, self._seq, self._order.get(tid, 0), None, None)
+        known = self._known.get(tid)
+        if known is not None:
+            info = info._replace(**known)
         self._edges[tid] = tuple(info.deps) + tuple(info.dependents)
         order = self._order.setdefault(tid, len(self._order))
         return (tid, self._seq, order, encode_info(info), actions)
@@ -256,19 +294,16 @@ class FeedWriter:
         if not events and not extra and now - self._last_write < HEARTBEAT:
             return
         touched: dict[str, None] = {}
-        latest: dict[str, Event] = {}
         for event in events:
             if not event.task_id:
                 continue
-            latest[event.task_id] = event
             touched[event.task_id] = None
+            _hear(self._known, event)
             if event.kind in STRUCTURAL or event.task_id not in self._edges:
                 for other in self._edges.get(event.task_id, ()):
                     touched[other] = None
-        tail = events[-FEED_TAIL:]
-        if len(events) > FEED_TAIL:  # keep every task's latest state, whatever was cut
-            first = tail[0].seq
-            tail = sorted([e for e in latest.values() if e.seq < first] + tail)
+        # The newest events; an engine-wide one (pause all) is never cut.
+        tail = [e for e in events[:-FEED_TAIL] if not e.task_id] + events[-FEED_TAIL:]
         if events:
             self._seq = events[-1].seq
         rows = []

@@ -103,7 +103,6 @@ MIGRATIONS: dict[int, list[str]] = {
             info TEXT,
             actions TEXT
         )""",
-        "CREATE INDEX feed_tasks_seq ON feed_tasks (seq)",
         "CREATE TABLE feed_state (key TEXT PRIMARY KEY, value TEXT)",
         """CREATE TABLE control (
             id INTEGER PRIMARY KEY AUTOINCREMENT,

@@ -83,6 +83,10 @@ def _zombie(pid: int) -> bool:
     return state in (b"Z", b"X")
 
 
+def _told(info: TaskInfo) -> tuple:
+    return (info.state, info.attempt, info.paused)
+
+
 def _decode_info(tid: str, text: str) -> TaskInfo:
     state, deps, dependents, priority, attempt, run_at, recurring, paused, error = json.loads(text)
     return TaskInfo(
@@ -133,7 +137,8 @@ class WatchedRun:
         self._listeners: list = []
         self._tasks: dict[str, TaskInfo] = {}
         self._actions: dict[str, frozenset[Action]] = {}
-        self._attempts: dict[str, list[Attempt]] = {}
+        self._attempts: dict[str, list[Attempt]] = {}  # per task, oldest first
+        self._told: dict[str, tuple] = {}  # tid -> (state, attempt, paused) listeners know
         self._upcoming: list[Entry] = []
         self._paused = False
         self._seq = 0  # the last seq delivered: grows by at least one per event
@@ -252,9 +257,7 @@ class WatchedRun:
                 ).fetchall()
                 reload = False
             run = state.get("run", 1)
-            attempts = {
-                row[0]: self._read_attempts(run, row[0]) for row in rows if row[3] is not None
-            }
+            attempts = self._read_attempts(run, rows, reload)
             with self._lock:
                 asked = tuple(self._asked)
             answers = self._read_answers(asked) if asked else []
@@ -269,13 +272,38 @@ class WatchedRun:
         if state.get("stopped"):
             self._owner_stopped(state["stopped"])
 
-    def _read_attempts(self, run: int, tid: str) -> list[dict]:
-        rows = self._conn.execute(
-            f"SELECT {', '.join(ATTEMPT_COLUMNS)} FROM attempts WHERE run = ? AND task_id = ?"
-            " ORDER BY number DESC LIMIT ?",
-            (run, tid, ATTEMPTS_KEPT),
-        ).fetchall()
-        return [dict(zip(ATTEMPT_COLUMNS, r, strict=True)) for r in reversed(rows)]
+    def _read_attempts(self, run: int, rows, reload: bool) -> list[dict]:
+        """Attempt rows of the changed tasks: on a (re)load the last ``ATTEMPTS_KEPT``
+        of every task, in one query; after that, of each changed task, the attempts
+        from the newest one known here (it may have ended since) to its current one,
+        by primary key, a few hundred per query."""
+        columns = ", ".join(ATTEMPT_COLUMNS)
+        if reload:
+            found = self._conn.execute(
+                f"SELECT {columns} FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY task_id"
+                " ORDER BY number DESC) AS rn FROM attempts WHERE run = ?) WHERE rn <= ?",
+                (run, ATTEMPTS_KEPT),
+            ).fetchall()
+            return [dict(zip(ATTEMPT_COLUMNS, r, strict=True)) for r in found]
+        pairs: list[tuple[str, int]] = []
+        for tid, _seq, _order, info, _actions in rows:
+            if info is None:
+                continue
+            current = json.loads(info)[4]
+            known = self._attempts.get(tid)
+            first = known[-1].number if known else current
+            pairs.extend((tid, n) for n in range(max(1, min(first, current)), current + 1))
+        result = []
+        for at in range(0, len(pairs), 400):
+            chunk = pairs[at : at + 400]
+            values = ",".join("(?,?)" for _ in chunk)
+            found = self._conn.execute(
+                f"SELECT {columns} FROM attempts WHERE run = ? AND (task_id, number) IN"
+                f" (VALUES {values})",
+                (run, *[v for pair in chunk for v in pair]),
+            ).fetchall()
+            result.extend(dict(zip(ATTEMPT_COLUMNS, r, strict=True)) for r in found)
+        return result
 
     def _read_answers(self, asked: tuple) -> list[tuple]:
         marks = ",".join("?" * len(asked))
@@ -304,15 +332,24 @@ class WatchedRun:
                 else:
                     self._tasks[tid] = _decode_info(tid, info)
                     self._actions[tid] = _decode_actions(actions)
-            for tid, rows in attempts.items():
-                self._attempts[tid] = [Attempt.from_row(r, self.clock.offset) for r in rows]
+            if reload:
+                self._attempts = {}
+            for row in attempts:
+                self._merge_attempt(Attempt.from_row(row, self.clock.offset), row["task_id"])
             if "upcoming" in state:
                 self._upcoming = [Entry(*e) for e in state["upcoming"]]
             paused = bool(state.get("paused", self._paused))
             for row in event_rows:
-                deliver.append(self._event(row))
-            if reload and self._feed_seq >= 0:  # a new owner: say what changed
-                deliver.extend(self._differences(old))
+                event = self._event(row)
+                deliver.append(event)
+                self._hear(event)
+            if reload:
+                if self._feed_seq >= 0:  # a new owner: say what changed
+                    deliver.extend(self._differences(old))
+                self._told = {tid: _told(info) for tid, info in self._tasks.items()}
+            else:  # the events the owner left out of a busy batch: what they led to
+                written = state.get("written", time.time()) - self.clock.offset
+                deliver.extend(self._catch_up((row[0] for row in task_rows), written))
             if paused != self._paused and not any(not e.task_id for e in deliver):
                 deliver.append(self._engine_event("paused" if paused else "resumed"))
             self._paused = paused
@@ -323,6 +360,78 @@ class WatchedRun:
                     listener(event)
                 except Exception:
                     log.exception("a listener of the watched run failed")
+
+    def _merge_attempt(self, attempt: Attempt, tid: str) -> None:
+        if tid not in self._tasks:
+            return
+        kept = self._attempts.setdefault(tid, [])
+        if kept and kept[-1].number == attempt.number:
+            kept[-1] = attempt
+        elif not kept or kept[-1].number < attempt.number:
+            kept.append(attempt)
+        else:  # an older one ended: put it in its place
+            kept[:] = sorted([a for a in kept if a.number != attempt.number] + [attempt])
+        del kept[:-ATTEMPTS_KEPT]
+
+    def _hear(self, event: Event) -> None:
+        """What a listener now believes about the event's task."""
+        tid = event.task_id
+        if not tid:
+            return
+        if event.kind == "removed":
+            self._told.pop(tid, None)
+        elif event.kind in ("paused", "resumed"):
+            state, attempt, _ = self._told.get(tid, (None, 0, False))
+            self._told[tid] = (state, attempt, event.kind == "paused")
+        elif event.state is not None:
+            paused = self._told.get(tid, (None, 0, False))[2]
+            self._told[tid] = (event.state, event.attempt, paused)
+
+    def _catch_up(self, changed, at: float) -> list[Event]:
+        """Events for the changed tasks whose latest events did not fit in the
+        owner's batch (it writes the newest few hundred): a listener that applies
+        events, as the window's bridge does, ends up with the task rows' states.
+        They carry ``at``: the time of the owner's write, when those states held."""
+        events = []
+        now = at  # when the owner wrote the rows (its clock): the states held then
+        for tid in changed:
+            info = self._tasks.get(tid)
+            told = self._told.get(tid)
+            if info is None:
+                if told is not None:
+                    events.append(Event(self._next_seq(), "removed", tid, None, now, 0, None, None))
+                    self._told.pop(tid, None)
+                continue
+            if told is None or (told[0], told[1]) != (info.state, info.attempt):
+                kind = "dependency_added" if told is None else info.state.value  # new: read whole
+                events.append(
+                    Event(
+                        self._next_seq(),
+                        kind,
+                        tid,
+                        info.state,
+                        now,
+                        info.attempt,
+                        info.run_at,
+                        info.error,
+                    )
+                )
+            if told is not None and told[2] != info.paused:
+                kind = "paused" if info.paused else "resumed"
+                events.append(
+                    Event(
+                        self._next_seq(),
+                        kind,
+                        tid,
+                        info.state,
+                        now,
+                        info.attempt,
+                        info.run_at,
+                        info.error,
+                    )
+                )
+            self._told[tid] = _told(info)
+        return events
 
     def _next_seq(self) -> int:
         self._seq += 1

@@ -126,3 +126,43 @@ def test_an_owner_that_closes_tells_its_watchers(owner, tmp_path):
         assert watcher.allowed_actions("slow") == frozenset()
     finally:
         watcher.close()
+
+
+def test_a_burst_too_big_for_one_batch_still_leaves_a_listener_with_every_state(
+    tmp_path, monkeypatch
+):
+    """More events per batch than the feed writes (FEED_TAIL, made tiny here): a
+    listener that applies events as the window's bridge does ends with the owner's
+    states all the same."""
+    from taskloom.engine import feed as feed_module
+
+    monkeypatch.setattr(feed_module, "FEED_TAIL", 20)
+    store = SQLiteStore(tmp_path / "run.db")
+    scheduler = Scheduler(workers=4, store=store)
+    for n in range(1500):
+        scheduler.add(Call("tests.engine.test_feed:quick"), name=f"t{n}")
+    feed = FeedWriter(scheduler, store).start()
+    watcher = WatchedRun(tmp_path / "run.db")
+    seen = {info.id: info.state for info in watcher.snapshot()[1]}
+    seqs = []
+
+    def apply(event) -> None:
+        seqs.append(event.seq)
+        if event.state is not None:
+            seen[event.task_id] = event.state
+
+    watcher.subscribe(apply)
+    try:
+        scheduler.start()
+        assert scheduler.wait(60)
+        until(lambda: all(state is S.SUCCEEDED for state in seen.values()), timeout=30)
+        assert len(seen) == 1500
+        assert seqs == sorted(seqs) and len(set(seqs)) == len(seqs)
+        # ready, running, succeeded per task: most were left out, their states came
+        assert len(seqs) < 1500 * 3 / 2
+        assert watcher.tasks() == scheduler.tasks()
+    finally:
+        watcher.close()
+        scheduler.shutdown(wait=True)
+        feed.close()
+        store.close()

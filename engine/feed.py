@@ -53,6 +53,14 @@ FEED_TAIL = 500  # raw events written per interval; the task rows carry the rest
 FEED_KEEP = 5000  # feed_events rows kept for watchers that fall behind
 UPCOMING_LIMIT = 200
 CONTROL_TTL = 60.0  # seconds a request waits for an owner before it expires
+ACTIONS_BUDGET = 0.005  # seconds a round may spend asking what each changed task allows
+
+# A task row keeps its allowed actions until they are read again (_action_rows).
+_TASK_UPSERT = (
+    "INSERT INTO feed_tasks (id, seq, ord, info) VALUES (?,?,?,?) ON CONFLICT (id)"
+    " DO UPDATE SET seq = excluded.seq, ord = excluded.ord, info = excluded.info"
+)
+_ACTIONS_UPDATE = "UPDATE feed_tasks SET actions = ?, seq = ? WHERE id = ?"
 
 STRUCTURAL = frozenset({"dependency_added", "dependency_removed", "removed"})
 # Requests a watcher may send, and the verb its answer uses.
@@ -182,6 +190,8 @@ class FeedWriter:
         # Each task's state fields as of the last event the feed covers: a task row
         # says what its events say, never a state whose event comes in a later batch.
         self._known: dict[str, dict] = {}
+        self._static: dict[str, TaskInfo] = {}  # each task as last read from the engine
+        self._stale: dict[str, None] = {}  # tasks whose allowed actions are to be read
         self._order: dict[str, int] = {}
         self._upcoming_json = ""
         self._last_write = 0.0
@@ -254,9 +264,10 @@ class FeedWriter:
         self._seq = seq
         self._order = {info.id: n for n, info in enumerate(tasks)}
         self._known = {info.id: _state_fields(info) for info in tasks}
-        rows = []
-        for info in tasks:
-            rows.append(self._task_row(info.id, info))
+        self._static = {info.id: info for info in tasks}
+        self._stale = dict.fromkeys(self._static)
+        rows = [self._info_row(info.id) for info in tasks]
+        actions = self._action_rows()
         self._upcoming_json = entry_rows(upcoming)
         state = self._state_rows(
             generation=uuid.uuid4().hex, upcoming=json.loads(self._upcoming_json), stopped=None
@@ -265,56 +276,84 @@ class FeedWriter:
         def write(conn) -> None:
             conn.execute("DELETE FROM feed_events")
             conn.execute("DELETE FROM feed_tasks")
-            conn.executemany("INSERT INTO feed_tasks VALUES (?,?,?,?,?)", rows)
+            conn.executemany(_TASK_UPSERT, rows)
+            conn.executemany(_ACTIONS_UPDATE, actions)
             conn.executemany("INSERT OR REPLACE INTO feed_state VALUES (?,?)", state)
 
         self._queue(write)
 
-    def _task_row(self, tid: str, info: TaskInfo | None = None) -> tuple:
-        """(id, seq, ord, info, actions) of a task now; info NULL once it is gone."""
-        try:
-            info = info or self.scheduler.task(tid)
-            actions = encode_actions(self.scheduler.allowed_actions(tid))
-        except KeyError:
-            self._edges.pop(tid, None)
-            self._known.pop(tid, None)
-            return (tid, self._seq, self._order.get(tid, 0), None, None)
+    def _info_row(self, tid: str, fresh: bool = False) -> tuple:
+        """(id, seq, ord, info) of a task; info NULL once it is gone. The task is read
+        from the engine only when ``fresh`` (its edges changed) or new; otherwise its
+        last reading gets the state fields its events gave: no engine lock per task
+        (under load each wait for it is a wait for the GIL too)."""
+        base = None if fresh else self._static.get(tid)
+        if base is None:
+            try:
+                base = self.scheduler.task(tid)
+            except KeyError:
+                for table in (self._edges, self._known, self._static, self._stale):
+                    table.pop(tid, None)
+                return (tid, self._seq, self._order.get(tid, 0), None)
+            self._static[tid] = base
+            self._edges[tid] = tuple(base.deps) + tuple(base.dependents)
         known = self._known.get(tid)
-        if known is not None:
-            info = info._replace(**known)
-        self._edges[tid] = tuple(info.deps) + tuple(info.dependents)
+        info = base if known is None else base._replace(**known)
+        self._stale.pop(tid, None)
+        self._stale[tid] = None  # its allowed actions are read again, in turn
         order = self._order.setdefault(tid, len(self._order))
-        return (tid, self._seq, order, encode_info(info), actions)
+        return (tid, self._seq, order, encode_info(info))
+
+    def _action_rows(self) -> list[tuple]:
+        """(actions, seq, id) of the tasks whose allowed actions may have changed,
+        the longest waiting first, for at most ``ACTIONS_BUDGET`` seconds a round:
+        under load a watcher's buttons may follow a round or two behind the states
+        (and the owner refuses what is no longer allowed, saying why)."""
+        deadline = time.perf_counter() + ACTIONS_BUDGET
+        rows = []
+        while self._stale and (not rows or time.perf_counter() < deadline):
+            tid = next(iter(self._stale))
+            del self._stale[tid]
+            try:
+                actions = self.scheduler.allowed_actions(tid)
+            except KeyError:
+                continue
+            rows.append((encode_actions(actions), self._seq, tid))
+        return rows
 
     def _write_changes(self, **extra) -> None:
         with self._lock:
             events, self._events = self._events, []
         events = [e for e in events if e.seq > self._seq]
         now = time.time()
-        if not events and not extra and now - self._last_write < HEARTBEAT:
+        if not (events or extra or self._stale) and now - self._last_write < HEARTBEAT:
             return
-        touched: dict[str, None] = {}
+        touched: dict[str, bool] = {}  # tid -> re-read from the engine
         for event in events:
-            if not event.task_id:
+            tid = event.task_id
+            if not tid:
                 continue
-            touched[event.task_id] = None
             _hear(self._known, event)
-            if event.kind in STRUCTURAL or event.task_id not in self._edges:
-                for other in self._edges.get(event.task_id, ()):
-                    touched[other] = None
+            if event.kind in STRUCTURAL or tid not in self._static:
+                touched[tid] = True
+                for other in self._edges.get(tid, ()):  # the other ends, before
+                    touched[other] = True
+            else:
+                touched.setdefault(tid, False)
         # The newest events; an engine-wide one (pause all) is never cut.
         tail = [e for e in events[:-FEED_TAIL] if not e.task_id] + events[-FEED_TAIL:]
         if events:
             self._seq = events[-1].seq
         rows = []
-        for tid in list(touched):
-            row = self._task_row(tid)
+        for tid, fresh in list(touched.items()):
+            row = self._info_row(tid, fresh)
             rows.append(row)
-            if row[3] is not None:  # an edge added: its other end changed too
+            if fresh and row[3] is not None:  # the other ends, after
                 for other in self._edges.get(tid, ()):
                     if other not in touched:
-                        touched[other] = None
-                        rows.append(self._task_row(other))
+                        touched[other] = True
+                        rows.append(self._info_row(other, True))
+        actions = self._action_rows()
         upcoming = entry_rows(self.scheduler.upcoming(UPCOMING_LIMIT)) if events else None
         state_extra = dict(extra)
         if upcoming is not None and upcoming != self._upcoming_json:
@@ -330,8 +369,8 @@ class FeedWriter:
                     "INSERT OR REPLACE INTO feed_events VALUES (?,?,?,?,?,?,?,?,?)", events_rows
                 )
                 conn.execute("DELETE FROM feed_events WHERE seq <= ?", (seq - FEED_KEEP,))
-            if rows:
-                conn.executemany("INSERT OR REPLACE INTO feed_tasks VALUES (?,?,?,?,?)", rows)
+            conn.executemany(_TASK_UPSERT, rows)
+            conn.executemany(_ACTIONS_UPDATE, actions)
             conn.executemany("INSERT OR REPLACE INTO feed_state VALUES (?,?)", state)
 
         self._queue(write)

@@ -355,9 +355,9 @@ class SQLiteStore:
         self._put(("delete", task_id))
 
     def put_feed(self, write) -> None:
-        """``write(connection)`` runs inside the next batch's transaction, after the
-        engine's rows: the watchers' feed (feed.py) rides along with the engine's
-        commits instead of taking the write lock on a connection of its own."""
+        """``write(connection)`` runs in the writer's next batch, in a transaction of
+        its own just before the engine's rows: the watchers' feed (feed.py) needs no
+        second writer (SQLite has one write lock) and never waits for a big batch."""
         self._put(("feed", write))
 
     def flush(self, timeout: float | None = None) -> bool:
@@ -510,6 +510,8 @@ class SQLiteStore:
                 updates.pop(op[1], None)
         conn = self._conn
         run = self.run
+        if feeds:  # first, on their own: watchers need not wait for a big batch
+            self._commit_feed(feeds)
         with self._read_lock:
             conn.execute("BEGIN")
             try:
@@ -540,8 +542,6 @@ class SQLiteStore:
                     )
                 for task_id in deletes:
                     conn.execute("DELETE FROM tasks WHERE id=?", (task_id,))
-                for write in feeds:
-                    _write_feed(conn, write)
                 conn.execute("COMMIT")
             except BaseException:
                 # SQLite may have rolled back already (a disk I/O error does): a failed
@@ -552,6 +552,24 @@ class SQLiteStore:
                     except sqlite3.Error:
                         log.warning("rollback after a failed commit failed too", exc_info=True)
                 raise
+
+    def _commit_feed(self, feeds: list) -> None:
+        """The watchers' feed in a transaction of its own; a failure is logged (the
+        engine's commit that follows reports a disk that fails for good)."""
+        conn = self._conn
+        with self._read_lock:
+            try:
+                conn.execute("BEGIN")
+                for write in feeds:
+                    _write_feed(conn, write)
+                conn.execute("COMMIT")
+            except sqlite3.Error:
+                log.exception("committing the watchers' feed failed")
+                if conn.in_transaction:
+                    try:
+                        conn.execute("ROLLBACK")
+                    except sqlite3.Error:
+                        log.warning("rollback of the watchers' feed failed too", exc_info=True)
 
     def close(self) -> None:
         if self._thread is None:  # a reader

@@ -19,6 +19,7 @@ here): then it is shifted, so that nothing looks like the past to a listener.
 from __future__ import annotations
 
 import fcntl
+import functools
 import json
 import logging
 import os
@@ -47,6 +48,7 @@ POLL_INTERVAL = 0.1  # seconds between reads of the feed
 OWNER_CHECK = 0.25  # seconds between looks at whether the owner still holds the store
 ATTACH_TIMEOUT = 5.0  # seconds to wait for the owner to notice us and publish its run
 ATTEMPTS_KEPT = 50
+MISSING_FOR = 5.0  # seconds an attempt the feed mentions is looked for in the store
 
 
 class WatchOnly(RuntimeError):
@@ -104,6 +106,7 @@ def _decode_info(tid: str, text: str) -> TaskInfo:
     )
 
 
+@functools.lru_cache(maxsize=256)  # a few distinct sets, met over and over
 def _decode_actions(text: str | None) -> frozenset[Action]:
     return frozenset(Action(v) for v in (text or "").split(",") if v)
 
@@ -139,6 +142,8 @@ class WatchedRun:
         self._actions: dict[str, frozenset[Action]] = {}
         self._attempts: dict[str, list[Attempt]] = {}  # per task, oldest first
         self._told: dict[str, tuple] = {}  # tid -> (state, attempt, paused) listeners know
+        self._texts: dict[str, str] = {}  # tid -> its info as last read (poll thread only)
+        self._missing: dict[tuple[str, int], float] = {}  # attempts not on disk yet: since
         self._upcoming: list[Entry] = []
         self._paused = False
         self._seq = 0  # the last seq delivered: grows by at least one per event
@@ -257,6 +262,7 @@ class WatchedRun:
                 ).fetchall()
                 reload = False
             run = state.get("run", 1)
+            rows = self._decode(rows, reload)
             attempts = self._read_attempts(run, rows, reload)
             with self._lock:
                 asked = tuple(self._asked)
@@ -272,6 +278,25 @@ class WatchedRun:
         if state.get("stopped"):
             self._owner_stopped(state["stopped"])
 
+    def _decode(self, rows, reload: bool) -> list[tuple]:
+        """(id, ord, TaskInfo or None, actions, changed) of feed_tasks rows; a row
+        whose info text is what it was (only its actions changed) is not decoded again."""
+        if reload:
+            self._texts = {}
+        decoded = []
+        for tid, _seq, order, text, actions in rows:
+            changed = text != self._texts.get(tid)
+            if text is None:
+                info = None
+                self._texts.pop(tid, None)
+            elif changed:
+                info = _decode_info(tid, text)
+                self._texts[tid] = text
+            else:
+                info = self._tasks.get(tid) or _decode_info(tid, text)
+            decoded.append((tid, order, info, _decode_actions(actions), changed))
+        return decoded
+
     def _read_attempts(self, run: int, rows, reload: bool) -> list[dict]:
         """Attempt rows of the changed tasks: on a (re)load the last ``ATTEMPTS_KEPT``
         of every task, in one query; after that, of each changed task, the attempts
@@ -285,17 +310,19 @@ class WatchedRun:
                 (run, ATTEMPTS_KEPT),
             ).fetchall()
             return [dict(zip(ATTEMPT_COLUMNS, r, strict=True)) for r in found]
-        pairs: list[tuple[str, int]] = []
-        for tid, _seq, _order, info, _actions in rows:
-            if info is None:
+        pairs: dict[tuple[str, int], None] = dict.fromkeys(self._missing)
+        for tid, _order, info, _actions, changed in rows:
+            if info is None or not changed:
                 continue
-            current = json.loads(info)[4]
+            current = info.attempt
             known = self._attempts.get(tid)
             first = known[-1].number if known else current
-            pairs.extend((tid, n) for n in range(max(1, min(first, current)), current + 1))
+            for number in range(max(1, min(first, current)), current + 1):
+                pairs[tid, number] = None
+        wanted = list(pairs)
         result = []
-        for at in range(0, len(pairs), 400):
-            chunk = pairs[at : at + 400]
+        for at in range(0, len(wanted), 400):
+            chunk = wanted[at : at + 400]
             values = ",".join("(?,?)" for _ in chunk)
             found = self._conn.execute(
                 f"SELECT {columns} FROM attempts WHERE run = ? AND (task_id, number) IN"
@@ -303,6 +330,15 @@ class WatchedRun:
                 (run, *[v for pair in chunk for v in pair]),
             ).fetchall()
             result.extend(dict(zip(ATTEMPT_COLUMNS, r, strict=True)) for r in found)
+        # The feed can be ahead of the engine's own rows (it commits first): look
+        # again next round for an attempt not on disk yet, for a while.
+        now = time.monotonic()
+        got = {(row["task_id"], row["number"]) for row in result}
+        self._missing = {
+            pair: self._missing.get(pair, now)
+            for pair in wanted
+            if pair not in got and now - self._missing.get(pair, now) < MISSING_FOR
+        }
         return result
 
     def _read_answers(self, asked: tuple) -> list[tuple]:
@@ -324,14 +360,14 @@ class WatchedRun:
             if reload:
                 self._generation = state.get("generation")
                 self._tasks, self._actions = {}, {}
-            for tid, _seq, _order, info, actions in sorted(task_rows, key=lambda r: r[2]):
+            for tid, _order, info, actions, _changed in sorted(task_rows, key=lambda r: r[1]):
                 if info is None:
                     self._tasks.pop(tid, None)
                     self._actions.pop(tid, None)
                     self._attempts.pop(tid, None)
                 else:
-                    self._tasks[tid] = _decode_info(tid, info)
-                    self._actions[tid] = _decode_actions(actions)
+                    self._tasks[tid] = info
+                    self._actions[tid] = actions
             if reload:
                 self._attempts = {}
             for row in attempts:
@@ -349,7 +385,7 @@ class WatchedRun:
                 self._told = {tid: _told(info) for tid, info in self._tasks.items()}
             else:  # the events the owner left out of a busy batch: what they led to
                 written = state.get("written", time.time()) - self.clock.offset
-                deliver.extend(self._catch_up((row[0] for row in task_rows), written))
+                deliver.extend(self._catch_up((r[0] for r in task_rows if r[4]), written))
             if paused != self._paused and not any(not e.task_id for e in deliver):
                 deliver.append(self._engine_event("paused" if paused else "resumed"))
             self._paused = paused

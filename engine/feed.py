@@ -8,18 +8,21 @@ read while the owner writes) and follow what the owner publishes here.
 **Who watches.** A watcher holds a shared ``flock`` on ``<store>.watch`` while it
 is open; the owner probes it (an exclusive non-blocking lock it drops at once)
 every ``FEED_INTERVAL``. The kernel drops a dead watcher's lock, so nothing goes
-stale. With nobody watching, the feed writes nothing: its event listener only
-checks a flag.
+stale. With nobody watching, the feed does not even listen to the engine: it
+writes nothing and costs nothing per event.
 
 **What it writes** (tables ``feed_events``, ``feed_tasks``, ``feed_state``; see
-``store.MIGRATIONS``). When watching starts: every task (``TaskInfo`` and its
-``allowed_actions``), the upcoming timer entries, the dispatcher's pause and the
-owner's clock. Then, every ``FEED_INTERVAL`` with changes: the events (the last
-``FEED_TAIL`` of them: a person cannot read more, and the task rows carry every
-task's latest state), the tasks they touched, and the upcoming entries. The rows ride along with
-the engine's own commits (``SQLiteStore.put_feed``): no second writer, no extra
-lock on the owner's hot path. Event times stay on the owner's clock; ``feed_state``
-says how to turn them into wall time.
+``store.MIGRATIONS``). When watching starts: every task, the upcoming timer
+entries, the dispatcher's pause and the owner's clock. Then, every
+``FEED_INTERVAL`` with changes: the newest ``FEED_TAIL`` events (a person cannot
+read more; the task rows carry every task's latest state), a row for each task
+they touched, and the upcoming entries. A task row is its last reading from the
+engine with the state fields its events gave, so the engine lock is taken only
+for new tasks and changed edges, and for ``allowed_actions``, which are re-read
+for changed tasks within ``ACTIONS_BUDGET`` a round. The rows go through the
+store's writer (``SQLiteStore.put_feed``), in a small transaction of their own:
+no second writer for SQLite's one write lock. Event times stay on the owner's
+clock; ``feed_state`` says how to turn them into wall time.
 
 **The control channel** is the ``control`` table: a watcher inserts a request
 (cancel, retry, run now, pause, resume, pause all, resume all) and the owner,
@@ -36,6 +39,7 @@ from __future__ import annotations
 import fcntl
 import json
 import logging
+import math
 import os
 import sqlite3
 import threading
@@ -83,18 +87,32 @@ def watch_path(store_path) -> Path:
 
 # ---------------------------------------------------------------------- encoding
 def encode_info(info: TaskInfo) -> str:
-    return json.dumps(
-        [
-            info.state.value,
-            list(info.deps),
-            list(info.dependents),
-            info.priority,
-            info.attempt,
-            info.run_at,
-            info.recurring,
-            info.paused,
-            info.error,
-        ]
+    """A task as the JSON list ``watched_run`` decodes: [state, deps, dependents,
+    priority, attempt, run_at, recurring, paused, error]."""
+    return _encode(
+        _static_part(info), info.state, info.attempt, info.run_at, info.paused, info.error
+    )
+
+
+def _static_part(info: TaskInfo) -> str:
+    """The fields only an edit changes, encoded once per reading: deps, dependents,
+    priority, then recurring (joined by the caller around the state fields)."""
+    middle = json.dumps([list(info.deps), list(info.dependents), info.priority])[1:-1]
+    return middle + ("\x00true" if info.recurring else "\x00false")
+
+
+def _encode(static: str, state, attempt: int, run_at, paused: bool, error) -> str:
+    # By hand: json.dumps of the whole list per changed task, many thousands a
+    # second under load, cost the owner's busy threads a good share of the GIL.
+    middle, recurring = static.split("\x00")
+    if run_at is None:
+        when = "null"
+    else:
+        when = repr(float(run_at)) if math.isfinite(run_at) else json.dumps(run_at)
+    why = "null" if error is None else json.dumps(error)
+    return (
+        f'["{state.value}",{middle},{int(attempt)},{when},{recurring},'
+        f"{'true' if paused else 'false'},{why}]"
     )
 
 
@@ -184,13 +202,14 @@ class FeedWriter:
         self.interval = interval
         self._lock = threading.Lock()  # guards _events (the delivery thread appends)
         self._events: list[Event] = []
-        self._watched = False  # read by the listener without the lock: a plain flag
+        self._watched = False  # somebody watches: the feed listens and writes
         self._seq = 0  # the last engine seq the feed covers
         self._edges: dict[str, tuple[str, ...]] = {}  # tid -> deps + dependents, as written
         # Each task's state fields as of the last event the feed covers: a task row
         # says what its events say, never a state whose event comes in a later batch.
         self._known: dict[str, dict] = {}
         self._static: dict[str, TaskInfo] = {}  # each task as last read from the engine
+        self._static_json: dict[str, str] = {}  # and its unchanging fields, encoded
         self._stale: dict[str, None] = {}  # tasks whose allowed actions are to be read
         self._order: dict[str, int] = {}
         self._upcoming_json = ""
@@ -203,7 +222,8 @@ class FeedWriter:
         self._reader = sqlite3.connect(
             f"file:{store.path}?mode=ro", uri=True, check_same_thread=False
         )
-        self._unsubscribe = scheduler.subscribe(self._on_event)
+        self._unsubscribe = None  # listening only while watched: no cost per event otherwise
+        self._closed = False
 
     def start(self) -> FeedWriter:
         self._thread = threading.Thread(target=self._loop, name="taskloom-feed", daemon=True)
@@ -212,9 +232,8 @@ class FeedWriter:
 
     # -- the engine's delivery thread ----------------------------------------------
     def _on_event(self, event: Event) -> None:
-        if self._watched:
-            with self._lock:
-                self._events.append(event)
+        with self._lock:
+            self._events.append(event)
 
     # -- the feed thread -------------------------------------------------------------
     def _loop(self) -> None:
@@ -231,10 +250,14 @@ class FeedWriter:
         if not watched:
             if self._watched:
                 self._watched = False
+                self._unsubscribe()
+                self._unsubscribe = None
                 with self._lock:
                     self._events.clear()
         elif not self._watched:
-            self._watched = True  # first, so no event falls between this and the snapshot
+            self._watched = True
+            # Listen first, so no event falls between this and the snapshot.
+            self._unsubscribe = self.scheduler.subscribe(self._on_event)
             self._write_snapshot()
         else:
             self._write_changes()
@@ -265,6 +288,7 @@ class FeedWriter:
         self._order = {info.id: n for n, info in enumerate(tasks)}
         self._known = {info.id: _state_fields(info) for info in tasks}
         self._static = {info.id: info for info in tasks}
+        self._static_json = {}
         self._stale = dict.fromkeys(self._static)
         rows = [self._info_row(info.id) for info in tasks]
         actions = self._action_rows()
@@ -292,17 +316,30 @@ class FeedWriter:
             try:
                 base = self.scheduler.task(tid)
             except KeyError:
-                for table in (self._edges, self._known, self._static, self._stale):
+                for table in (
+                    self._edges,
+                    self._known,
+                    self._static,
+                    self._static_json,
+                    self._stale,
+                ):
                     table.pop(tid, None)
                 return (tid, self._seq, self._order.get(tid, 0), None)
             self._static[tid] = base
+            self._static_json[tid] = _static_part(base)
             self._edges[tid] = tuple(base.deps) + tuple(base.dependents)
-        known = self._known.get(tid)
-        info = base if known is None else base._replace(**known)
+        static = self._static_json.get(tid)
+        if static is None:
+            static = self._static_json[tid] = _static_part(base)
+        k = self._known.get(tid)
+        if k is None:
+            text = _encode(static, base.state, base.attempt, base.run_at, base.paused, base.error)
+        else:
+            text = _encode(static, k["state"], k["attempt"], k["run_at"], k["paused"], k["error"])
         self._stale.pop(tid, None)
         self._stale[tid] = None  # its allowed actions are read again, in turn
         order = self._order.setdefault(tid, len(self._order))
-        return (tid, self._seq, order, encode_info(info))
+        return (tid, self._seq, order, text)
 
     def _action_rows(self) -> list[tuple]:
         """(actions, seq, id) of the tasks whose allowed actions may have changed,
@@ -441,10 +478,9 @@ class FeedWriter:
     # -- end -------------------------------------------------------------------------
     def close(self) -> None:
         """Stop publishing; watchers are told the owner stopped. Idempotent."""
-        if self._unsubscribe is None:
+        if self._closed:
             return
-        self._unsubscribe()
-        self._unsubscribe = None
+        self._closed = True
         self._stop.set()
         if self._thread is not None:
             self._thread.join()
@@ -453,5 +489,8 @@ class FeedWriter:
                 self._write_changes(stopped=time.time())
         except Exception:
             log.exception("the watchers' feed could not say the owner stopped")
+        if self._unsubscribe is not None:
+            self._unsubscribe()
+            self._unsubscribe = None
         self._presence.close()
         self._reader.close()

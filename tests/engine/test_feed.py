@@ -166,3 +166,18 @@ def test_a_burst_too_big_for_one_batch_still_leaves_a_listener_with_every_state(
         scheduler.shutdown(wait=True)
         feed.close()
         store.close()
+
+
+def test_several_watchers_follow_one_owner_and_one_leaving_stops_nobody(owner, tmp_path):
+    scheduler, store, feed = owner
+    first, second = WatchedRun(tmp_path / "run.db"), WatchedRun(tmp_path / "run.db")
+    try:
+        until(lambda: first.task("slow").state is S.RUNNING)
+        until(lambda: second.task("slow").state is S.RUNNING)
+        first.close()  # the owner keeps publishing for the other one
+        scheduler.cancel("slow")
+        until(lambda: second.task("after").state is S.SKIPPED)
+        assert second.tasks() == scheduler.tasks()
+    finally:
+        first.close()
+        second.close()

@@ -224,6 +224,9 @@ def test_cancel_retry_run_now_and_pause_from_a_watcher_reach_the_owner(
     do(window.act_retry, "broken")
     qtbot.waitUntil(lambda: owner.events("broken").count("failed") == 2, timeout=5000)
     qtbot.waitUntil(lambda: len(bridge.attempts("broken")) == 2, timeout=5000)
+    do(window.act_retry_failed, "broken")
+    qtbot.waitUntil(lambda: owner.events("broken").count("failed") == 3, timeout=5000)
+    qtbot.waitUntil(lambda: len(bridge.attempts("broken")) == 3, timeout=5000)
 
     do(window.act_run_now, "hourly")
     qtbot.waitUntil(lambda: "succeeded" in owner.events("hourly"), timeout=5000)
@@ -236,6 +239,9 @@ def test_cancel_retry_run_now_and_pause_from_a_watcher_reach_the_owner(
     window.act_pause_all.setChecked(True)
     qtbot.waitUntil(lambda: "paused" in owner.events(""), timeout=5000)
     qtbot.waitUntil(lambda: "paused" in window.status_panel.paused.text(), timeout=5000)
+    window.act_pause_all.setChecked(False)
+    qtbot.waitUntil(lambda: "resumed" in owner.events(""), timeout=5000)
+    qtbot.waitUntil(lambda: not window.status_panel.paused.isVisibleTo(window), timeout=5000)
 
     # Graph edits are refused, saying how to edit.
     assert window.controller.connect_tasks("broken", "hourly") is False
@@ -283,6 +289,30 @@ def test_the_watcher_says_when_the_owner_dies_and_takes_the_run_over(
     outcomes = [str(a.outcome) for a in session.scheduler.attempts("slow")]
     assert outcomes[-1] == "running"
     assert session.window.bridge.tasks["broken"].state is S.FAILED  # kept as it was
+
+
+def test_file_open_of_a_workflow_run_elsewhere_watches_it(qtbot, tmp_path, owners, settings):
+    from taskloom.app import store_paths
+
+    path = tmp_path / "steer.toml"
+    path.write_text(STEER)
+    local = tmp_path / "local.toml"
+    local.write_text('[workflow]\nname = "local"\n[tasks.t]\ncommand = ["true"]\n')
+    data = tmp_path / "data"
+    db, _ = store_paths(load(path), data_dir=data)  # where File > Open looks for its run
+    owner = owners(path, db)
+    wait_started(qtbot, owner)
+    s = Sessions(settings, data_dir=data)
+    try:
+        assert s.open(local)
+        first = s.current
+        first.window.openRequested.emit(str(path))  # what File > Open does
+        assert isinstance(s.current, WatchSession) and s.current is not first
+        assert f"pid {owner.process.pid}" in s.current.window.windowTitle()
+        qtbot.waitUntil(lambda: first.stopped, timeout=10000)  # the old window's run
+        assert owner.process.poll() is None  # and the watched one goes on
+    finally:
+        s.close()
 
 
 RECURRING = """

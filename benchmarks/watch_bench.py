@@ -7,8 +7,9 @@ An owner (``Scheduler`` on 4 workers with a ``SQLiteStore`` and the watchers'
 5 ms, with no feed at all, with the feed and 0 watchers, and with 1 and 3
 watchers attached: each a separate process following the run through a
 ``WatchedRun`` (what a watching window's bridge reads). Owner throughput is
-tasks/s from ``start()`` to ``wait()``; medians of 3 runs, configurations
-interleaved so that drift on a shared machine hits all of them alike. Watcher
+tasks/s from ``start()`` to ``wait()``; medians of 3 runs (``--repeats``), configurations
+interleaved (each round starting with another one) so that drift on a shared
+machine hits all of them alike. Watcher
 lag is, for every task, when a watcher first hears that it succeeded minus when
 a listener in the owner heard it (the owner reports a success once it is on
 disk; same host, one wall clock); p50/p99 over all tasks, watchers and runs. A
@@ -121,17 +122,20 @@ def main(argv=None) -> int:
         "--watcher", nargs=3, metavar=("DB", "READY", "OUT"), help=argparse.SUPPRESS
     )
     parser.add_argument("--out", type=Path, default=RESULTS, help="where the results go")
+    parser.add_argument("--repeats", type=int, default=3, help="runs per configuration")
     args = parser.parse_args(argv)
     if args.watcher:
         return watcher_main(*args.watcher)
-    repeats = 1 if args.quick else 3
+    repeats = 1 if args.quick else max(1, args.repeats)
     sizes = {"noop": 300 if args.quick else 10_000, "sleep_5ms": 60 if args.quick else 2_000}
     rows: dict = {}
     for task, count in sizes.items():
         rates: dict[str, list[float]] = {c: [] for c in CONFIGS}
         lags: dict[str, list[float]] = {c: [] for c in CONFIGS}
-        for _ in range(repeats):
-            for config in CONFIGS:  # interleaved
+        for r in range(repeats):
+            # interleaved, each repeat starting one configuration later: the first
+            # of a round ran faster or slower often enough to matter
+            for config in CONFIGS[r % len(CONFIGS) :] + CONFIGS[: r % len(CONFIGS)]:
                 rate, found = one_run(task, count, config)
                 rates[config].append(rate)
                 lags[config].extend(found)
@@ -141,6 +145,7 @@ def main(argv=None) -> int:
             "configs": {
                 c: {
                     "tasks_per_s": statistics.median(rates[c]),
+                    "runs_tasks_per_s": [round(rate) for rate in rates[c]],
                     "vs_no_feed": statistics.median(rates[c]) / base,
                     "lag_p50_ms": None if not lags[c] else 1000 * _pct(lags[c], 0.5),
                     "lag_p99_ms": None if not lags[c] else 1000 * _pct(lags[c], 0.99),
@@ -165,7 +170,8 @@ def main(argv=None) -> int:
     print(table)
     args.out.mkdir(parents=True, exist_ok=True)
     machine = {"nproc": os.cpu_count(), "python": sys.version.split()[0]}
-    result = {"mode": "quick" if args.quick else "full", "machine": machine, "results": rows}
+    mode = "quick" if args.quick else "full"
+    result = {"mode": mode, "repeats": repeats, "machine": machine, "results": rows}
     (args.out / "watch.json").write_text(json.dumps(result, indent=2))
     (args.out / "watch.md").write_text(table + "\n")
     return 0

@@ -19,8 +19,6 @@ here): then it is shifted, so that nothing looks like the past to a listener.
 from __future__ import annotations
 
 import fcntl
-import functools
-import json
 import logging
 import os
 import socket
@@ -33,9 +31,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from .feed import CONTROL_ACTIONS, watch_path
+from .feed_reader import ATTEMPTS_KEPT, FeedRead, FeedReader
 from .models import Action, Attempt, Entry, Event, TaskInfo
 from .options import Outcome
-from .records import ATTEMPT_COLUMNS
 from .states import TaskState
 from .store import StoreBusy, StoreError
 from .store_lock import read_owner
@@ -47,8 +45,6 @@ _OUTCOMES = {o.value: o for o in Outcome}
 POLL_INTERVAL = 0.1  # seconds between reads of the feed
 OWNER_CHECK = 0.25  # seconds between looks at whether the owner still holds the store
 ATTACH_TIMEOUT = 5.0  # seconds to wait for the owner to notice us and publish its run
-ATTEMPTS_KEPT = 50
-MISSING_FOR = 5.0  # seconds an attempt the feed mentions is looked for in the store
 
 
 class WatchOnly(RuntimeError):
@@ -89,28 +85,6 @@ def _told(info: TaskInfo) -> tuple:
     return (info.state, info.attempt, info.paused)
 
 
-def _decode_info(tid: str, text: str) -> TaskInfo:
-    state, deps, dependents, priority, attempt, run_at, recurring, paused, error = json.loads(text)
-    return TaskInfo(
-        tid,
-        tid,
-        TaskState(state),
-        tuple(deps),
-        tuple(dependents),
-        priority,
-        attempt,
-        run_at,
-        recurring,
-        paused,
-        error,
-    )
-
-
-@functools.lru_cache(maxsize=256)  # a few distinct sets, met over and over
-def _decode_actions(text: str | None) -> frozenset[Action]:
-    return frozenset(Action(v) for v in (text or "").split(",") if v)
-
-
 class WatchedRun:
     """Follows the run in the store at ``path``, owned by another live process.
 
@@ -142,14 +116,12 @@ class WatchedRun:
         self._actions: dict[str, frozenset[Action]] = {}
         self._attempts: dict[str, list[Attempt]] = {}  # per task, oldest first
         self._told: dict[str, tuple] = {}  # tid -> (state, attempt, paused) listeners know
-        self._texts: dict[str, str] = {}  # tid -> its info as last read (poll thread only)
-        self._missing: dict[tuple[str, int], float] = {}  # attempts not on disk yet: since
         self._upcoming: list[Entry] = []
         self._paused = False
         self._seq = 0  # the last seq delivered: grows by at least one per event
         self._shift = 0  # delivered seq - the owner's, for the owner's events
         self._feed_seq = -1  # the owner's: the last one read
-        self._generation = None
+        self._reader: FeedReader | None = None
         self._run = 1
         self._answers: deque = deque()
         self._asked: set[int] = set()  # our control rows not answered yet
@@ -163,14 +135,11 @@ class WatchedRun:
         )
         fcntl.flock(self._watch_fd, fcntl.LOCK_SH)  # the owner starts publishing
         try:
-            self._conn = sqlite3.connect(
-                f"file:{self.path}?mode=ro",
-                uri=True,
-                check_same_thread=False,
-                isolation_level=None,
-            )
+            self._reader = FeedReader(self.path)
             self._attach(time.time(), attach_timeout)
         except BaseException:
+            if self._reader is not None:
+                self._reader.close()
             self._release()
             raise
         self._store = None
@@ -182,10 +151,7 @@ class WatchedRun:
         """Wait until the owner has written its feed since ``since`` (it knows we watch)."""
         deadline = time.monotonic() + timeout
         while True:
-            try:
-                written = self._state_value("written")
-            except sqlite3.Error:
-                written = None
+            written = self._reader.written()
             if written is not None and written >= since:
                 self._poll()
                 return
@@ -199,10 +165,6 @@ class WatchedRun:
                     self.owner,
                 )
             self._closed.wait(0.02)
-
-    def _state_value(self, key: str):
-        row = self._conn.execute("SELECT value FROM feed_state WHERE key = ?", (key,)).fetchone()
-        return None if row is None else json.loads(row[0])
 
     def _loop(self) -> None:
         next_owner_check = 0.0
@@ -246,110 +208,25 @@ class WatchedRun:
             self.owner_alive = False
 
     def _poll(self) -> None:
-        conn = self._conn
-        conn.execute("BEGIN")  # one consistent read of everything the owner wrote
-        try:
-            state = {k: json.loads(v) for k, v in conn.execute("SELECT * FROM feed_state")}
-            if state.get("generation") != self._generation:
-                events, rows = [], conn.execute("SELECT * FROM feed_tasks").fetchall()
-                reload = True
-            else:
-                events = conn.execute(
-                    "SELECT * FROM feed_events WHERE seq > ? ORDER BY seq", (self._feed_seq,)
-                ).fetchall()
-                rows = conn.execute(
-                    "SELECT * FROM feed_tasks WHERE seq > ?", (self._feed_seq,)
-                ).fetchall()
-                reload = False
-            run = state.get("run", 1)
-            rows = self._decode(rows, reload)
-            attempts = self._read_attempts(run, rows, reload)
-            with self._lock:
-                asked = tuple(self._asked)
-            answers = self._read_answers(asked) if asked else []
-        finally:
-            conn.execute("COMMIT")
-        self.polls += 1
-        self._apply(state, events, rows, attempts, reload)
         with self._lock:
-            for row in answers:
+            asked = tuple(self._asked)
+        read = self._reader.read(self._feed_seq, self._last_attempt, asked)
+        self.polls += 1
+        self._apply(read)
+        with self._lock:
+            for row in read.answers:
                 self._asked.discard(row[0])
                 self._answers.append(row)
-        if state.get("stopped"):
-            self._owner_stopped(state["stopped"])
+        if read.state.get("stopped"):
+            self._owner_stopped(read.state["stopped"])
 
-    def _decode(self, rows, reload: bool) -> list[tuple]:
-        """(id, ord, TaskInfo or None, actions, changed) of feed_tasks rows; a row
-        whose info text is what it was (only its actions changed) is not decoded again."""
-        if reload:
-            self._texts = {}
-        decoded = []
-        for tid, _seq, order, text, actions in rows:
-            changed = text != self._texts.get(tid)
-            if text is None:
-                info = None
-                self._texts.pop(tid, None)
-            elif changed:
-                info = _decode_info(tid, text)
-                self._texts[tid] = text
-            else:
-                info = self._tasks.get(tid) or _decode_info(tid, text)
-            decoded.append((tid, order, info, _decode_actions(actions), changed))
-        return decoded
+    def _last_attempt(self, tid: str) -> int | None:
+        """The newest attempt number of ``tid`` known here (the poll thread's own)."""
+        known = self._attempts.get(tid)
+        return known[-1].number if known else None
 
-    def _read_attempts(self, run: int, rows, reload: bool) -> list[dict]:
-        """Attempt rows of the changed tasks: on a (re)load the last ``ATTEMPTS_KEPT``
-        of every task, in one query; after that, of each changed task, the attempts
-        from the newest one known here (it may have ended since) to its current one,
-        by primary key, a few hundred per query."""
-        columns = ", ".join(ATTEMPT_COLUMNS)
-        if reload:
-            found = self._conn.execute(
-                f"SELECT {columns} FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY task_id"
-                " ORDER BY number DESC) AS rn FROM attempts WHERE run = ?) WHERE rn <= ?",
-                (run, ATTEMPTS_KEPT),
-            ).fetchall()
-            return [dict(zip(ATTEMPT_COLUMNS, r, strict=True)) for r in found]
-        pairs: dict[tuple[str, int], None] = dict.fromkeys(self._missing)
-        for tid, _order, info, _actions, changed in rows:
-            if info is None or not changed:
-                continue
-            current = info.attempt
-            known = self._attempts.get(tid)
-            first = known[-1].number if known else current
-            for number in range(max(1, min(first, current)), current + 1):
-                pairs[tid, number] = None
-        wanted = list(pairs)
-        result = []
-        for at in range(0, len(wanted), 400):
-            chunk = wanted[at : at + 400]
-            values = ",".join("(?,?)" for _ in chunk)
-            found = self._conn.execute(
-                f"SELECT {columns} FROM attempts WHERE run = ? AND (task_id, number) IN"
-                f" (VALUES {values})",
-                (run, *[v for pair in chunk for v in pair]),
-            ).fetchall()
-            result.extend(dict(zip(ATTEMPT_COLUMNS, r, strict=True)) for r in found)
-        # The feed can be ahead of the engine's own rows (it commits first): look
-        # again next round for an attempt not on disk yet, for a while.
-        now = time.monotonic()
-        got = {(row["task_id"], row["number"]) for row in result}
-        self._missing = {
-            pair: self._missing.get(pair, now)
-            for pair in wanted
-            if pair not in got and now - self._missing.get(pair, now) < MISSING_FOR
-        }
-        return result
-
-    def _read_answers(self, asked: tuple) -> list[tuple]:
-        marks = ",".join("?" * len(asked))
-        return self._conn.execute(
-            f"SELECT id, action, task_id, status, answer FROM control"
-            f" WHERE id IN ({marks}) AND status != 'pending'",
-            asked,
-        ).fetchall()
-
-    def _apply(self, state, event_rows, task_rows, attempts, reload: bool) -> None:
+    def _apply(self, read: FeedRead) -> None:
+        state, event_rows, task_rows, reload = read.state, read.events, read.tasks, read.reload
         deliver: list[Event] = []
         with self._lock:
             if "offset" in state:
@@ -358,7 +235,6 @@ class WatchedRun:
             self._run = state.get("run", self._run)
             old = self._tasks
             if reload:
-                self._generation = state.get("generation")
                 self._tasks, self._actions = {}, {}
             for tid, _order, info, actions, _changed in sorted(task_rows, key=lambda r: r[1]):
                 if info is None:
@@ -370,7 +246,7 @@ class WatchedRun:
                     self._actions[tid] = actions
             if reload:
                 self._attempts = {}
-            for row in attempts:
+            for row in read.attempts:
                 self._merge_attempt(Attempt.from_row(row, self.clock.offset), row["task_id"])
             if "upcoming" in state:
                 self._upcoming = [Entry(*e) for e in state["upcoming"]]
@@ -669,7 +545,7 @@ class WatchedRun:
         self._closed.set()
         if threading.current_thread() is not self._thread:
             self._thread.join()
-        self._conn.close()
+        self._reader.close()
         if self._writer is not None:
             self._writer.close()
         if self._store is not None:

@@ -481,7 +481,8 @@ class RunMonitor:
             self._all_settled.set()
 
     def on_event(self, event) -> None:
-        self.states[event.task_id] = event.state
+        if event.task_id:  # not pause/resume of everything (a watcher can ask for it)
+            self.states[event.task_id] = event.state
         if event.error:
             self.errors[event.task_id] = event.error
         if all(tid in self.states and self.states[tid].settled for tid in self.counted):

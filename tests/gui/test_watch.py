@@ -256,6 +256,11 @@ def test_cancel_retry_run_now_and_pause_from_a_watcher_reach_the_owner(
     assert not window.act_edit.isEnabled()
     assert "take the run over" in window.act_edit.statusTip()
 
+    owner.stop()  # its summary counts the states it was steered into
+    assert owner.process.returncode == 1  # broken failed for good
+    assert "Traceback" not in "\n".join(owner.lines)
+    assert any("1 cancelled" in line and "1 failed" in line for line in owner.lines)
+
 
 def test_the_watcher_says_when_the_owner_dies_and_takes_the_run_over(
     qtbot, tmp_path, owners, sessions

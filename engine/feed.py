@@ -57,6 +57,7 @@ FEED_TAIL = 500  # raw events written per interval; the task rows carry the rest
 FEED_KEEP = 5000  # feed_events rows kept for watchers that fall behind
 UPCOMING_LIMIT = 200
 CONTROL_TTL = 60.0  # seconds a request waits for an owner before it expires
+CONTROL_KEEP = 86400.0  # seconds answered requests are kept (dropped when watching starts)
 ACTIONS_BUDGET = 0.005  # seconds a round may spend asking what each changed task allows
 
 # A task row keeps its allowed actions until they are read again (_action_rows).
@@ -297,9 +298,15 @@ class FeedWriter:
             generation=uuid.uuid4().hex, upcoming=json.loads(self._upcoming_json), stopped=None
         )
 
+        answered_before = time.time() - CONTROL_KEEP
+
         def write(conn) -> None:
             conn.execute("DELETE FROM feed_events")
             conn.execute("DELETE FROM feed_tasks")
+            conn.execute(  # answers nobody waits for any more
+                "DELETE FROM control WHERE status != 'pending' AND answered < ?",
+                (answered_before,),
+            )
             conn.executemany(_TASK_UPSERT, rows)
             conn.executemany(_ACTIONS_UPDATE, actions)
             conn.executemany("INSERT OR REPLACE INTO feed_state VALUES (?,?)", state)

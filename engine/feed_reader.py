@@ -71,6 +71,13 @@ class FeedReader:
         self._infos: dict[str, TaskInfo] = {}  # and decoded
         self._missing: dict[tuple[str, int], float] = {}  # attempts not on disk yet: since
 
+    def has_feed(self) -> bool:
+        """Whether the store has the feed's tables (an owner older than schema 3 has not)."""
+        found = self._conn.execute(
+            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'feed_state'"
+        ).fetchone()
+        return found is not None
+
     def written(self) -> float | None:
         """When the owner last wrote its feed (wall clock), or None if it never did
         (or the store has no feed: an older owner)."""

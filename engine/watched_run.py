@@ -157,7 +157,7 @@ class WatchedRun:
                 return
             if not self._owner_alive():
                 raise OwnerGone(f"{self.path}: the owner stopped")
-            if time.monotonic() >= deadline:
+            if time.monotonic() >= deadline or not self._reader.has_feed():
                 who = self.owner.describe()
                 raise StoreBusy(
                     f"{self.path} is in use by {who}, which does not publish its run for "

@@ -164,6 +164,12 @@ def test_a_watcher_follows_the_owner_live_in_the_same_order(qtbot, tmp_path, own
     # the attempts, the event log the events.
     assert {t: window.bridge.tasks[t].state for t in "abcdr"} == dict.fromkeys("abcdr", S.SUCCEEDED)
     assert [a.outcome for a in window.bridge.attempts("r")] == ["failed", "succeeded"]
+    qtbot.waitUntil(lambda: "succeeded" in window.scene.nodes["d"].status_text.text())
+    window.select_tasks(["r"])  # the inspector lists both attempts, from this run
+    qtbot.waitUntil(lambda: window.inspector.attempt_list.topLevelItemCount() == 2)
+    timeline = window.timeline.model
+    assert [bar[2] for bar in timeline.bars["r"]] == ["failed", "succeeded"]  # by outcome
+    qtbot.waitUntil(lambda: [e.kind for e in timeline.entries.get("tick", ())] == ["recurring"])
     assert window.event_log.model.rowCount() >= len(seen)
     window._refresh_status()
     assert "succeeded" in window.status_panel.counts.text()

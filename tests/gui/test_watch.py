@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from taskloom.app import CLOSE_BACKGROUND, Sessions, WorkflowSession
+from taskloom.app import CLOSE_BACKGROUND, CLOSE_CANCEL, Sessions, WorkflowSession
 from taskloom.engine import TaskState
 from taskloom.engine.store_lock import read_owner
 from taskloom.engine.watched_run import WatchOnly
@@ -345,6 +345,9 @@ def test_closing_a_window_can_hand_its_schedule_to_a_background_owner(
     background = None
     try:
         session.window.show()
+        session.ask_on_close = lambda: CLOSE_CANCEL  # changed their mind
+        assert session.window.close() is False
+        assert session.window.isVisible() and session._stopper is None  # runs on
         session.ask_on_close = lambda: CLOSE_BACKGROUND
         assert session.asks_on_close()
         session.window.close()
@@ -354,6 +357,11 @@ def test_closing_a_window_can_hand_its_schedule_to_a_background_owner(
         log = tmp_path / "logs" / "background.log"
         qtbot.waitUntil(lambda: log.exists() and "running beat" in log.read_text(), timeout=30000)
         assert read_owner(db).pid == background.pid
+        # It does not carry this process's owner mark: the reaper that ends what we
+        # started once we exit must leave it alone.
+        environ = Path(f"/proc/{background.pid}/environ")
+        if environ.exists():
+            assert b"TASKLOOM_OWNER=" not in environ.read_bytes()
         # The schedule lives on, and a window opened now watches it.
         s = sessions(db)
         assert s.open(path)
@@ -367,3 +375,33 @@ def test_closing_a_window_can_hand_its_schedule_to_a_background_owner(
             background.send_signal(signal.SIGTERM)
             background.wait(30)
     assert background.returncode is not None
+
+
+@pytest.mark.parametrize(
+    ("button", "choice"),
+    [
+        ("Keep running in the background", "background"),
+        ("Stop the schedule", "stop"),
+        ("Cancel", "cancel"),  # the window stays open
+    ],
+)
+def test_the_close_question_offers_background_or_stop(qtbot, button, choice):
+    from PySide6.QtCore import QTimer
+    from PySide6.QtWidgets import QApplication
+
+    from taskloom.app import ask_keep_schedule
+
+    seen = {}
+
+    def answer() -> None:
+        box = next(w for w in QApplication.topLevelWidgets() if w.objectName() == "keep_schedule")
+        seen["text"] = box.text()
+        seen["buttons"] = [b.text() for b in box.buttons()]
+        next(b for b in box.buttons() if b.text() == button).click()
+
+    QTimer.singleShot(0, answer)
+    assert ask_keep_schedule(None, "beat") == choice
+    assert seen["text"] == "beat has recurring tasks. Keep running them after this window closes?"
+    assert sorted(seen["buttons"]) == sorted(
+        ["Keep running in the background", "Stop the schedule", "Cancel"]
+    )

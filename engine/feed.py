@@ -8,8 +8,8 @@ read while the owner writes) and follow what the owner publishes here.
 **Who watches.** A watcher holds a shared ``flock`` on ``<store>.watch`` while it
 is open; the owner probes it (an exclusive non-blocking lock it drops at once)
 every ``FEED_INTERVAL``. The kernel drops a dead watcher's lock, so nothing goes
-stale. With nobody watching, the feed does not even listen to the engine: it
-writes nothing and costs nothing per event.
+stale. With nobody watching, the feed writes nothing; its listener only keeps
+the newest ``HISTORY`` events, which a watcher that attaches gets first.
 
 **What it writes** (tables ``feed_events``, ``feed_tasks``, ``feed_state``; see
 ``store.MIGRATIONS``). When watching starts: every task, the upcoming timer
@@ -45,6 +45,7 @@ import sqlite3
 import threading
 import time
 import uuid
+from collections import deque
 from pathlib import Path
 
 from .models import Event, TaskInfo
@@ -56,6 +57,7 @@ HEARTBEAT = 0.5  # seconds between writes while nothing changes, so watchers see
 FEED_TAIL = 500  # raw events written per interval; the task rows carry the rest
 FEED_KEEP = 5000  # feed_events rows kept for watchers that fall behind
 UPCOMING_LIMIT = 200
+HISTORY = 500  # recent events kept for a watcher that attaches
 CONTROL_TTL = 60.0  # seconds a request waits for an owner before it expires
 CONTROL_KEEP = 86400.0  # seconds answered requests are kept (dropped when watching starts)
 ACTIONS_BUDGET = 0.005  # seconds a round may spend asking what each changed task allows
@@ -223,7 +225,10 @@ class FeedWriter:
         self._reader = sqlite3.connect(
             f"file:{store.path}?mode=ro", uri=True, check_same_thread=False
         )
-        self._unsubscribe = None  # listening only while watched: no cost per event otherwise
+        # The newest events, kept even while nobody watches: a window that attaches
+        # shows them (its event log and timeline start with the run's recent past).
+        self._recent: deque[Event] = deque(maxlen=HISTORY)
+        self._unsubscribe = scheduler.subscribe(self._on_event)
         self._closed = False
 
     def start(self) -> FeedWriter:
@@ -234,7 +239,9 @@ class FeedWriter:
     # -- the engine's delivery thread ----------------------------------------------
     def _on_event(self, event: Event) -> None:
         with self._lock:
-            self._events.append(event)
+            self._recent.append(event)
+            if self._watched:
+                self._events.append(event)
 
     # -- the feed thread -------------------------------------------------------------
     def _loop(self) -> None:
@@ -250,15 +257,12 @@ class FeedWriter:
         watched = self._presence.any()
         if not watched:
             if self._watched:
-                self._watched = False
-                self._unsubscribe()
-                self._unsubscribe = None
                 with self._lock:
+                    self._watched = False
                     self._events.clear()
         elif not self._watched:
-            self._watched = True
-            # Listen first, so no event falls between this and the snapshot.
-            self._unsubscribe = self.scheduler.subscribe(self._on_event)
+            with self._lock:
+                self._watched = True  # first, so no event falls between this and the snapshot
             self._write_snapshot()
         else:
             self._write_changes()
@@ -285,6 +289,7 @@ class FeedWriter:
         upcoming = self.scheduler.upcoming(UPCOMING_LIMIT)
         with self._lock:
             self._events = [e for e in self._events if e.seq > seq]
+            history = [event_row(e) for e in self._recent if e.seq <= seq]
         self._seq = seq
         self._order = {info.id: n for n, info in enumerate(tasks)}
         self._known = {info.id: _state_fields(info) for info in tasks}
@@ -302,6 +307,7 @@ class FeedWriter:
 
         def write(conn) -> None:
             conn.execute("DELETE FROM feed_events")
+            conn.executemany("INSERT INTO feed_events VALUES (?,?,?,?,?,?,?,?,?)", history)
             conn.execute("DELETE FROM feed_tasks")
             conn.execute(  # answers nobody waits for any more
                 "DELETE FROM control WHERE status != 'pending' AND answered < ?",

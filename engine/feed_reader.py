@@ -29,7 +29,8 @@ class FeedRead(NamedTuple):
 
     state: dict  # feed_state, decoded
     reload: bool  # a new generation (a new owner, or watching started anew): all of it
-    events: list[tuple]  # feed_events rows after the seq asked for, oldest first
+    events: list[tuple]  # feed_events rows after the seq asked for (on a reload: the
+    # owner's recent events up to its snapshot), oldest first
     tasks: list[tuple]  # (id, ord, TaskInfo or None once removed, actions, changed)
     attempts: list[dict]  # attempt rows of the changed tasks, by column name
     answers: list[tuple]  # (id, action, task_id, status, answer) of the requests asked
@@ -100,10 +101,13 @@ class FeedReader:
         try:
             state = {k: json.loads(v) for k, v in conn.execute("SELECT * FROM feed_state")}
             reload = state.get("generation") != self._generation
-            if reload:
+            if reload:  # the events are the owner's recent past, up to its snapshot
                 self._generation = state.get("generation")
                 self._texts, self._infos, self._missing = {}, {}, {}
-                events, rows = [], conn.execute("SELECT * FROM feed_tasks").fetchall()
+                events = conn.execute(
+                    "SELECT * FROM feed_events WHERE seq <= ? ORDER BY seq", (state.get("seq", 0),)
+                ).fetchall()
+                rows = conn.execute("SELECT * FROM feed_tasks").fetchall()
             else:
                 events = conn.execute(
                     "SELECT * FROM feed_events WHERE seq > ? ORDER BY seq", (since_seq,)

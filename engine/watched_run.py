@@ -45,6 +45,7 @@ _OUTCOMES = {o.value: o for o in Outcome}
 POLL_INTERVAL = 0.1  # seconds between reads of the feed
 OWNER_CHECK = 0.25  # seconds between looks at whether the owner still holds the store
 ATTACH_TIMEOUT = 5.0  # seconds to wait for the owner to notice us and publish its run
+REPLAY = 500  # events a new listener is handed first
 
 
 class WatchOnly(RuntimeError):
@@ -124,6 +125,7 @@ class WatchedRun:
         self._reader: FeedReader | None = None
         self._run = 1
         self._answers: deque = deque()
+        self._replay: deque[Event] = deque(maxlen=REPLAY)  # the newest events delivered
         self._asked: set[int] = set()  # our control rows not answered yet
         self.owner_alive = True
         self.stopped_at: float | None = None  # wall time the owner was seen gone
@@ -251,10 +253,11 @@ class WatchedRun:
             if "upcoming" in state:
                 self._upcoming = [Entry(*e) for e in state["upcoming"]]
             paused = bool(state.get("paused", self._paused))
-            for row in event_rows:
-                event = self._event(row)
-                deliver.append(event)
-                self._hear(event)
+            if not reload or self._feed_seq < 0:  # a new owner's past is not ours
+                for row in event_rows:
+                    event = self._event(row)
+                    deliver.append(event)
+                    self._hear(event)
             if reload:
                 if self._feed_seq >= 0:  # a new owner: say what changed
                     deliver.extend(self._differences(old))
@@ -266,8 +269,10 @@ class WatchedRun:
                 deliver.append(self._engine_event("paused" if paused else "resumed"))
             self._paused = paused
             self._feed_seq = state.get("seq", self._feed_seq)
+            self._replay.extend(deliver)
+            listeners = list(self._listeners)
         for event in deliver:
-            for listener in list(self._listeners):
+            for listener in listeners:
                 try:
                     listener(event)
                 except Exception:
@@ -404,8 +409,17 @@ class WatchedRun:
 
     # -- the Scheduler API a window uses ----------------------------------------------
     def subscribe(self, callback):
+        """Listen to the run's events. The newest ones already seen (the owner's
+        recent past at attach, then everything since, up to ``REPLAY``) are handed
+        to ``callback`` first, on this thread: with ``snapshot()``'s tasks, which
+        they end at, a window's log and timeline start with the run's recent past."""
         with self._lock:
             self._listeners.append(callback)
+            for event in self._replay:  # under the lock: nothing newer can come first
+                try:
+                    callback(event)
+                except Exception:
+                    log.exception("a listener of the watched run failed")
 
         def unsubscribe() -> None:
             with self._lock:
@@ -418,8 +432,11 @@ class WatchedRun:
         return self.subscribe(lambda event: callback(event) if event.kind == kind else None)
 
     def snapshot(self):
+        """(seq, tasks, upcoming): ``seq`` is just below the replayed events (see
+        ``subscribe``), which end at these tasks' states."""
         with self._lock:
-            return self._seq, list(self._tasks.values()), list(self._upcoming[:100])
+            floor = self._replay[0].seq - 1 if self._replay else self._seq
+            return floor, list(self._tasks.values()), list(self._upcoming[:100])
 
     def tasks(self) -> list[TaskInfo]:
         with self._lock:

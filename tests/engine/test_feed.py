@@ -80,6 +80,22 @@ def test_a_watcher_sees_the_run_and_its_requests_are_answered(owner, tmp_path):
         watcher.close()
 
 
+def test_a_watcher_that_attaches_gets_the_runs_recent_past_first(owner, tmp_path):
+    scheduler, store, feed = owner
+    until(lambda: scheduler.task("slow").state is S.RUNNING)  # before anyone watched
+    watcher = WatchedRun(tmp_path / "run.db")
+    try:
+        heard = []
+        watcher.subscribe(heard.append)  # handed the recent past at once
+        floor = watcher.snapshot()[0]
+        assert [(e.task_id, e.kind) for e in heard] == [("slow", "running")]
+        assert all(e.seq > floor for e in heard)  # a listener keeps them (bridge rule)
+        watcher.cancel("slow")
+        until(lambda: ("slow", "cancelled") in [(e.task_id, e.kind) for e in heard])
+    finally:
+        watcher.close()
+
+
 def test_an_old_request_is_expired_not_applied(owner, tmp_path):
     scheduler, store, feed = owner
     conn = sqlite3.connect(tmp_path / "run.db", isolation_level=None)

@@ -9,7 +9,12 @@ folder beside the store.
 Closing the window, quitting, or opening another workflow stops the engine with
 ``shutdown(cancel_running=True)``: running commands are terminated, their tasks
 are left READY in the store (the next open runs them again), and the store is
-closed once the engine has written its last state.
+closed once the engine has written its last state. A person closing a window
+whose run has recurring tasks is first asked whether to hand the schedule to a
+headless ``taskloom run`` instead.
+
+A workflow whose store another live process owns is not run a second time: the
+window watches that run (``watching.py``) and can take it over once it stops.
 """
 
 from __future__ import annotations

@@ -42,6 +42,42 @@ def take(picture: str, workflow: str, seconds: float, theme: str, select: str | 
     return out
 
 
+def take_watching(picture: str, workflow: str, seconds: float, kill_owner_after=None) -> Path:
+    """A window watching a headless ``taskloom run`` of ``workflow`` (started first,
+    on its own store); with ``kill_owner_after``, the owner is killed that long
+    after the window opened, so the picture shows the window offering to take over."""
+    import signal
+    import time
+
+    out = DOCS / picture
+    data = Path(tempfile.mkdtemp())
+    env = dict(os.environ, QT_QPA_PLATFORM="offscreen", XDG_DATA_HOME=str(data))
+    env.pop("TASKLOOM_THEME", None)
+    db = data / "run.db"
+    path = str(EXAMPLES / workflow)
+    owner = subprocess.Popen(
+        [sys.executable, "-m", "taskloom", "run", path, "--db", str(db)],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        time.sleep(2.5)  # the headless run is under way
+        command = [sys.executable, "-m", "taskloom", path, "--db", str(db)]
+        command += ["--screenshot", str(out), "--quit-after", str(seconds), "--theme", "light"]
+        window = subprocess.Popen(command, cwd=ROOT, env=env)
+        if kill_owner_after is not None:
+            time.sleep(kill_owner_after)
+            owner.send_signal(signal.SIGKILL)
+        window.wait(60)
+    finally:
+        if owner.poll() is None:
+            owner.send_signal(signal.SIGINT)
+        owner.wait(60)
+    return out
+
+
 def shrink(path: Path) -> None:
     """Re-save at the strongest PNG compression (Qt maps quality 0 to zlib level 9).
 
@@ -60,6 +96,11 @@ def main() -> int:
     app = QGuiApplication.instance() or QGuiApplication(sys.argv[:1])  # QImage needs one
     for picture, workflow, seconds, theme, select in SHOTS:
         path = take(picture, workflow, seconds, theme, select)
+        shrink(path)
+        print(f"{path.relative_to(ROOT)}: {path.stat().st_size // 1024} KB")
+    # A window watching a headless run, and the same once its owner was killed.
+    for picture, kill_after in (("window-watching.png", None), ("window-owner-gone.png", 3.0)):
+        path = take_watching(picture, "etl.toml", 4.5, kill_after)
         shrink(path)
         print(f"{path.relative_to(ROOT)}: {path.stat().st_size // 1024} KB")
     del app

@@ -29,7 +29,7 @@ from .store_lock import StoreLock
 
 log = logging.getLogger("taskloom.store")
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 # MIGRATIONS[n] takes a store from schema version n to n + 1.
 MIGRATIONS: dict[int, list[str]] = {
@@ -81,6 +81,39 @@ MIGRATIONS: dict[int, list[str]] = {
         "ALTER TABLE attempts ADD COLUMN pid INTEGER",
         "ALTER TABLE attempts ADD COLUMN pgid INTEGER",
         "ALTER TABLE attempts ADD COLUMN proc_started REAL",
+    ],
+    # What a watcher needs to follow the run live, and the requests it sends the
+    # owner (see feed.py): written only while somebody watches.
+    2: [
+        """CREATE TABLE feed_events (
+            seq INTEGER PRIMARY KEY,
+            kind TEXT NOT NULL,
+            task_id TEXT NOT NULL,
+            state TEXT,
+            at REAL NOT NULL,
+            attempt INTEGER NOT NULL,
+            run_at REAL,
+            error TEXT,
+            outcome TEXT
+        )""",
+        """CREATE TABLE feed_tasks (
+            id TEXT PRIMARY KEY,
+            seq INTEGER NOT NULL,
+            ord INTEGER NOT NULL,
+            info TEXT,
+            actions TEXT
+        )""",
+        "CREATE TABLE feed_state (key TEXT PRIMARY KEY, value TEXT)",
+        """CREATE TABLE control (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            action TEXT NOT NULL,
+            task_id TEXT NOT NULL,
+            requested REAL NOT NULL,
+            origin TEXT NOT NULL,
+            status TEXT NOT NULL DEFAULT 'pending',
+            answer TEXT,
+            answered REAL
+        )""",
     ],
 }
 
@@ -168,6 +201,18 @@ def _check_existing(path: Path) -> None:
             f"{path}: the store is damaged (no table {', '.join(map(repr, missing))}); "
             "move it aside to start afresh"
         )
+
+
+def _write_feed(conn, write) -> None:
+    """A watcher's feed must never fail the owner's commit: its writes are undone
+    on their own (a savepoint) and logged."""
+    conn.execute("SAVEPOINT feed")
+    try:
+        write(conn)
+    except Exception:
+        log.exception("writing the watchers' feed failed")
+        conn.execute("ROLLBACK TO feed")
+    conn.execute("RELEASE feed")
 
 
 def damaged(path: Path, what: str) -> StoreError:
@@ -314,6 +359,12 @@ class SQLiteStore:
     def delete_task(self, task_id: str) -> None:
         self._put(("delete", task_id))
 
+    def put_feed(self, write) -> None:
+        """``write(connection)`` runs in the writer's next batch, in a transaction of
+        its own just before the engine's rows: the watchers' feed (feed.py) needs no
+        second writer (SQLite has one write lock) and never waits for a big batch."""
+        self._put(("feed", write))
+
     def flush(self, timeout: float | None = None) -> bool:
         """Wait until everything queued so far is committed.
 
@@ -443,6 +494,7 @@ class SQLiteStore:
         events: list[tuple] = []
         deletes: list[str] = []
         processes: list[tuple] = []
+        feeds: list = []
         for op in batch:  # coalesce: the latest row per task and per attempt wins
             kind = op[0]
             if kind == "update":
@@ -457,12 +509,16 @@ class SQLiteStore:
             elif kind == "process":
                 pid, pgid, *where = op[1]
                 processes.append((pid, pgid, start_time(pid), *where))
+            elif kind == "feed":
+                feeds.append(op[1])
             else:
                 deletes.append(op[1])
                 tasks.pop(op[1], None)
                 updates.pop(op[1], None)
         conn = self._conn
         run = self.run
+        if feeds:  # first, on their own: watchers need not wait for a big batch
+            self._commit_feed(feeds)
         with self._read_lock:
             conn.execute("BEGIN")
             try:
@@ -503,6 +559,24 @@ class SQLiteStore:
                     except sqlite3.Error:
                         log.warning("rollback after a failed commit failed too", exc_info=True)
                 raise
+
+    def _commit_feed(self, feeds: list) -> None:
+        """The watchers' feed in a transaction of its own; a failure is logged (the
+        engine's commit that follows reports a disk that fails for good)."""
+        conn = self._conn
+        with self._read_lock:
+            try:
+                conn.execute("BEGIN")
+                for write in feeds:
+                    _write_feed(conn, write)
+                conn.execute("COMMIT")
+            except sqlite3.Error:
+                log.exception("committing the watchers' feed failed")
+                if conn.in_transaction:
+                    try:
+                        conn.execute("ROLLBACK")
+                    except sqlite3.Error:
+                        log.warning("rollback of the watchers' feed failed too", exc_info=True)
 
     def close(self) -> None:
         if self._thread is None:  # a reader

@@ -107,8 +107,15 @@ class Controller(QObject):
         self.message.emit(f"Removed {tid}", False)
         return True
 
+    def edit_refusal(self) -> str | None:
+        """Why no graph edit is possible at all (a run watched, not owned), or None."""
+        return getattr(self.scheduler, "edit_refusal", None) or None
+
     def can_edit(self, tid: str) -> str | None:
         """Why ``tid`` cannot be edited now, or None if it can."""
+        refusal = self.edit_refusal()
+        if refusal:
+            return refusal
         try:
             if target_text(self.scheduler.definition(tid).action) is None:
                 return f"{tid} runs a Python object, which the dialog cannot show"

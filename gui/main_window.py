@@ -9,7 +9,15 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from PySide6.QtCore import QByteArray, QSettings, QStringListModel, Qt, QTimer, Signal
+from PySide6.QtCore import (
+    QByteArray,
+    QSettings,
+    QSignalBlocker,
+    QStringListModel,
+    Qt,
+    QTimer,
+    Signal,
+)
 from PySide6.QtGui import QAction, QGuiApplication, QKeySequence
 from PySide6.QtWidgets import (
     QCompleter,
@@ -383,6 +391,7 @@ class MainWindow(QMainWindow):
         v.connectHint.connect(lambda text: self.statusBar().showMessage(text, 2000))
         self.timeline.taskClicked.connect(lambda tid: self.select_tasks([tid]))
         self.inspector.taskActivated.connect(lambda tid: self.select_tasks([tid], centre=True))
+        b.pausedChanged.connect(self._on_paused_changed)
         c = self.controller
         c.message.connect(self._show_message)
         c.cycleRefused.connect(self.graph_view.flash_cycle)
@@ -487,6 +496,19 @@ class MainWindow(QMainWindow):
         self.act_pause_all.setText("Resume all" if paused else "Pause all")
         self._refresh_status()
 
+    def _on_paused_changed(self, paused: bool) -> None:
+        """The engine's dispatcher was paused or resumed (here, or by whoever owns it)."""
+        self.dispatcher_paused = paused
+        blocker = QSignalBlocker(self.act_pause_all)
+        self.act_pause_all.setChecked(paused)
+        del blocker
+        self.act_pause_all.setText("Resume all" if paused else "Pause all")
+        self._refresh_status()
+
+    def refresh_actions(self) -> None:
+        """Enable actions anew (what the engine allows may have changed without an event)."""
+        self._update_actions()
+
     def _delete_selection(self) -> None:
         """Delete: the selected edge if there is one, else the selected tasks."""
         if self.scene.selected_edge is not None:
@@ -514,6 +536,10 @@ class MainWindow(QMainWindow):
     def add_task_dialog(self) -> None:
         from .add_task import AddTaskDialog  # the dialog is big; load it on first use
 
+        refusal = self.controller.edit_refusal()
+        if refusal:  # say so before the form is filled in, not after
+            self._show_message(f"Cannot add a task: {refusal}", True)
+            return
         dialog = AddTaskDialog(list(self.bridge.tasks), self)
         dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
         dialog.specReady.connect(self.controller.add_task)

@@ -160,17 +160,25 @@ class TimelineModel:
         self.entries = grouped
 
     def add_events(self, events: list[Event]) -> None:
+        # An attempt may already have its bar (seeded from attempts(), or an event
+        # heard twice, as a watcher's replay of the run's recent past can be): each
+        # event applies to its own attempt's bar, once.
         for event in events:
             if event.kind == "running":
                 bars = self.bars.setdefault(event.task_id, deque(maxlen=20))
-                bars.append([event.at, None, "running", event.attempt])
+                if not any(bar[3] == event.attempt for bar in bars):
+                    bars.append([event.at, None, "running", event.attempt])
             elif event.outcome is not None:  # the engine says this event ended an attempt
                 bars = self.bars.get(event.task_id)
-                if bars and bars[-1][1] is None:
-                    bars[-1][1] = event.at
-                    bars[-1][2] = event.outcome
+                if not bars:
+                    continue
+                own = [bar for bar in bars if bar[3] == event.attempt]
+                bar = own[-1] if own else bars[-1]
+                if bar[1] is None:
+                    bar[1] = event.at
+                    bar[2] = event.outcome
                     if self.by_worker:
-                        self._attempt_ended(event.task_id, bars[-1][3])
+                        self._attempt_ended(event.task_id, bar[3])
 
     def stored_bars(self, tid: str):
         """Stored attempts of the task not also shown from the event stream."""

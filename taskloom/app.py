@@ -9,7 +9,12 @@ folder beside the store.
 Closing the window, quitting, or opening another workflow stops the engine with
 ``shutdown(cancel_running=True)``: running commands are terminated, their tasks
 are left READY in the store (the next open runs them again), and the store is
-closed once the engine has written its last state.
+closed once the engine has written its last state. A person closing a window
+whose run has recurring tasks is first asked whether to hand the schedule to a
+headless ``taskloom run`` instead.
+
+A workflow whose store another live process owns is not run a second time: the
+window watches that run (``watching.py``) and can take it over once it stops.
 """
 
 from __future__ import annotations
@@ -57,16 +62,52 @@ def store_paths(workflow, db: Path | None = None, data_dir: Path | None = None):
 
 
 class _CloseWatcher(QObject):
-    """Stops the session's engine when its window closes (the title bar's X, Quit)."""
+    """Stops the session's engine when its window closes (the title bar's X, Quit).
 
-    def __init__(self, session: WorkflowSession):
+    A person closing a window whose run has recurring tasks is asked whether the
+    schedule should go on in the background (a headless ``taskloom run`` takes the
+    run over) or stop; "cancel" keeps the window open."""
+
+    def __init__(self, session):
         super().__init__(session.window)
         self.session = session
 
     def eventFilter(self, watched, event) -> bool:
         if event.type() == QEvent.Type.Close:
+            if getattr(self.session, "asks_on_close", lambda: False)():
+                choice = self.session.ask_on_close()
+                if choice == CLOSE_CANCEL:
+                    event.ignore()
+                    return True
+                self.session.hand_off = choice == CLOSE_BACKGROUND
             self.session.stop()
         return False
+
+
+CLOSE_BACKGROUND, CLOSE_STOP, CLOSE_CANCEL = "background", "stop", "cancel"
+
+
+def ask_keep_schedule(window, name: str) -> str:
+    """Ask whether closing the window should leave the schedule running."""
+    from PySide6.QtWidgets import QMessageBox
+
+    box = QMessageBox(window)
+    box.setObjectName("keep_schedule")
+    box.setIcon(QMessageBox.Icon.Question)
+    box.setWindowTitle("Taskloom: keep the schedule running?")
+    box.setText(f"{name} has recurring tasks. Keep running them after this window closes?")
+    box.setInformativeText(
+        "In the background, a headless 'taskloom run' takes the run over: tasks "
+        "running now are stopped and start again there. Open the workflow again to "
+        "watch it."
+    )
+    keep = box.addButton("Keep running in the background", QMessageBox.ButtonRole.AcceptRole)
+    stop = box.addButton("Stop the schedule", QMessageBox.ButtonRole.DestructiveRole)
+    box.addButton(QMessageBox.StandardButton.Cancel)
+    box.setDefaultButton(keep)
+    box.exec()
+    clicked = box.clickedButton()
+    return CLOSE_BACKGROUND if clicked is keep else CLOSE_STOP if clicked is stop else CLOSE_CANCEL
 
 
 class WorkflowSession:
@@ -80,8 +121,13 @@ class WorkflowSession:
 
         self.workflow = workflow
         self.db_path = None if db_path is None else Path(db_path)
+        self.log_dir = None if log_dir is None else Path(log_dir)
         if log_dir is not None:
             Path(log_dir).mkdir(parents=True, exist_ok=True)
+        self.feed = None  # publishes the run for windows that watch it
+        self.hand_off = False  # on stop, a headless ``taskloom run`` takes the run over
+        self.quiet = False  # stopping without asking (Quit from a signal, a replaced window)
+        self.background_owner = None  # the Popen of that headless owner
         self.scheduler, self.store = self._open_run(fresh, log_dir)
         self._stopper: threading.Thread | None = None
         self._reader = None  # the window's history reader: joined before the store closes
@@ -123,15 +169,58 @@ class WorkflowSession:
             self.workflow.schedule_into(scheduler)
             self.resumed, self.note = False, ""
             return scheduler, None
+        from taskloom.engine.feed import FeedWriter
         from taskloom.runs import open_run
 
         opened = open_run(self.workflow, self.db_path, fresh=fresh, **options)
         self.resumed, self.note = opened.resumed, opened.note
+        self.feed = FeedWriter(opened.scheduler, opened.store).start()  # for watchers
         return opened.scheduler, opened.store
 
     @property
     def stopped(self) -> bool:
         return self._stopper is not None and not self._stopper.is_alive()
+
+    def asks_on_close(self) -> bool:
+        """Whether closing the window asks about the schedule: a person closes a
+        window whose stored run has recurring tasks (a headless owner can take it)."""
+        if self.quiet or self._stopper is not None or self.db_path is None:
+            return False
+        if self.workflow.path is None:
+            return False
+        return any(info.recurring for info in self.scheduler.tasks())
+
+    def ask_on_close(self) -> str:
+        """CLOSE_BACKGROUND, CLOSE_STOP or CLOSE_CANCEL; nobody is asked offscreen."""
+        from PySide6.QtGui import QGuiApplication
+
+        if QGuiApplication.platformName() == "offscreen":
+            return CLOSE_STOP
+        return ask_keep_schedule(self.window, self.workflow.name)
+
+    def _start_background_owner(self) -> None:
+        """A headless ``taskloom run`` on the same store, in its own session, so that
+        it outlives this process. It must not carry our owner mark: the reaper ends
+        every process with it once we exit (see reaper.py)."""
+        import subprocess
+
+        env = dict(os.environ)
+        env.pop("TASKLOOM_OWNER", None)
+        log_dir = self.log_dir or self.db_path.parent
+        log_dir.mkdir(parents=True, exist_ok=True)
+        argv = [sys.executable, "-m", "taskloom", "run", str(self.workflow.path)]
+        argv += ["--db", str(self.db_path), "--log-dir", str(log_dir)]
+        with open(log_dir / "background.log", "ab") as out:
+            self.background_owner = subprocess.Popen(
+                argv,
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                env=env,
+                start_new_session=True,
+                close_fds=True,
+            )
+        log.info("handed %s to a background owner, pid %d", self.db_path, self.background_owner.pid)
 
     def stop(self) -> None:
         """Stop the engine without blocking the GUI: running programs are terminated
@@ -155,8 +244,12 @@ class WorkflowSession:
                 self.executor.shutdown(wait=True, cancel_futures=True)
             if self._reader is not None and not self._reader.join(READER_JOIN_TIMEOUT):
                 log.warning("a run-history read is still running; closing the store anyway")
+            if self.feed is not None:
+                self.feed.close()
             if self.store is not None:
                 self.store.close()
+            if self.hand_off:
+                self._start_background_owner()
 
     def join(self, timeout: float | None = None) -> bool:
         """Wait for ``stop()`` to finish; True once the engine and the store are closed."""
@@ -166,6 +259,7 @@ class WorkflowSession:
 
     def close(self, wait: bool = True) -> None:
         """Close the window and stop the engine; with ``wait``, until both are done."""
+        self.quiet = True  # closed by the program: nobody to ask
         self.window.close()  # the close watcher calls stop()
         self.stop()
         self.window.deleteLater()
@@ -200,24 +294,32 @@ class Sessions:
             return False
         first = self.current is None
         db_path, log_dir = store_paths(workflow, self.db if first else None, self.data_dir)
+        return self._open(workflow, path, db_path, log_dir, fresh=self.fresh and first)
+
+    def take_over(self) -> bool:
+        """The watched run's owner stopped: resume the run here, as its owner."""
+        current = self.current
+        if current is None or not getattr(current, "watching", False):
+            return False
+        path = current.workflow.path
+        _, log_dir = store_paths(current.workflow, current.db_path)
+        return self._open(current.workflow, path, current.db_path, log_dir, fresh=False)
+
+    def _open(self, workflow, path, db_path, log_dir, fresh: bool) -> bool:
         old = self.current
         if (
             old is not None
             and old.db_path is not None
             and old.db_path.resolve() == db_path.resolve()
+            and not getattr(old, "watching", False)
         ):
             # The same store: the old engine must have written its last state (its
             # interrupted tasks READY) before the new run reads it.
+            old.quiet = True
             old.stop()
             old.join()
         try:
-            session = WorkflowSession(
-                workflow,
-                self.settings,
-                db_path=db_path,
-                fresh=self.fresh and first,
-                log_dir=log_dir,
-            )
+            session = self._session(workflow, db_path, log_dir, fresh)
         except OPEN_ERRORS as exc:
             if old is None:
                 raise
@@ -227,11 +329,33 @@ class Sessions:
             return False
         self.current = session
         session.window.openRequested.connect(self.open)
+        if getattr(session, "watching", False):
+            session.status.takeOverRequested.connect(self.take_over)
         session.window.show()
         if old is not None:  # after the new window shows, so the app never has none
             old.close(wait=False)
             self.closing.append(old)
         return True
+
+    def _session(self, workflow, db_path, log_dir, fresh: bool):
+        """Own the workflow's run; if another live process owns it, watch that one."""
+        from taskloom.engine.watched_run import OwnerGone
+
+        from .watching import WatchSession
+
+        for _ in range(3):  # an owner may stop (or start) between the two tries
+            try:
+                return WorkflowSession(
+                    workflow, self.settings, db_path=db_path, fresh=fresh, log_dir=log_dir
+                )
+            except StoreBusy:
+                try:
+                    return WatchSession(workflow, self.settings, db_path=db_path)
+                except OwnerGone:
+                    continue
+        return WorkflowSession(
+            workflow, self.settings, db_path=db_path, fresh=fresh, log_dir=log_dir
+        )
 
     def close(self) -> None:
         """Close the open workflow and wait until every engine has stopped."""

@@ -304,6 +304,9 @@ def run_workflow(args) -> int:
         print(exc if isinstance(exc, StoreError) else f"{args.file}: {exc}", file=sys.stderr)
         return EXIT_INVALID
     scheduler = opened.scheduler
+    from taskloom.engine.feed import FeedWriter
+
+    feed = FeedWriter(scheduler, opened.store).start()  # for windows that watch this run
     counted = counted_tasks(workflow)
     monitor = RunMonitor(workflow, counted)
     scheduler.subscribe(monitor.on_event)
@@ -321,6 +324,8 @@ def run_workflow(args) -> int:
         except (ValueError, KeyError, TypeError) as exc:  # e.g. an 'at' the engine refuses
             reporter.note(f"{args.file}: {exc}")
             _stop(scheduler, executor)
+            feed.close()
+            opened.store.close()
             return EXIT_INVALID
         store_error = None
 
@@ -336,6 +341,7 @@ def run_workflow(args) -> int:
                 reporter.note(f"{reason}: stopping running tasks (the run can be resumed)...")
         finally:
             store_error = _stop(scheduler, executor)
+            feed.close()  # watchers learn that the owner stopped
             opened.store.close()
     code = reporter.summary(scheduler, log_dir, interrupted)
     if store_error is not None:
@@ -475,7 +481,8 @@ class RunMonitor:
             self._all_settled.set()
 
     def on_event(self, event) -> None:
-        self.states[event.task_id] = event.state
+        if event.task_id:  # not pause/resume of everything (a watcher can ask for it)
+            self.states[event.task_id] = event.state
         if event.error:
             self.errors[event.task_id] = event.error
         if all(tid in self.states and self.states[tid].settled for tid in self.counted):

@@ -67,3 +67,25 @@ def test_quick_run_reports_every_workload_for_every_system(tmp_path):
     for workload in ("W1", "W2", "W3", "W4", "W5", "W6"):
         assert f"| {workload} " in table
     assert "Machine:" in table
+
+
+@pytest.mark.timeout(120)
+def test_the_watch_benchmark_runs_every_configuration_and_measures_the_lag(tmp_path):
+    proc = subprocess.run(
+        [sys.executable, "-m", "benchmarks.watch_bench", "--quick", "--out", str(tmp_path)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=110,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    results = json.loads((tmp_path / "watch.json").read_text())["results"]
+    for task in ("noop", "sleep_5ms"):
+        configs = results[task]["configs"]
+        assert list(configs) == ["no feed", "0 watchers", "1 watcher", "3 watchers"]
+        for name, row in configs.items():
+            assert row["tasks_per_s"] > 0
+            watchers = {"1 watcher": 1, "3 watchers": 3}.get(name, 0)
+            # every watcher heard every task succeed, and said when
+            assert row["successes_seen"] == watchers * results[task]["tasks"]
+            assert (row["lag_p50_ms"] is None) == (watchers == 0)

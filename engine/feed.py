@@ -1,0 +1,509 @@
+"""The owner's side of watching: a live feed of the run in its store, and the
+requests watchers send back (the control channel).
+
+A run belongs to the one process that holds its store (``store_lock.py``). Other
+processes may *watch* it: they open the store read-only (SQLite's WAL lets them
+read while the owner writes) and follow what the owner publishes here.
+
+**Who watches.** A watcher holds a shared ``flock`` on ``<store>.watch`` while it
+is open; the owner probes it (an exclusive non-blocking lock it drops at once)
+every ``FEED_INTERVAL``. The kernel drops a dead watcher's lock, so nothing goes
+stale. With nobody watching, the feed writes nothing; its listener only keeps
+the newest ``HISTORY`` events, which a watcher that attaches gets first.
+
+**What it writes** (tables ``feed_events``, ``feed_tasks``, ``feed_state``; see
+``store.MIGRATIONS``). When watching starts: every task, the upcoming timer
+entries, the dispatcher's pause and the owner's clock. Then, every
+``FEED_INTERVAL`` with changes: the newest ``FEED_TAIL`` events (a person cannot
+read more; the task rows carry every task's latest state), a row for each task
+they touched, and the upcoming entries. A task row is its last reading from the
+engine with the state fields its events gave, so the engine lock is taken only
+for new tasks and changed edges, and for ``allowed_actions``, which are re-read
+for changed tasks within ``ACTIONS_BUDGET`` a round. The rows go through the
+store's writer (``SQLiteStore.put_feed``), in a small transaction of their own:
+no second writer for SQLite's one write lock. Event times stay on the owner's
+clock; ``feed_state`` says how to turn them into wall time.
+
+**The control channel** is the ``control`` table: a watcher inserts a request
+(cancel, retry, run now, pause, resume, pause all, resume all) and the owner,
+which polls it every ``FEED_INTERVAL``, applies it through the ``Scheduler``'s
+public calls and writes the answer (done, refused with the reason, or expired)
+into the same row. The watcher sees the effect through the normal events. The
+table outlives both sides: a request made while the owner restarts is applied by
+the next owner if it is at most ``CONTROL_TTL`` seconds old, and answered
+``expired`` otherwise.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import logging
+import math
+import os
+import sqlite3
+import threading
+import time
+import uuid
+from collections import deque
+from pathlib import Path
+
+from .models import Event, TaskInfo
+
+log = logging.getLogger("taskloom.feed")
+
+FEED_INTERVAL = 0.1  # seconds between the owner's feed writes (and control polls)
+HEARTBEAT = 0.5  # seconds between writes while nothing changes, so watchers see it live
+FEED_TAIL = 500  # raw events written per interval; the task rows carry the rest
+FEED_KEEP = 5000  # feed_events rows kept for watchers that fall behind
+UPCOMING_LIMIT = 200
+HISTORY = 500  # recent events kept for a watcher that attaches
+CONTROL_TTL = 60.0  # seconds a request waits for an owner before it expires
+CONTROL_KEEP = 86400.0  # seconds answered requests are kept (dropped when watching starts)
+ACTIONS_BUDGET = 0.005  # seconds a round may spend asking what each changed task allows
+
+# A task row keeps its allowed actions until they are read again (_action_rows).
+_TASK_UPSERT = (
+    "INSERT INTO feed_tasks (id, seq, ord, info) VALUES (?,?,?,?) ON CONFLICT (id)"
+    " DO UPDATE SET seq = excluded.seq, ord = excluded.ord, info = excluded.info"
+)
+_ACTIONS_UPDATE = "UPDATE feed_tasks SET actions = ?, seq = ? WHERE id = ?"
+
+STRUCTURAL = frozenset({"dependency_added", "dependency_removed", "removed"})
+# Requests a watcher may send, and the verb its answer uses.
+CONTROL_ACTIONS = {
+    "cancel": "cancel",
+    "retry": "retry",
+    "run_now": "run now",
+    "pause": "pause",
+    "resume": "resume",
+    "pause_all": "pause all",
+    "resume_all": "resume all",
+}
+
+
+def watch_path(store_path) -> Path:
+    """The file whose shared locks say who watches the store."""
+    path = Path(store_path)
+    return path.with_name(path.name + ".watch")
+
+
+# ---------------------------------------------------------------------- encoding
+def encode_info(info: TaskInfo) -> str:
+    """A task as the JSON list ``watched_run`` decodes: [state, deps, dependents,
+    priority, attempt, run_at, recurring, paused, error]."""
+    return _encode(
+        _static_part(info), info.state, info.attempt, info.run_at, info.paused, info.error
+    )
+
+
+def _static_part(info: TaskInfo) -> str:
+    """The fields only an edit changes, encoded once per reading: deps, dependents,
+    priority, then recurring (joined by the caller around the state fields)."""
+    middle = json.dumps([list(info.deps), list(info.dependents), info.priority])[1:-1]
+    return middle + ("\x00true" if info.recurring else "\x00false")
+
+
+def _encode(static: str, state, attempt: int, run_at, paused: bool, error) -> str:
+    # By hand: json.dumps of the whole list per changed task, many thousands a
+    # second under load, cost the owner's busy threads a good share of the GIL.
+    middle, recurring = static.split("\x00")
+    if run_at is None:
+        when = "null"
+    else:
+        when = repr(float(run_at)) if math.isfinite(run_at) else json.dumps(run_at)
+    why = "null" if error is None else json.dumps(error)
+    return (
+        f'["{state.value}",{middle},{int(attempt)},{when},{recurring},'
+        f"{'true' if paused else 'false'},{why}]"
+    )
+
+
+def encode_actions(actions) -> str:
+    return ",".join(sorted(action.value for action in actions))
+
+
+def event_row(event: Event) -> tuple:
+    state = None if event.state is None else event.state.value
+    outcome = None if event.outcome is None else str(event.outcome)
+    return (
+        event.seq,
+        event.kind,
+        event.task_id,
+        state,
+        event.at,
+        event.attempt,
+        event.run_at,
+        event.error,
+        outcome,
+    )
+
+
+def entry_rows(entries) -> str:
+    return json.dumps([[e.run_at, e.priority, e.task_id, e.kind] for e in entries])
+
+
+def _state_fields(info: TaskInfo) -> dict:
+    return {
+        "state": info.state,
+        "attempt": info.attempt,
+        "run_at": info.run_at,
+        "error": info.error,
+        "paused": info.paused,
+    }
+
+
+def _hear(known: dict[str, dict], event: Event) -> None:
+    """Update a task's state fields from its event (as the window's bridge does)."""
+    if event.kind == "removed":
+        known.pop(event.task_id, None)
+        return
+    fields = known.get(event.task_id)
+    if event.kind in ("paused", "resumed"):
+        if fields is not None:
+            fields["paused"] = event.kind == "paused"
+    elif event.state is not None:
+        paused = False if fields is None else fields["paused"]
+        known[event.task_id] = {
+            "state": event.state,
+            "attempt": event.attempt,
+            "run_at": event.run_at,
+            "error": event.error,
+            "paused": paused,
+        }
+
+
+class WatcherPresence:
+    """Whether any watcher holds ``<store>.watch`` (a shared flock) right now."""
+
+    def __init__(self, store_path):
+        self._fd = os.open(watch_path(store_path), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+
+    def any(self) -> bool:
+        try:
+            fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        fcntl.flock(self._fd, fcntl.LOCK_UN)  # at once: a watcher may be waiting for it
+        return False
+
+    def close(self) -> None:
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+
+
+class FeedWriter:
+    """Publishes ``scheduler``'s run in ``store`` for watchers, and applies their
+    requests. ``start()`` after the scheduler is built (before it starts, so no
+    event is missed); ``close()`` after it has shut down and before the store closes.
+    """
+
+    def __init__(self, scheduler, store, interval: float = FEED_INTERVAL):
+        self.scheduler = scheduler
+        self.store = store
+        self.interval = interval
+        self._lock = threading.Lock()  # guards _events (the delivery thread appends)
+        self._events: list[Event] = []
+        self._watched = False  # somebody watches: the feed listens and writes
+        self._seq = 0  # the last engine seq the feed covers
+        self._edges: dict[str, tuple[str, ...]] = {}  # tid -> deps + dependents, as written
+        # Each task's state fields as of the last event the feed covers: a task row
+        # says what its events say, never a state whose event comes in a later batch.
+        self._known: dict[str, dict] = {}
+        self._static: dict[str, TaskInfo] = {}  # each task as last read from the engine
+        self._static_json: dict[str, str] = {}  # and its unchanging fields, encoded
+        self._stale: dict[str, None] = {}  # tasks whose allowed actions are to be read
+        self._order: dict[str, int] = {}
+        self._upcoming_json = ""
+        self._last_write = 0.0
+        self._applied: set[int] = set()  # control rows applied, answer not yet read back
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self.writes = 0  # feed batches queued (for tests and the benchmark)
+        self._presence = WatcherPresence(store.path)
+        self._reader = sqlite3.connect(
+            f"file:{store.path}?mode=ro", uri=True, check_same_thread=False
+        )
+        # The newest events, kept even while nobody watches: a window that attaches
+        # shows them (its event log and timeline start with the run's recent past).
+        self._recent: deque[Event] = deque(maxlen=HISTORY)
+        self._unsubscribe = scheduler.subscribe(self._on_event)
+        self._closed = False
+
+    def start(self) -> FeedWriter:
+        self._thread = threading.Thread(target=self._loop, name="taskloom-feed", daemon=True)
+        self._thread.start()
+        return self
+
+    # -- the engine's delivery thread ----------------------------------------------
+    def _on_event(self, event: Event) -> None:
+        with self._lock:
+            self._recent.append(event)
+            if self._watched:
+                self._events.append(event)
+
+    # -- the feed thread -------------------------------------------------------------
+    def _loop(self) -> None:
+        while True:
+            try:
+                self._tick()
+            except Exception:  # the run must go on without its feed
+                log.exception("the watchers' feed failed a round")
+            if self._stop.wait(self.interval):
+                return
+
+    def _tick(self) -> None:
+        watched = self._presence.any()
+        if not watched:
+            if self._watched:
+                with self._lock:
+                    self._watched = False
+                    self._events.clear()
+        elif not self._watched:
+            with self._lock:
+                self._watched = True  # first, so no event falls between this and the snapshot
+            self._write_snapshot()
+        else:
+            self._write_changes()
+        self._serve_control()
+
+    def _state_rows(self, **extra) -> list[tuple]:
+        clock = self.scheduler.clock
+        now = time.time()
+        offset = clock.wall().timestamp() - clock.now()
+        rows = {
+            "seq": self._seq,
+            "paused": int(self.scheduler.paused),
+            "offset": offset,
+            "workers": self.scheduler.workers,
+            "run": getattr(self.store, "run", 1),
+            "written": now,
+            "pid": os.getpid(),
+            **extra,
+        }
+        return [(key, json.dumps(value)) for key, value in rows.items()]
+
+    def _write_snapshot(self) -> None:
+        seq, tasks, _ = self.scheduler.snapshot()
+        upcoming = self.scheduler.upcoming(UPCOMING_LIMIT)
+        with self._lock:
+            self._events = [e for e in self._events if e.seq > seq]
+            history = [event_row(e) for e in self._recent if e.seq <= seq]
+        self._seq = seq
+        self._order = {info.id: n for n, info in enumerate(tasks)}
+        self._known = {info.id: _state_fields(info) for info in tasks}
+        self._static = {info.id: info for info in tasks}
+        self._static_json = {}
+        self._stale = dict.fromkeys(self._static)
+        rows = [self._info_row(info.id) for info in tasks]
+        actions = self._action_rows()
+        self._upcoming_json = entry_rows(upcoming)
+        state = self._state_rows(
+            generation=uuid.uuid4().hex, upcoming=json.loads(self._upcoming_json), stopped=None
+        )
+
+        answered_before = time.time() - CONTROL_KEEP
+
+        def write(conn) -> None:
+            conn.execute("DELETE FROM feed_events")
+            conn.executemany("INSERT INTO feed_events VALUES (?,?,?,?,?,?,?,?,?)", history)
+            conn.execute("DELETE FROM feed_tasks")
+            conn.execute(  # answers nobody waits for any more
+                "DELETE FROM control WHERE status != 'pending' AND answered < ?",
+                (answered_before,),
+            )
+            conn.executemany(_TASK_UPSERT, rows)
+            conn.executemany(_ACTIONS_UPDATE, actions)
+            conn.executemany("INSERT OR REPLACE INTO feed_state VALUES (?,?)", state)
+
+        self._queue(write)
+
+    def _info_row(self, tid: str, fresh: bool = False) -> tuple:
+        """(id, seq, ord, info) of a task; info NULL once it is gone. The task is read
+        from the engine only when ``fresh`` (its edges changed) or new; otherwise its
+        last reading gets the state fields its events gave: no engine lock per task
+        (under load each wait for it is a wait for the GIL too)."""
+        base = None if fresh else self._static.get(tid)
+        if base is None:
+            try:
+                base = self.scheduler.task(tid)
+            except KeyError:
+                for table in (
+                    self._edges,
+                    self._known,
+                    self._static,
+                    self._static_json,
+                    self._stale,
+                ):
+                    table.pop(tid, None)
+                return (tid, self._seq, self._order.get(tid, 0), None)
+            self._static[tid] = base
+            self._static_json[tid] = _static_part(base)
+            self._edges[tid] = tuple(base.deps) + tuple(base.dependents)
+        static = self._static_json.get(tid)
+        if static is None:
+            static = self._static_json[tid] = _static_part(base)
+        k = self._known.get(tid)
+        if k is None:
+            text = _encode(static, base.state, base.attempt, base.run_at, base.paused, base.error)
+        else:
+            text = _encode(static, k["state"], k["attempt"], k["run_at"], k["paused"], k["error"])
+        self._stale.pop(tid, None)
+        self._stale[tid] = None  # its allowed actions are read again, in turn
+        order = self._order.setdefault(tid, len(self._order))
+        return (tid, self._seq, order, text)
+
+    def _action_rows(self) -> list[tuple]:
+        """(actions, seq, id) of the tasks whose allowed actions may have changed,
+        the longest waiting first, for at most ``ACTIONS_BUDGET`` seconds a round:
+        under load a watcher's buttons may follow a round or two behind the states
+        (and the owner refuses what is no longer allowed, saying why)."""
+        deadline = time.perf_counter() + ACTIONS_BUDGET
+        rows: list[tuple] = []
+        while self._stale and (not rows or time.perf_counter() < deadline):
+            tid = next(iter(self._stale))
+            del self._stale[tid]
+            try:
+                actions = self.scheduler.allowed_actions(tid)
+            except KeyError:
+                continue
+            rows.append((encode_actions(actions), self._seq, tid))
+        return rows
+
+    def _write_changes(self, **extra) -> None:
+        with self._lock:
+            events, self._events = self._events, []
+        events = [e for e in events if e.seq > self._seq]
+        now = time.time()
+        if not (events or extra or self._stale) and now - self._last_write < HEARTBEAT:
+            return
+        touched: dict[str, bool] = {}  # tid -> re-read from the engine
+        for event in events:
+            tid = event.task_id
+            if not tid:
+                continue
+            _hear(self._known, event)
+            if event.kind in STRUCTURAL or tid not in self._static:
+                touched[tid] = True
+                for other in self._edges.get(tid, ()):  # the other ends, before
+                    touched[other] = True
+            else:
+                touched.setdefault(tid, False)
+        # The newest events; an engine-wide one (pause all) is never cut.
+        tail = [e for e in events[:-FEED_TAIL] if not e.task_id] + events[-FEED_TAIL:]
+        if events:
+            self._seq = events[-1].seq
+        rows = []
+        for tid, fresh in list(touched.items()):
+            row = self._info_row(tid, fresh)
+            rows.append(row)
+            if fresh and row[3] is not None:  # the other ends, after
+                for other in self._edges.get(tid, ()):
+                    if other not in touched:
+                        touched[other] = True
+                        rows.append(self._info_row(other, True))
+        actions = self._action_rows()
+        upcoming = entry_rows(self.scheduler.upcoming(UPCOMING_LIMIT)) if events else None
+        state_extra = dict(extra)
+        if upcoming is not None and upcoming != self._upcoming_json:
+            self._upcoming_json = upcoming
+            state_extra["upcoming"] = json.loads(upcoming)
+        state = self._state_rows(**state_extra)
+        events_rows = [event_row(e) for e in tail]
+        seq = self._seq
+
+        def write(conn) -> None:
+            if events_rows:
+                conn.executemany(
+                    "INSERT OR REPLACE INTO feed_events VALUES (?,?,?,?,?,?,?,?,?)", events_rows
+                )
+                conn.execute("DELETE FROM feed_events WHERE seq <= ?", (seq - FEED_KEEP,))
+            conn.executemany(_TASK_UPSERT, rows)
+            conn.executemany(_ACTIONS_UPDATE, actions)
+            conn.executemany("INSERT OR REPLACE INTO feed_state VALUES (?,?)", state)
+
+        self._queue(write)
+
+    def _queue(self, write) -> None:
+        self._last_write = time.time()
+        self.writes += 1
+        self.store.put_feed(write)
+
+    # -- control ---------------------------------------------------------------------
+    def _serve_control(self) -> None:
+        try:
+            rows = self._reader.execute(
+                "SELECT id, action, task_id, requested FROM control WHERE status = 'pending'"
+                " ORDER BY id"
+            ).fetchall()
+        except sqlite3.Error as exc:
+            log.warning("cannot read watcher requests: %s", exc)
+            return
+        pending = {row[0] for row in rows}
+        self._applied &= pending  # answered rows are no longer pending
+        answers = []
+        for rid, action, tid, requested in rows:
+            if rid in self._applied:
+                continue
+            self._applied.add(rid)
+            age = time.time() - requested
+            if age > CONTROL_TTL:
+                text = f"not applied: asked {age:.0f}s ago, before this owner was there"
+                answers.append(("expired", text, time.time(), rid))
+                continue
+            status, text = self.apply(action, tid)
+            answers.append((status, text, time.time(), rid))
+        if answers:
+            self._queue(
+                lambda conn: conn.executemany(
+                    "UPDATE control SET status = ?, answer = ?, answered = ? WHERE id = ?",
+                    answers,
+                )
+            )
+
+    def apply(self, action: str, tid: str) -> tuple[str, str]:
+        """Apply one watcher request through the Scheduler's public calls: ("done" |
+        "refused", what happened), in words a person can read in the watcher."""
+        s = self.scheduler
+        verb = CONTROL_ACTIONS.get(action)
+        if verb is None:
+            return "refused", f"unknown request {action!r}"
+        try:
+            if action == "pause_all":
+                s.pause()
+                return "done", "paused the whole run"
+            if action == "resume_all":
+                s.resume()
+                return "done", "resumed the whole run"
+            if action in ("pause", "resume"):
+                getattr(s, action)(tid)
+                return "done", f"{action}d {tid}"
+            if getattr(s, action)(tid):
+                return "done", f"{verb}: {tid}"
+            state = s.task(tid).state.name.lower()
+            return "refused", f"cannot {verb} {tid}: it is {state}"
+        except KeyError:
+            return "refused", f"cannot {verb} {tid}: the run has no such task"
+        except (ValueError, RuntimeError) as exc:
+            return "refused", f"cannot {verb} {tid}: {exc}"
+
+    # -- end -------------------------------------------------------------------------
+    def close(self) -> None:
+        """Stop publishing; watchers are told the owner stopped. Idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+        try:
+            if self._watched:
+                self._write_changes(stopped=time.time())
+        except Exception:
+            log.exception("the watchers' feed could not say the owner stopped")
+        if self._unsubscribe is not None:
+            self._unsubscribe()
+            self._unsubscribe = None
+        self._presence.close()
+        self._reader.close()

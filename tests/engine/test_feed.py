@@ -1,0 +1,226 @@
+"""The owner's feed and the control channel, in one process: an owner (Scheduler +
+SQLiteStore + FeedWriter) and WatchedRuns on the same store (flock locks taken
+through separate descriptors conflict within a process as between processes)."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import threading
+import time
+
+import pytest
+
+from taskloom.engine import Call, Scheduler, TaskState, current_run
+from taskloom.engine.feed import CONTROL_TTL, FeedWriter
+from taskloom.engine.store import SQLiteStore
+from taskloom.engine.watched_run import OwnerGone, WatchedRun, WatchOnly
+
+S = TaskState
+
+
+def blocked() -> None:
+    current_run().wait_cancelled(30)  # runs until cancelled
+
+
+def quick() -> None:
+    pass
+
+
+@pytest.fixture
+def owner(tmp_path):
+    store = SQLiteStore(tmp_path / "run.db")
+    scheduler = Scheduler(workers=2, store=store)
+    scheduler.add(Call("tests.engine.test_feed:blocked"), name="slow")
+    scheduler.add(Call("tests.engine.test_feed:quick"), name="after", deps=["slow"])
+    feed = FeedWriter(scheduler, store).start()
+    scheduler.start()
+    yield scheduler, store, feed
+    scheduler.shutdown(wait=True, cancel_running=True)
+    feed.close()
+    store.close()
+
+
+def until(predicate, timeout: float = 10.0) -> None:
+    """Until the owner's or the watcher's threads make ``predicate`` true (as qtbot.waitUntil)."""
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError("condition not met in time")
+        threading.Event().wait(0.01)
+
+
+def test_nothing_is_written_while_nobody_watches(owner):
+    scheduler, store, feed = owner
+    until(lambda: scheduler.task("slow").state is S.RUNNING)
+    writes = feed.writes
+    feed._tick()  # a round as the feed thread runs it
+    assert feed.writes == writes == 0
+
+
+def test_a_watcher_sees_the_run_and_its_requests_are_answered(owner, tmp_path):
+    scheduler, store, feed = owner
+    watcher = WatchedRun(tmp_path / "run.db")
+    try:
+        assert {t.id: t.state for t in watcher.tasks()}["after"] is S.PENDING
+        until(lambda: watcher.task("slow").state is S.RUNNING)
+        assert watcher.attempts("slow")[-1].outcome == "running"
+        assert watcher.retry("slow") is True  # sent; the owner decides
+        until(lambda: bool(watcher._answers))
+        (answer,) = watcher.take_answers()
+        assert answer[1:] == ("retry", "slow", "refused", "cannot retry slow: it is running")
+        watcher.cancel("slow")
+        until(lambda: watcher.task("after").state is S.SKIPPED)
+        assert scheduler.task("slow").state is S.CANCELLED
+        with pytest.raises(WatchOnly, match="edit the workflow file"):
+            watcher.add_dependency("after", "slow")
+        with pytest.raises(KeyError):
+            watcher.cancel("nope")
+    finally:
+        watcher.close()
+
+
+def test_a_watcher_that_attaches_gets_the_runs_recent_past_first(owner, tmp_path):
+    scheduler, store, feed = owner
+    until(lambda: scheduler.task("slow").state is S.RUNNING)  # before anyone watched
+    watcher = WatchedRun(tmp_path / "run.db")
+    try:
+        heard = []
+        watcher.subscribe(heard.append)  # handed the recent past at once
+        floor = watcher.snapshot()[0]
+        assert [(e.task_id, e.kind) for e in heard] == [("slow", "running")]
+        assert all(e.seq > floor for e in heard)  # a listener keeps them (bridge rule)
+        watcher.cancel("slow")
+        until(lambda: ("slow", "cancelled") in [(e.task_id, e.kind) for e in heard])
+    finally:
+        watcher.close()
+
+
+def test_an_old_request_is_expired_not_applied(owner, tmp_path):
+    scheduler, store, feed = owner
+    conn = sqlite3.connect(tmp_path / "run.db", isolation_level=None)
+    conn.execute(
+        "INSERT INTO control (action, task_id, requested, origin) VALUES (?,?,?,?)",
+        ("cancel", "slow", time.time() - CONTROL_TTL - 5, "elsewhere"),
+    )
+    feed._serve_control()
+    store.flush()
+    status, answer = conn.execute("SELECT status, answer FROM control").fetchone()
+    conn.close()
+    assert status == "expired" and "before this owner" in answer
+    assert scheduler.task("slow").state is S.RUNNING
+
+
+def test_a_store_without_an_owner_is_not_watched(tmp_path):
+    SQLiteStore(tmp_path / "run.db").close()
+    with pytest.raises(OwnerGone):
+        WatchedRun(tmp_path / "run.db")
+
+
+def test_a_failing_feed_write_never_fails_the_owners_commit(owner):
+    scheduler, store, feed = owner
+
+    def broken(conn) -> None:
+        conn.execute("INSERT INTO no_such_table VALUES (1)")
+
+    store.put_feed(broken)
+    assert store.flush() is True
+    assert not store.failed
+
+
+def test_an_owner_that_closes_tells_its_watchers(owner, tmp_path):
+    scheduler, store, feed = owner
+    watcher = WatchedRun(tmp_path / "run.db")
+    try:
+        until(lambda: watcher.task("slow").state is S.RUNNING)
+        scheduler.shutdown(wait=True, cancel_running=True)
+        feed.close()  # as taskloom run does before it closes the store
+        until(lambda: not watcher.owner_alive)
+        # The owner's last word is in: its final states, as it left them.
+        assert watcher.tasks() == scheduler.tasks()
+        with pytest.raises(RuntimeError, match="take the run over"):
+            watcher.run_now("slow")
+        assert watcher.allowed_actions("slow") == frozenset()
+    finally:
+        watcher.close()
+
+
+def test_a_burst_too_big_for_one_batch_still_leaves_a_listener_with_every_state(
+    tmp_path, monkeypatch
+):
+    """More events in one round than the feed writes (FEED_TAIL, made tiny here): a
+    listener that applies events as the window's bridge does ends with the owner's
+    states all the same."""
+    from taskloom.engine import feed as feed_module
+
+    monkeypatch.setattr(feed_module, "FEED_TAIL", 20)
+    store = SQLiteStore(tmp_path / "run.db")
+    scheduler = Scheduler(workers=4, store=store)
+    for n in range(1500):
+        scheduler.add(Call("tests.engine.test_feed:quick"), name=f"t{n}")
+    feed = FeedWriter(scheduler, store).start()
+    watcher = WatchedRun(tmp_path / "run.db")
+    feed._stop.set()  # no more rounds of its own: the whole run goes into one, below
+    feed._thread.join()
+    seen = {info.id: info.state for info in watcher.snapshot()[1]}
+    seqs = []
+
+    def apply(event) -> None:
+        seqs.append(event.seq)
+        if event.state is not None:
+            seen[event.task_id] = event.state
+
+    watcher.subscribe(apply)
+    try:
+        scheduler.start()
+        assert scheduler.wait(60)
+        feed._tick()  # ready, running, succeeded of 1,500 tasks: 4,500 events
+        until(lambda: all(state is S.SUCCEEDED for state in seen.values()), timeout=30)
+        assert len(seen) == 1500
+        assert seqs == sorted(seqs) and len(set(seqs)) == len(seqs)
+        # 20 of the owner's events, and one made here for each task they left out
+        assert len(seqs) <= 20 + 1500
+        assert watcher.tasks() == scheduler.tasks()
+    finally:
+        watcher.close()
+        scheduler.shutdown(wait=True)
+        feed.close()
+        store.close()
+
+
+def test_several_watchers_follow_one_owner_and_one_leaving_stops_nobody(owner, tmp_path):
+    scheduler, store, feed = owner
+    first, second = WatchedRun(tmp_path / "run.db"), WatchedRun(tmp_path / "run.db")
+    try:
+        until(lambda: first.task("slow").state is S.RUNNING)
+        until(lambda: second.task("slow").state is S.RUNNING)
+        first.close()  # the owner keeps publishing for the other one
+        scheduler.cancel("slow")
+        until(lambda: second.task("after").state is S.SKIPPED)
+        assert second.tasks() == scheduler.tasks()
+    finally:
+        first.close()
+        second.close()
+
+
+def test_an_owner_without_a_feed_is_named_at_once(tmp_path):
+    """An owner from before the feed (schema 2: no feed tables) cannot be watched:
+    the watcher says so, naming it, without waiting for a feed that never comes."""
+    from taskloom.engine.store import StoreBusy
+
+    path = tmp_path / "old.db"
+    conn = sqlite3.connect(path)
+    conn.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT)")
+    conn.execute("PRAGMA user_version = 2")
+    conn.close()
+    from taskloom.engine.store_lock import StoreLock
+
+    lock = StoreLock.acquire(path)  # an owner, as an older Taskloom holds it
+    try:
+        started = time.monotonic()
+        with pytest.raises(StoreBusy, match="does not publish its run") as refused:
+            WatchedRun(path)
+        assert time.monotonic() - started < 2.0  # not the 5 s a silent owner gets
+        assert refused.value.owner.pid == os.getpid()
+    finally:
+        lock.release()

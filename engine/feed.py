@@ -1,7 +1,7 @@
 """The owner's side of watching: a live feed of the run in its store, and the
 requests watchers send back (the control channel).
 
-A run belongs to the one process that holds its store (``store_lock.py``). Other
+A run belongs to the one process that holds its store (``_store/lock.py``). Other
 processes may *watch* it: they open the store read-only (SQLite's WAL lets them
 read while the owner writes) and follow what the owner publishes here.
 

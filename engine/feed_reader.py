@@ -15,8 +15,8 @@ import time
 from collections.abc import Callable
 from typing import NamedTuple
 
+from ._store.records import ATTEMPT_COLUMNS
 from .models import Action, TaskInfo
-from .records import ATTEMPT_COLUMNS
 from .states import TaskState
 
 ATTEMPTS_KEPT = 50  # attempts per task read at (re)load, and kept by the watcher

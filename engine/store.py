@@ -24,8 +24,8 @@ from collections import deque
 from pathlib import Path
 
 from ._jobs.survivors import start_time
-from .records import ATTEMPT_COLUMNS, ATTEMPT_WRITE, TASK_COLUMNS
-from .store_lock import StoreLock
+from ._store.lock import StoreLock
+from ._store.records import ATTEMPT_COLUMNS, ATTEMPT_WRITE, TASK_COLUMNS
 
 log = logging.getLogger("taskloom.store")
 
@@ -117,7 +117,7 @@ MIGRATIONS: dict[int, list[str]] = {
     ],
 }
 
-# TASK_COLUMNS and ATTEMPT_COLUMNS live with the rows' conversions, in records.py.
+# TASK_COLUMNS and ATTEMPT_COLUMNS live with the rows' conversions, in _store/records.py.
 _ATTEMPT_UPSERT = (
     f"INSERT INTO attempts ({', '.join(ATTEMPT_WRITE)}) VALUES ({', '.join('?' * 12)})"
     " ON CONFLICT (run, task_id, number) DO UPDATE SET "
@@ -220,7 +220,7 @@ def damaged(path: Path, what: str) -> StoreError:
 
 
 class SQLiteStore:
-    """A run store. Opening one makes this process its owner (see ``store_lock.py``):
+    """A run store. Opening one makes this process its owner (see ``_store/lock.py``):
     a second owner, in this process or another, gets ``StoreBusy`` naming the first.
     ``SQLiteStore.reader(path)`` opens one for reading only, beside a live owner."""
 

@@ -31,13 +31,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from ._jobs.survivors import start_time
+from ._store.lock import read_owner
 from .feed import CONTROL_ACTIONS, watch_path
 from .feed_reader import ATTEMPTS_KEPT, FeedRead, FeedReader
 from .models import Action, Attempt, Entry, Event, TaskInfo
 from .options import Outcome
 from .states import TaskState
 from .store import SQLiteStore, StoreBusy, StoreError
-from .store_lock import read_owner
 
 log = logging.getLogger("taskloom.watch")
 _OUTCOMES = {o.value: o for o in Outcome}

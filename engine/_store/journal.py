@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING
 
 from ..clock import Clock
 from ..models import Attempt
-from ..records import StateRow
 from ..store import SQLiteStore
+from .records import StateRow
 
 if TYPE_CHECKING:
     from .._core.core import Core

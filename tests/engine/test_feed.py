@@ -213,7 +213,7 @@ def test_an_owner_without_a_feed_is_named_at_once(tmp_path):
     conn.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT)")
     conn.execute("PRAGMA user_version = 2")
     conn.close()
-    from taskloom.engine.store_lock import StoreLock
+    from taskloom.engine._store.lock import StoreLock
 
     lock = StoreLock.acquire(path)  # an owner, as an older Taskloom holds it
     try:

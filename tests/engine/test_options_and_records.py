@@ -17,11 +17,11 @@ from taskloom.engine import (
     SyncExecutor,
     TaskState,
     TriggerRule,
-    records,
     store,
     workflow,
 )
 from taskloom.engine._schedule import recurrence
+from taskloom.engine._store import records
 from taskloom.engine.store import SQLiteStore
 
 OFFSET = 1_700_000_000.0  # wall = mono + OFFSET

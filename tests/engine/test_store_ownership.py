@@ -17,8 +17,8 @@ import pytest
 
 from taskloom.engine import Scheduler, TaskState
 from taskloom.engine._jobs.reaper import ENV_KEY
+from taskloom.engine._store.lock import read_owner
 from taskloom.engine.store import SQLiteStore, StoreBusy
-from taskloom.engine.store_lock import read_owner
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -17,7 +17,7 @@ import pytest
 
 from taskloom.app import CLOSE_BACKGROUND, CLOSE_CANCEL, Sessions, WorkflowSession
 from taskloom.engine import TaskState
-from taskloom.engine.store_lock import read_owner
+from taskloom.engine._store.lock import read_owner
 from taskloom.engine.watched_run import WatchOnly
 from taskloom.engine.workflow import load
 from taskloom.watching import WatchSession

@@ -11,9 +11,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
-from .models import Attempt
+from ..models import Attempt
+
+if TYPE_CHECKING:
+    from .._core.task import Task
 
 TASK_COLUMNS = (
     "id, ord, spec, state, attempt, budget_base, next_wall, successes, consumed, error, paused"
@@ -56,7 +59,7 @@ class StateRow(NamedTuple):
     paused: int  # 0 or 1
 
     @classmethod
-    def of(cls, task, to_wall: Callable[[float | None], float | None]) -> StateRow:
+    def of(cls, task: Task, to_wall: Callable[[float | None], float | None]) -> StateRow:
         """``task``'s row; ``to_wall`` turns a scheduler-clock time to wall-clock seconds."""
         consumed = json.dumps(task.consumed) if task.consumed else None
         # a cron task's cursor is a wall time: stored exactly, not via the monotonic clock

@@ -63,7 +63,7 @@ class StoreLock:
 
     @classmethod
     def acquire(cls, store_path: Path) -> StoreLock:
-        from .store import StoreBusy
+        from ..store import StoreBusy
 
         path = lock_path(store_path)
         writable = True

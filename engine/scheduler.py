@@ -777,6 +777,49 @@ class Scheduler(DependencyRules, TimerLogic, RunLogic, WorkerLoop, StoreSync):
             self._evaluate_many(rearmed)
         return True
 
+    def clear(self, task_ids, downstream: bool = False) -> list[str]:
+        """Run settled one-shot tasks again within this run (Airflow's "Clear").
+
+        ``task_ids`` is one id or several. Each must be settled (SUCCEEDED, FAILED,
+        SKIPPED or CANCELLED), have no attempt in flight and not be recurring;
+        otherwise ``ValueError`` naming it, and nothing changes. With
+        ``downstream``, every settled one-shot task downstream of them is cleared too
+        and waits for them again. A cleared task is PENDING with a fresh retry
+        budget, runs as soon as its dependencies allow (its old time is ignored, as
+        ``retry`` does) and keeps its attempt history (numbers go on). Returns the
+        ids cleared, upstream first. ``KeyError`` for an unknown id.
+        """
+        ids = [task_ids] if isinstance(task_ids, str) else list(task_ids)
+        with self._edit():
+            roots = [self._get(tid) for tid in ids]
+            for task in roots:
+                if not task.state.settled or task.runs or task.recurrence is not None:
+                    what = "recurring" if task.recurrence is not None else task.state.name
+                    raise ValueError(
+                        f"task {task.id!r} is {what}: only a settled one-shot task can be cleared"
+                    )
+            chosen = {task.id: task for task in roots}
+            if downstream:
+                stack = [d for task in roots for d in task.dependents]
+                while stack:
+                    dependent = self._tasks[stack.pop()]
+                    if dependent.id in chosen or dependent.recurrence is not None:
+                        continue
+                    if dependent.state.settled and not dependent.runs:
+                        chosen[dependent.id] = dependent
+                    stack.extend(dependent.dependents)
+            order = {tid: n for n, tid in enumerate(self._tasks)}
+            cleared = sorted(chosen, key=order.__getitem__)
+            for tid in cleared:
+                task = chosen[tid]
+                task.cancel_requested = False
+                task.budget_base = task.attempt
+                task.retry_pending = False
+                task.run_at = None
+                self._set_state(task, S.PENDING)
+            self._evaluate_many(reversed(cleared))  # a stack: upstream decided first
+        return cleared
+
     def _rearm_skipped_downstream(self, task: Task) -> list[str]:
         rearmed, stack = [], list(task.dependents)
         while stack:

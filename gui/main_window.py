@@ -26,7 +26,9 @@ from PySide6.QtWidgets import (
 from taskloom.engine import Action, Outcome, TaskState
 
 from .bridge import EngineBridge
+from .close_question import CloseQuestion
 from .controller import Controller
+from .document import WorkflowDocument
 from .event_log import EventLog
 from .graph.export import export_graph
 from .graph.scene import GraphScene
@@ -62,13 +64,21 @@ class MainWindow(QMainWindow):
         self.setWindowIcon(icon("app"))
         self.bridge = EngineBridge(scheduler, self)
         self.controller = Controller(scheduler, self)
+        self._title = title
         self.dispatcher_paused = False
         self.selected: list[str] = []
-        self.workflow = None  # the engine.workflow.Workflow shown, if it came from a file
 
         self.scene = GraphScene(self)
         self.scene.scheduler = scheduler  # asked about edges while one is dragged
         self.scene.elapsed_source = self._running_for
+        # The file being edited: its undo stack is the controller's, its positions the scene's.
+        self.document = WorkflowDocument(
+            scheduler, self.controller.undo_stack, lambda: dict(self.scene.pins), self
+        )
+        self.controller.keep_edges = self.document.keep_edges
+        self.document.dirtyChanged.connect(self.setWindowModified)
+        self.document.pathChanged.connect(lambda _path: self._update_title())
+        self.close_question = CloseQuestion(self)
         self.graph_view = GraphView(self.scene)
         self.legend = Legend()
         central = QWidget()
@@ -119,6 +129,7 @@ class MainWindow(QMainWindow):
 
         if workflow is not None:
             self.attach_workflow(workflow)
+        self._update_title()
         # First picture from the snapshot the bridge took.
         self._on_structure()
         self.timeline.set_upcoming(self.bridge.upcoming)
@@ -254,11 +265,19 @@ class MainWindow(QMainWindow):
         )
         self.act_save = a(
             "saveWorkflow",
-            "Save workflow…",
+            "Save",
             "save-workflow",
             "Ctrl+S",
             self._save_workflow,
-            "Save the workflow (TOML)",
+            "Save the workflow to its file (TOML); asks where when it has none",
+        )
+        self.act_save_as = a(
+            "saveWorkflowAs",
+            "Save as…",
+            "save-workflow",
+            "Ctrl+Shift+S",
+            self._save_workflow_as,
+            "Save the workflow to another file (paths are rebased to its folder)",
         )
         self.act_undo = self.controller.undo_stack.createUndoAction(self, "Undo")
         self.act_undo.setObjectName("undo")
@@ -335,7 +354,7 @@ class MainWindow(QMainWindow):
 
         menus = self.menuBar()
         file_menu = menus.addMenu("&File")
-        file_menu.addActions([self.act_open, self.act_save, self.act_export])
+        file_menu.addActions([self.act_open, self.act_save, self.act_save_as, self.act_export])
         file_menu.addSeparator()
         quit_action = file_menu.addAction("Quit", QKeySequence.StandardKey.Quit)
         quit_action.triggered.connect(self.close)
@@ -575,67 +594,66 @@ class MainWindow(QMainWindow):
             self.openRequested.emit(path)
 
     def _save_workflow(self) -> None:
-        start = str(self.workflow.path) if self.workflow and self.workflow.path else ""
-        path, _ = QFileDialog.getSaveFileName(self, "Save workflow", start, "Workflows (*.toml)")
-        if not path:
-            return
-        if self.workflow is not None:
-            self.save_workflow(path)
+        """Save writes the open file; a workflow without one asks where (Save As)."""
+        if self.document.path is None:
+            self._save_workflow_as()
         else:
-            self.saveRequested.emit(path)
+            self.save_workflow()
+
+    def _save_workflow_as(self) -> None:
+        # The dialog opens in the file's folder with a new name, never on the file
+        # itself: Enter must not overwrite what Save As was chosen to keep.
+        path = self.document.path
+        folder = path.resolve().parent if path is not None else Path.cwd()
+        stem = path.stem if path is not None else self.document.name
+        start = str(folder / f"{stem}-copy.toml")
+        path, _ = QFileDialog.getSaveFileName(self, "Save workflow as", start, "Workflows (*.toml)")
+        if path:
+            self.save_workflow(path)
 
     # -- the workflow file ---------------------------------------------------------------
+    @property
+    def workflow(self):
+        """The engine.workflow.Workflow shown, if it came from (or went to) a file."""
+        return self.document.workflow
+
+    @workflow.setter
+    def workflow(self, value) -> None:
+        if value is not None:
+            self.document.attach(value)
+
     def attach_workflow(self, workflow) -> None:
         """Show ``workflow`` (already scheduled on the engine): its ``pos`` keys place
         nodes, and Save writes it."""
-        self.workflow = workflow
         self.scene.pin_many(dict(workflow.positions))
+        self.document.attach(workflow)
 
     def sync_workflow(self, workflow) -> list[str]:
-        """Make ``workflow`` what the window shows: the engine's definition of each task
-        (added, edited and removed here, edges as they are now), dragged positions.
-        Returns the tasks left out: those that run a Python object."""
-        ids = [t.id for t in self.scheduler.tasks()]  # now, not as last painted
-        present = set(ids)
-        left_out = []
-        kept = {}
-        base = workflow.base_dir
-        for tid in [*(t for t in workflow.tasks if t in present), *ids]:
-            if tid in kept or tid in left_out:
-                continue
-            try:
-                definition = self.scheduler.definition(tid)
-                definition.to_table(base)  # ValueError: no file form
-            except KeyError:
-                continue  # removed meanwhile
-            except ValueError:
-                left_out.append(tid)
-                continue
-            kept[tid] = definition
-        workflow.tasks = kept
-        workflow.positions = {}
-        for tid in kept:
-            pin = self.scene.pins.get(tid)
-            if pin is not None:
-                workflow.set_position(tid, round(pin[0], 1), round(pin[1], 1))
-        return left_out
+        """Make the document's workflow what the window shows; returns the tasks left
+        out (those that run a Python object)."""
+        return self.document.sync()
 
     def save_workflow(self, path=None) -> bool:
-        """Write the workflow as shown (atomically); explains a failure in the status bar."""
-        from taskloom.engine.workflow import Workflow, save
-
-        if self.workflow is None:
-            name = Path(path).stem if path else "workflow"
-            self.workflow = Workflow(name=name, workers=self.scheduler.workers)
-        left_out = self.sync_workflow(self.workflow)
+        """Write the workflow as shown (atomically, keeping the file's comments and
+        formatting); explains a failure in the status bar."""
         try:
-            saved = save(self.workflow, path)
+            saved, left_out = self.document.save(path)
         except (OSError, ValueError) as exc:
             self._show_message(f"Cannot save: {exc}", True)
             return False
         note = f" (left out {', '.join(left_out)}: Python objects)" if left_out else ""
         self._show_message(f"Saved {saved}{note}", bool(left_out))
         return True
+
+    def _update_title(self) -> None:
+        """ "name — /path/to/file.toml[*] — Taskloom": which file is open, and (*) unsaved."""
+        path = self.document.path
+        name = self._title or (self.document.name if self.document.workflow else "")
+        parts = [part for part in (name, str(path) if path is not None else "") if part]
+        if not parts:
+            self.setWindowTitle("Taskloom[*]")
+            return
+        self.setWindowTitle(" — ".join([*parts[:-1], f"{parts[-1]}[*]", "Taskloom"]))
 
     # -- theme and settings -------------------------------------------------------------
     def _apply_theme(self) -> None:
@@ -663,6 +681,9 @@ class MainWindow(QMainWindow):
         self.settings.sync()
 
     def closeEvent(self, event) -> None:
+        if not self.close_question.may_close():
+            event.ignore()
+            return
         self.save_settings()
         self.shutdown_views()
         super().closeEvent(event)

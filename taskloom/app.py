@@ -65,6 +65,9 @@ class _CloseWatcher(QObject):
 
     def eventFilter(self, watched, event) -> bool:
         if event.type() == QEvent.Type.Close:
+            if not self.session.window.close_question.may_close():
+                event.ignore()  # the person chose to keep it open
+                return True
             self.session.stop()
         return False
 
@@ -166,6 +169,7 @@ class WorkflowSession:
 
     def close(self, wait: bool = True) -> None:
         """Close the window and stop the engine; with ``wait``, until both are done."""
+        self.window.close_question.enabled = False  # the caller decided (quit, a signal)
         self.window.close()  # the close watcher calls stop()
         self.stop()
         self.window.deleteLater()
@@ -199,6 +203,8 @@ class Sessions:
             self.current.window.statusBar().showMessage(f"⚠ {exc}", 10000)
             return False
         first = self.current is None
+        if not first and not self.current.window.close_question.may_close():
+            return False  # unsaved edits or running tasks the person keeps
         db_path, log_dir = store_paths(workflow, self.db if first else None, self.data_dir)
         old = self.current
         if (
@@ -295,6 +301,7 @@ class _StopSignals:
 
     def _stop(self, signum, frame) -> None:
         self.requested = True
+        _close_without_asking(self.app)
         self.app.quit()
 
     def restore(self) -> None:
@@ -304,6 +311,14 @@ class _StopSignals:
         for number, handler in self._previous.items():
             signal.signal(number, handler)
         self._previous.clear()
+
+
+def _close_without_asking(app) -> None:
+    """Quitting closes every window (Qt 6): a signal or a screenshot asks no one."""
+    for widget in app.topLevelWidgets():
+        question = getattr(widget, "close_question", None)
+        if question is not None:
+            question.enabled = False
 
 
 def run_window(
@@ -394,6 +409,7 @@ def _open_and_run(
             if not picture.save(str(screenshot)):
                 print(f"cannot write screenshot {screenshot}", file=sys.stderr)
                 code["value"] = 1
+        _close_without_asking(app)
         app.exit(code["value"])
 
     if screenshot or quit_after is not None:

@@ -21,6 +21,7 @@ class _AppliedCommand(QUndoCommand):
     """
 
     report = None  # report(text, is_error); the controller sets it when pushing
+    keep_edges = None  # keep_edges(task, dependents): the file keeps edges this run cannot
 
     def __init__(self, text: str):
         super().__init__(text)
@@ -132,8 +133,12 @@ class RemoveTaskCommand(_AppliedCommand):
         task_id = self.definition.submit(self.scheduler)
         lost = _restore_dependents(self.scheduler, task_id, self.dependents)
         if lost:
+            if self.keep_edges is not None:  # Save still writes them
+                self.keep_edges(task_id, lost)
             self.report(
-                f"{', '.join(lost)} already started: they no longer wait for {task_id}", True
+                f"{', '.join(lost)} already started: they wait for {task_id} again from the "
+                "next run (the file keeps the edge)",
+                True,
             )
 
 
@@ -183,3 +188,18 @@ class MoveNodesCommand(_AppliedCommand):
 
     def revert(self) -> None:
         self.placer.pin_many({tid: before for tid, (before, _after) in self.moves.items()})
+
+
+class HoldCommand(_AppliedCommand):
+    """Keeps a task an edit would start at once paused, so the edit can be undone in
+    full: undo resumes it after the edit is reverted (it waits again)."""
+
+    def __init__(self, scheduler, task_id: str):
+        super().__init__(f"hold {task_id}")
+        self.scheduler, self.task_id = scheduler, task_id
+
+    def apply(self) -> None:
+        self.scheduler.pause(self.task_id)
+
+    def revert(self) -> None:
+        self.scheduler.resume(self.task_id)

@@ -257,7 +257,22 @@ class Controller(QObject):
         return self._each(failed, self.scheduler.retry, "retry")
 
     def run_now(self, ids) -> int:
-        return self._each(ids, self.scheduler.run_now, "run now")
+        done = self._each(ids, self.scheduler.run_now, "run now")
+        held = [tid for tid in ids if self._paused(tid)]
+        if done and (held or self.scheduler.paused):
+            what = (
+                "the dispatcher is paused"
+                if self.scheduler.paused
+                else (f"{', '.join(held)} {'is' if len(held) == 1 else 'are'} paused")
+            )
+            self.message.emit(f"Run now: due now, but {what}: it starts when resumed", True)
+        return done
+
+    def _paused(self, tid: str) -> bool:
+        try:
+            return self.scheduler.task(tid).paused
+        except (KeyError, RuntimeError):
+            return False
 
     def toggle_pause(self, ids) -> int:
         done = 0

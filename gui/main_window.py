@@ -26,6 +26,7 @@ from PySide6.QtWidgets import (
 from taskloom.engine import Action, Outcome, TaskState
 
 from .bridge import EngineBridge
+from .clear import ClearQuestion, why_not
 from .close_question import CloseQuestion
 from .controller import Controller
 from .document import WorkflowDocument
@@ -79,6 +80,7 @@ class MainWindow(QMainWindow):
         self.document.dirtyChanged.connect(self.setWindowModified)
         self.document.pathChanged.connect(lambda _path: self._update_title())
         self.close_question = CloseQuestion(self)
+        self.clear_question = ClearQuestion(self)
         self.graph_view = GraphView(self.scene)
         self.legend = Legend()
         central = QWidget()
@@ -205,6 +207,30 @@ class MainWindow(QMainWindow):
             "Ctrl+Shift+R",
             lambda: self.controller.retry_failed(self.selected),
             "Retry the failed tasks upstream of the selection (or all), and so what they skipped",
+        )
+        self.act_clear = a(
+            "clearTask",
+            "Run again",
+            "retry-task",
+            "",
+            lambda: self.clear_question.ask(self.selected, False, "task"),
+            "Run the selected finished tasks again in this run (Clear)",
+        )
+        self.act_clear_downstream = a(
+            "clearDownstream",
+            "Run again with downstream",
+            "retry-failed",
+            "",
+            lambda: self.clear_question.ask(self.selected, True, "task and downstream"),
+            "Run the selected finished tasks and everything after them again (Clear)",
+        )
+        self.act_clear_all = a(
+            "clearWorkflow",
+            "Run whole workflow again",
+            "retry-failed",
+            "",
+            lambda: self.clear_question.ask(list(self.bridge.tasks), False, "workflow"),
+            "Run every finished task of the workflow again in this run (Clear)",
         )
         self.act_edit = a(
             "editTask",
@@ -373,6 +399,8 @@ class MainWindow(QMainWindow):
             ]
         )
         task.addSeparator()
+        task.addActions([self.act_clear, self.act_clear_downstream, self.act_clear_all])
+        task.addSeparator()
         task.addAction(self.act_pause_all)
         view = menus.addMenu("&View")
         view.addActions([self.act_zoom_in, self.act_zoom_out, self.act_fit])
@@ -476,7 +504,41 @@ class MainWindow(QMainWindow):
             (why or "Change the selected task") if len(infos) == 1 else "Select one task to edit it"
         )
         self.act_remove.setEnabled(Action.REMOVE in allowed)
+        self._update_run_again([info.id for info in infos], allowed)
         self.act_delete_edge.setEnabled(self.scene.selected_edge is not None or bool(infos))
+
+    def _update_run_again(self, ids, allowed) -> None:
+        """Run again follows the tasks' states; Retry and Run now the engine's answer,
+        and each says why when it cannot act."""
+        why = why_not(self.bridge.tasks, ids)
+        for action, tip in (
+            (self.act_clear, "Run the selected finished tasks again in this run (Clear)"),
+            (self.act_clear_downstream, "Run them and everything after them again (Clear)"),
+        ):
+            action.setEnabled(why is None)
+            action.setStatusTip(why or tip)
+            action.setToolTip(why or tip)
+        self.act_clear_all.setEnabled(
+            any(why_not(self.bridge.tasks, [t]) is None for t in self.bridge.tasks)
+        )
+        for action, kind, tip in (
+            (self.act_retry, Action.RETRY, "Run the selected failed, skipped or cancelled tasks"),
+            (self.act_run_now, Action.RUN_NOW, "Run the selected tasks now"),
+        ):
+            reason = None if kind in allowed else self._why_not_action(ids, kind)
+            action.setStatusTip(reason or tip)
+            action.setToolTip(reason or tip)
+
+    def _why_not_action(self, ids, kind) -> str:
+        if not ids:
+            return "Select a task first"
+        info = self.bridge.tasks[ids[0]]
+        state = info.state.name.lower()
+        if kind is Action.RETRY:
+            if info.state in (S.SKIPPED,):
+                return f"{info.id} was skipped because an upstream task failed: retry that one"
+            return f"{info.id} is {state}: only a failed, skipped or cancelled task can be retried"
+        return f"{info.id} is {state}: nothing waits for a time that Run now could bring forward"
 
     def _update_retry_failed(self) -> None:
         self.act_retry_failed.setEnabled(
@@ -494,6 +556,8 @@ class MainWindow(QMainWindow):
                 self.act_pause_task,
             ]
         )
+        menu.addSeparator()
+        menu.addActions([self.act_clear, self.act_clear_downstream])
         menu.addSeparator()
         menu.addActions([self.act_edit, self.act_remove])
         menu.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
@@ -654,6 +718,33 @@ class MainWindow(QMainWindow):
             self.setWindowTitle("Taskloom[*]")
             return
         self.setWindowTitle(" — ".join([*parts[:-1], f"{parts[-1]}[*]", "Taskloom"]))
+
+    # -- problems of a workflow file ------------------------------------------------------
+    def show_problems(self, path, problems) -> None:
+        """List every problem of the file at ``path`` in a panel (not the status bar)."""
+        from .problems import ProblemsPanel
+
+        if getattr(self, "problems_dock", None) is None:
+            self.problems = ProblemsPanel()
+            self.problems.taskActivated.connect(self._jump_to_problem)
+            self.problems.reloadRequested.connect(self.openRequested)
+            self.problems_dock = self._dock(
+                "Problems", self.problems, Qt.DockWidgetArea.BottomDockWidgetArea
+            )
+            self.tabifyDockWidget(self.event_dock, self.problems_dock)
+        self.problems.show_problems(path, problems)
+        self.problems_dock.show()
+        self.problems_dock.raise_()
+        self._show_message(f"{Path(path).name} has {len(problems)} problem(s): see Problems", True)
+
+    def _jump_to_problem(self, task: str) -> None:
+        path = self.document.path
+        same_file = path is not None and self.problems.path is not None
+        same_file = same_file and Path(self.problems.path).resolve() == path.resolve()
+        if same_file and task in self.bridge.tasks:
+            self.select_tasks([task], centre=True)
+            return
+        self._show_message(f"{task} is in {self.problems.path}", False)
 
     # -- theme and settings -------------------------------------------------------------
     def _apply_theme(self) -> None:

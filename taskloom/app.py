@@ -199,8 +199,9 @@ class Sessions:
             workflow = load(path)
         except WorkflowError as exc:
             if self.current is None:
+                self.open_broken(path, exc)
                 raise
-            self.current.window.statusBar().showMessage(f"⚠ {exc}", 10000)
+            self.current.window.show_problems(path, exc.problems)
             return False
         first = self.current is None
         if not first and not self.current.window.close_question.may_close():
@@ -238,6 +239,17 @@ class Sessions:
             old.close(wait=False)
             self.closing.append(old)
         return True
+
+    def open_broken(self, path, error) -> None:
+        """A window for a file that cannot be run: no tasks, its problems listed, Reload.
+        Nothing is started and no store is touched."""
+        from taskloom.engine.workflow import Workflow
+
+        session = WorkflowSession(Workflow(name=Path(path).name), self.settings)
+        session.window.show_problems(path, error.problems)
+        self.current = session
+        session.window.openRequested.connect(self.open)
+        session.window.show()
 
     def close(self) -> None:
         """Close the open workflow and wait until every engine has stopped."""
@@ -385,8 +397,10 @@ def _open_and_run(
     try:
         sessions.open(path or DEFAULT_WORKFLOW)
     except WorkflowError as exc:
-        print(exc, file=sys.stderr)
-        return 2
+        print(exc, file=sys.stderr)  # and the window lists them (open_broken)
+        if sessions.current is None or screenshot:
+            sessions.close()
+            return 2
     except StoreBusy as exc:
         print(f"taskloom: {exc}; not opening a second run of it", file=sys.stderr)
         if not screenshot and app.platformName() != "offscreen":

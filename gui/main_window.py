@@ -735,6 +735,8 @@ class MainWindow(QMainWindow):
         self.problems.show_problems(path, problems)
         self.problems_dock.show()
         self.problems_dock.raise_()
+        self.resizeDocks([self.problems_dock], [720], Qt.Orientation.Horizontal)
+        self.resizeDocks([self.problems_dock], [300], Qt.Orientation.Vertical)
         self._show_message(f"{Path(path).name} has {len(problems)} problem(s): see Problems", True)
 
     def _jump_to_problem(self, task: str) -> None:

@@ -58,6 +58,7 @@ class ProblemsPanel(QWidget):
         self.summary.setWordWrap(True)
         self.list = QListWidget()
         self.list.setObjectName("problemsList")
+        self.list.setWordWrap(True)  # a long message wraps instead of being cut off
         self.list.itemActivated.connect(self._activated)
         self.list.itemClicked.connect(self._activated)
         self.reload = QPushButton("Reload")
@@ -85,11 +86,12 @@ class ProblemsPanel(QWidget):
             "nothing in it was started. Fix the file, then Reload."
         )
         for problem, line, column in located(problems, _read(path)):
-            place = f"{problem.file}:{line}:{column}" if line is not None else problem.file
+            file = Path(problem.file).name  # the whole path is in the tooltip
+            place = f"{file}:{line}:{column}" if line is not None else file
             where = f" {problem.where}:" if problem.where and problem.line is None else ""
             item = QListWidgetItem(f"{place}:{where} {problem.message}")
             item.setData(Qt.ItemDataRole.UserRole, problem.task)
-            item.setToolTip(item.text())
+            item.setToolTip(str(problem))
             self.list.addItem(item)
 
     def _activated(self, item: QListWidgetItem) -> None:

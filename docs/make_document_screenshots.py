@@ -1,4 +1,4 @@
-"""Pictures of the problems panel and the Run again (Clear) question, offscreen.
+"""Pictures of the problems panel, the Run again (Clear) question and live output.
 
     python docs/make_document_screenshots.py
 
@@ -8,6 +8,7 @@ Built in-process (the real window, a throwaway data dir), saved with
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 import tempfile
@@ -117,6 +118,34 @@ def main() -> None:
     picture.save(str(DOCS / "clear-preview.png"), "PNG", 0)
     print("wrote", DOCS / "clear-preview.png")
     box.reject()
+    sessions.close()
+
+    # Live output: a command that has printed part of its work and is still running.
+    sentinel = scratch / "go"
+    script = (
+        "import os, time\n"
+        "for n in range(1, 13):\n"
+        "    print(f'loading batch {n:>2}/40: 2,500 rows', flush=True)\n"
+        f"while not os.path.exists({str(sentinel)!r}): time.sleep(0.05)\n"
+    )
+    live = scratch / "live.toml"
+    live.write_text(
+        '[workflow]\nname = "import"\nworkers = 2\n\n'
+        f'[tasks.download]\ncommand = ["{PY}", "-c", "pass"]\n\n'
+        f"[tasks.load]\ncommand = {json.dumps([PY, '-c', script])}\n"
+        'deps = ["download"]\n\n'
+        f'[tasks.report]\ncommand = ["{PY}", "-c", "pass"]\ndeps = ["load"]\n',
+        encoding="utf-8",
+    )
+    sessions = Sessions(settings, data_dir=scratch / "data3")
+    sessions.open(live)
+    window = sessions.current.window
+    window.resize(1200, 700)
+    window.show()
+    window.select_tasks(["load"])
+    wait_until(app, lambda: "batch 12/40" in window.inspector.output.toPlainText())
+    grab(app, window, "live-output.png")
+    sentinel.write_text("")
     sessions.close()
 
 

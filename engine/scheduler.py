@@ -967,6 +967,16 @@ class Scheduler(DependencyRules, TimerLogic, RunLogic, WorkerLoop, StoreSync):
         with self._lock:
             return list(self._get(task_id).history or ())
 
+    def live_log(self, task_id: str) -> str | None:
+        """The log file the task's newest attempt in flight is writing (a command
+        writes its output there as it goes), or None: not running, not a command yet,
+        or run in another process. The finished attempt's record keeps the path
+        (``Attempt.log_path``). ``KeyError`` if unknown."""
+        with self._lock:
+            runs = self._get(task_id).runs
+            paths = [run.ctx.log_path for run in runs if run.ctx.log_path]
+            return paths[-1] if paths else None
+
     def would_close_cycle(self, task_id: str, dep_id: str) -> list[str] | None:
         """The cycle ``add_dependency(task_id, dep_id)`` would close, or None.
 

@@ -599,9 +599,23 @@ class MainWindow(QMainWindow):
 
         dialog = AddTaskDialog(list(self.bridge.tasks), self)
         dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
-        dialog.specReady.connect(self.controller.add_task)
+        dialog.specReady.connect(lambda spec: self.controller.add_task(self._in_file_folder(spec)))
         dialog.open()
         self.add_dialog = dialog
+
+    def _in_file_folder(self, definition):
+        """A command added here runs in the workflow file's folder, as the file's own
+        tasks do (not wherever the app was started)."""
+        from dataclasses import replace
+
+        from taskloom.engine.command import Command
+
+        action = definition.action
+        if self.document.path is None or not isinstance(action, Command) or action.cwd:
+            return definition
+        folder = str(self.document.base_dir)
+        command = Command(action.argv, shell=action.shell, cwd=folder, env=action.env)
+        return replace(definition, action=command)
 
     def edit_task_dialog(self) -> None:
         from .add_task import AddTaskDialog

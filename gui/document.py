@@ -62,8 +62,21 @@ class WorkflowDocument(QObject):
                 self.source_text = Path(workflow.path).read_bytes().decode("utf-8")
             except (OSError, UnicodeDecodeError):
                 self.source_text = None  # written afresh on save
+        self._keep_file_edges(workflow)
         self.undo_stack.setClean()
         self.pathChanged.emit(self.path)
+
+    def _keep_file_edges(self, workflow) -> None:
+        """Edges the file has that the engine does not (a resumed run keeps a task that
+        succeeded as it was stored): Save must not drop them from the file."""
+        for tid, definition in workflow.tasks.items():
+            try:
+                now = set(self.scheduler.definition(tid).deps)
+            except KeyError:
+                continue
+            missing = [dep for dep in definition.deps if dep not in now]
+            for dep in missing:
+                self.kept_edges.add((tid, dep))
 
     def keep_edges(self, dependency: str, dependents) -> None:
         """The file keeps ``dependents`` waiting for ``dependency`` (this run cannot)."""

@@ -128,3 +128,26 @@ def test_closing_with_unsaved_edits_asks_and_cancel_keeps_the_window(qtbot, tmp_
         QApplication.processEvents()
     finally:
         session.close()
+
+
+def test_an_edge_the_resumed_run_could_not_take_stays_in_the_file(
+    qtbot, tmp_path, make_window, manual_scheduler
+):
+    """A resumed run keeps a succeeded task as stored (without an edge added to the
+    file since): Save must still write the file's edge."""
+    from taskloom.engine.workflow import loads
+
+    source = tmp_path / "flow.toml"
+    text = (
+        f'[workflow]\nname = "flow"\n\n[tasks.a]\ncommand = ["{PY}", "-c", "pass"]\n'
+        'after = "1h"\n\n'
+        f'[tasks.b]\ncommand = ["{PY}", "-c", "pass"]\ndeps = ["a"]  # added by a drag\n'
+    )
+    source.write_text(text, encoding="utf-8")
+    workflow = loads(text, source)
+    workflow.tasks["a"].submit(manual_scheduler)
+    workflow.tasks["b"].with_deps(()).submit(manual_scheduler)  # as the stored run had it
+    window = make_window(manual_scheduler)
+    window.attach_workflow(workflow)
+    assert window.save_workflow()
+    assert source.read_text(encoding="utf-8") == text  # nothing dropped, byte for byte

@@ -112,8 +112,30 @@ def _restore_dependents(scheduler, task_id: str, dependents) -> list[str]:
         try:
             scheduler.add_dependency(dependent, task_id)
         except (ValueError, KeyError, RuntimeError):
-            lost.append(dependent)  # it ran meanwhile, or is gone
+            if not _rearm_skipped(scheduler, task_id, dependent):
+                lost.append(dependent)  # it ran meanwhile, or is gone
     return lost
+
+
+def _rearm_skipped(scheduler, task_id: str, dependent: str) -> bool:
+    """A dependent SKIPPED because of the old ``task_id`` (a failed task being fixed)
+    waits for the new one: cleared (with what it skipped), held while its edge comes
+    back so it cannot start without it. False if it is not such a task."""
+    try:
+        info = scheduler.task(dependent)
+        if info.state.name != "SKIPPED" or info.recurring:
+            return False
+        was_paused = info.paused
+        scheduler.pause(dependent)
+        try:
+            scheduler.clear(dependent, downstream=True)
+            scheduler.add_dependency(dependent, task_id)
+        finally:
+            if not was_paused:
+                scheduler.resume(dependent)
+    except (ValueError, KeyError, RuntimeError):
+        return False
+    return True
 
 
 class RemoveTaskCommand(_AppliedCommand):

@@ -24,7 +24,13 @@ KINDS = tuple(s.value for s in TaskState) + OTHER_KINDS
 COLUMNS = ("seq", "time", "task", "event", "#", "detail")
 TASK_COLUMN_WIDTHS = (64, 140)  # the task column shares what is left with the detail
 DETAIL_MIN_WIDTH = 70
-SAMPLE_TEXT = {0: "00000", 1: "00:00:00.000", 3: "↻ retry wait", 4: "#"}
+# The event column fits its longest label ("• dependency removed" was cut to "• …").
+SAMPLE_TEXT = {
+    0: "00000",
+    1: "00:00:00.000",
+    3: "• " + max(KINDS, key=len).replace("_", " "),
+    4: "#",
+}
 HEADER_TIPS = {4: "attempt number"}
 
 
@@ -86,6 +92,8 @@ class EventLogModel(QAbstractTableModel):
             return self.text_colours[event.state]
         if role == Qt.ItemDataRole.ToolTipRole and column == 5 and event.error:
             return event.error
+        if role == Qt.ItemDataRole.ToolTipRole and column == 2:
+            return event.task_id  # a long id is elided in its column
         return None
 
     def append(self, events: list[Event]) -> None:

@@ -328,6 +328,14 @@ class MainWindow(QMainWindow):
         self.act_zoom_out = a("zoomOut", "Zoom out", "zoom-out", "Ctrl+-", self.graph_view.zoom_out)
         self.act_fit = a("fitView", "Fit graph", "zoom-fit", "Ctrl+0", self.graph_view.fit)
         self.act_find = a("findTask", "Find task", "find", "Ctrl+F", self._focus_search)
+        self.act_relayout = a(
+            "relayout",
+            "Re-layout",
+            "zoom-fit",
+            "",
+            self.relayout,
+            "Lay the whole graph out again (nodes stay put after edits until then)",
+        )
 
     def _make_toolbar_and_menus(self) -> None:
         bar = self.addToolBar("Main")
@@ -403,7 +411,7 @@ class MainWindow(QMainWindow):
         task.addSeparator()
         task.addAction(self.act_pause_all)
         view = menus.addMenu("&View")
-        view.addActions([self.act_zoom_in, self.act_zoom_out, self.act_fit])
+        view.addActions([self.act_zoom_in, self.act_zoom_out, self.act_fit, self.act_relayout])
         view.addSeparator()
         for dock in (self.inspector_dock, self.timeline_dock, self.event_dock):
             view.addAction(dock.toggleViewAction())
@@ -576,6 +584,13 @@ class MainWindow(QMainWindow):
             self.controller.disconnect_tasks(*self.scene.selected_edge)
         elif self.selected:
             self.controller.remove_tasks(list(self.selected))
+
+    def relayout(self) -> None:
+        """Every node back to the layout's place: dragged ones too (one undo step)."""
+        moves = {tid: (pin, None) for tid, pin in self.scene.pins.items()}
+        self.scene.pin_many(dict.fromkeys(moves))
+        self.controller.move_nodes(self.scene, moves)  # already shown: recorded for undo
+        self.scene.relayout()
 
     def _focus_search(self) -> None:
         self.search.setFocus(Qt.FocusReason.ShortcutFocusReason)

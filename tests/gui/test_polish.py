@@ -42,3 +42,33 @@ def test_disabled_icons_carry_a_faded_picture_of_their_own(qtbot):
     normal = _alpha(run_now.pixmap(24, 24, QIcon.Mode.Normal))
     disabled = _alpha(run_now.pixmap(24, 24, QIcon.Mode.Disabled))
     assert normal > 0 and disabled < normal * 0.5
+
+
+def test_an_edit_does_not_move_the_other_nodes_and_new_ones_go_beside_a_neighbour(
+    qtbot, make_window, manual_scheduler
+):
+    from tests.gui.test_editing import centre_of, chain_window, drag, port_of
+
+    window = chain_window(make_window, manual_scheduler)
+    scene = window.scene
+    before = {tid: (n.pos().x(), n.pos().y()) for tid, n in scene.nodes.items()}
+    drag(window, port_of(window, "load"), centre_of(window, "audit"))  # a real drag
+    qtbot.waitUntil(lambda: scene.graph.has_edge("load", "audit"), timeout=3000)
+    after = {tid: (n.pos().x(), n.pos().y()) for tid, n in scene.nodes.items()}
+    assert after == before  # a full relayout would have moved audit (and others)
+    manual_scheduler.add(noop, name="report", deps=["load"])
+    qtbot.waitUntil(
+        lambda: "report" in scene.nodes and scene.nodes["report"].isVisible(), timeout=3000
+    )
+    x, y = scene.nodes["report"].pos().x(), scene.nodes["report"].pos().y()
+    load = scene.nodes["load"].pos()
+    assert x > load.x()  # right of its upstream
+    for tid, node in scene.nodes.items():  # overlapping nothing
+        if tid != "report":
+            assert not (abs(node.pos().x() - x) < 168 and abs(node.pos().y() - y) < 46)
+    assert {t: p for t, p in before.items()} == {
+        t: (scene.nodes[t].pos().x(), scene.nodes[t].pos().y()) for t in before
+    }
+    window.act_relayout.trigger()
+    for tid, node in scene.nodes.items():
+        assert (node.pos().x(), node.pos().y()) == scene.layout.positions[tid]

@@ -20,8 +20,16 @@ def test_event_log_shows_whole_dependency_event_names(qtbot):
     qtbot.addWidget(log)
     log.resize(500, 300)
     metrics = QFontMetrics(log.table.font())
-    for label in ("• dependency removed", "• dependency added", "↻ retry wait"):
-        assert log.table.columnWidth(3) >= metrics.horizontalAdvance(label) + 8
+    from taskloom.engine import Event
+    from taskloom.gui.event_log import KINDS, _label_of_kind
+
+    for kind in KINDS:
+        assert log.table.columnWidth(3) >= metrics.horizontalAdvance(_label_of_kind(kind)) + 8
+    removed = Event(1, "dependency_removed", "b", TaskState.PENDING, 0.0, 0, None, None)
+    log.add_events([removed])
+    index = log.model.index(0, 3)
+    assert log.model.data(index) == "− dependency"  # whole, not "• …"
+    assert "dependency removed" in log.model.data(index, 3)  # the tooltip role
 
 
 def _alpha(pixmap) -> float:

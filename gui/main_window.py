@@ -326,7 +326,9 @@ class MainWindow(QMainWindow):
         self.act_zoom_in = a("zoomIn", "Zoom in", "zoom-in", "Ctrl+=", self.graph_view.zoom_in)
         self.act_zoom_in.setShortcuts([QKeySequence("Ctrl+="), QKeySequence("Ctrl++")])
         self.act_zoom_out = a("zoomOut", "Zoom out", "zoom-out", "Ctrl+-", self.graph_view.zoom_out)
-        self.act_fit = a("fitView", "Fit graph", "zoom-fit", "Ctrl+0", self.graph_view.fit)
+        self.act_fit = a(
+            "fitView", "Fit graph", "zoom-fit", "Ctrl+0", lambda: self.graph_view.fit(False)
+        )
         self.act_find = a("findTask", "Find task", "find", "Ctrl+F", self._focus_search)
         self.act_relayout = a(
             "relayout",

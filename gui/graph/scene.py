@@ -206,6 +206,7 @@ class GraphScene(QGraphicsScene):
                     continue
                 node = self.nodes[tid] = NodeItem(tid)
                 node.set_detail(self._detail)
+                node.port.setScale(getattr(self, "_port_scale", 1.0))
                 node.setVisible(False)  # until the layout places it
                 node.set_info(info, self.base)
                 self.addItem(node)
@@ -419,6 +420,15 @@ class GraphScene(QGraphicsScene):
                 node.set_elapsed(source(tid))
 
     # -- level of detail ---------------------------------------------------------
+    def set_port_scale(self, scale: float) -> None:
+        """Ports drawn ``scale`` times their size, so they stay big enough to hit."""
+        scale = min(scale, 1.0 / 0.45)  # below the detail zoom, ports are hidden anyway
+        if abs(scale - getattr(self, "_port_scale", 1.0)) < 0.01:
+            return
+        self._port_scale = scale
+        for node in self.nodes.values():
+            node.port.setScale(scale)
+
     @property
     def detail(self) -> bool:
         return self._detail

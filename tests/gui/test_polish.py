@@ -80,3 +80,23 @@ def test_an_edit_does_not_move_the_other_nodes_and_new_ones_go_beside_a_neighbou
     window.act_relayout.trigger()
     for tid, node in scene.nodes.items():
         assert (node.pos().x(), node.pos().y()) == scene.layout.positions[tid]
+
+
+def test_fit_keeps_names_readable_and_ports_big_enough_to_hit(qtbot, make_window, manual_scheduler):
+    from taskloom.gui.graph.items import PORT_RADIUS
+    from taskloom.gui.graph.view import DETAIL_SCALE
+
+    previous = None
+    for n in range(8):  # a chain of 8: wider than an 800 px window at 45 %
+        manual_scheduler.add(noop, name=f"step{n}", deps=[previous] if previous else [])
+        previous = f"step{n}"
+    window = make_window(manual_scheduler, size=(800, 600))
+    window.graph_view.fit()
+    zoom = window.graph_view.zoom_level()
+    assert zoom >= DETAIL_SCALE
+    node = window.scene.nodes["step0"]
+    assert node.name_text.isVisible()
+    centre = window.graph_view.mapFromScene(node.sceneBoundingRect().center())
+    assert window.graph_view.viewport().rect().contains(centre)  # the chain's start shows
+    on_screen = 2 * PORT_RADIUS * node.port.scale() * zoom
+    assert on_screen >= 12  # was 4.7 px

@@ -446,12 +446,16 @@ class TimelineCanvas(QWidget):
     def _paint_entries(self, painter, tid, top, now, window, right) -> None:
         left, right_t = window
         mid = top + LANE_HEIGHT / 2
-        for entry in self.model.entries.get(tid, ()):
+        beyond_shown = False
+        for entry in sorted(self.model.entries.get(tid, ()), key=lambda e: e.run_at):
             if not self.following and not left <= entry.run_at <= right_t:
                 continue  # a panned window shows only what falls inside it
             late = entry.run_at < now
             x = self.x_of(entry.run_at, now)
             beyond = x > right
+            if beyond and beyond_shown:
+                continue  # one "→ in 5 min" marker at the edge, not one per occurrence
+            beyond_shown = beyond_shown or beyond
             x = min(x, right - 6)
             colour = QColor(ENTRY_COLOURS.get(entry.kind, "#888888"))
             painter.setBrush(colour)
@@ -793,8 +797,12 @@ class Timeline(QWidget):
         self.model.remove(ids)
         self.canvas.update_height()
 
+    extend_upcoming = None  # entries -> entries with recurring tasks' later occurrences
+
     def set_upcoming(self, entries) -> None:
         self._dirty = True
+        if self.extend_upcoming is not None:
+            entries = self.extend_upcoming(entries)
         self.model.set_upcoming(entries)
 
     def add_events(self, events) -> None:

@@ -100,3 +100,17 @@ def test_fit_keeps_names_readable_and_ports_big_enough_to_hit(qtbot, make_window
     assert window.graph_view.viewport().rect().contains(centre)  # the chain's start shows
     on_screen = 2 * PORT_RADIUS * node.port.scale() * zoom
     assert on_screen >= 12  # was 4.7 px
+
+
+def test_timeline_shows_later_occurrences_of_a_recurring_task(qtbot, make_window, manual_scheduler):
+    manual_scheduler.schedule_every(noop, 60, name="tick")
+    manual_scheduler.schedule_cron(noop, "*/5 * * * *", name="cron")
+    manual_scheduler.start()
+    window = make_window(manual_scheduler)
+    entries = window.timeline.model.entries
+    ticks = sorted(e.run_at for e in entries["tick"])
+    assert len(ticks) >= 10  # was 1: only the next occurrence
+    assert all(abs((b - a) - 60) < 1e-6 for a, b in zip(ticks, ticks[1:], strict=False))
+    crons = sorted(e.run_at for e in entries["cron"])
+    assert len(crons) >= 2
+    assert all(abs((b - a) - 300) < 1e-6 for a, b in zip(crons, crons[1:], strict=False))

@@ -38,7 +38,7 @@ from .history_reader import HistoryReader
 from .icons import icon
 from .inspector import Inspector
 from .legend import Legend
-from .occurrences import with_later_occurrences
+from .occurrences import later_occurrences
 from .run_history import store_of
 from .status import StatusPanel
 from .timeline import Timeline
@@ -99,7 +99,7 @@ class MainWindow(QMainWindow):
         self.inspector.setMinimumWidth(300)
         self.timeline = Timeline(self.bridge.clock_now, self.bridge.attempts)
         self.timeline.attach_history(scheduler, self.history_reader)
-        self.timeline.extend_upcoming = lambda entries: with_later_occurrences(scheduler, entries)
+        self.timeline.later_occurrences = lambda entries: later_occurrences(scheduler, entries)
         self.event_log = EventLog(self._clock_text)
         self.inspector_dock = self._dock(
             "Inspector", self.inspector, Qt.DockWidgetArea.RightDockWidgetArea

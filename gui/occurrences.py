@@ -17,10 +17,10 @@ HORIZON = 600.0  # the timeline's widest window looks 10 minutes ahead
 PER_TASK = 30  # a 1-second interval would otherwise add 600 markers per task
 
 
-def with_later_occurrences(scheduler, entries, horizon: float = HORIZON) -> list[Entry]:
-    """``entries`` plus each recurring entry's following occurrences up to ``horizon``
-    seconds after it (at most PER_TASK each). Tasks gone meanwhile add nothing."""
-    result = list(entries)
+def later_occurrences(scheduler, entries, horizon: float = HORIZON) -> list[Entry]:
+    """Each recurring entry's following occurrences up to ``horizon`` seconds after it
+    (at most PER_TASK each). Tasks gone meanwhile add nothing."""
+    result = []
     offset = None
     for entry in entries:
         if entry.kind != "recurring":

@@ -259,6 +259,7 @@ class _Capture:
             room = max(0, self._max_bytes - self._written)
             if room:
                 self._file.write(chunk[:room])
+                self._file.flush()  # readers (the inspector) follow the file as it fills
                 self._written += min(room, len(chunk))
             self._omitted += max(0, len(chunk) - room)
             self._tail.append(chunk)

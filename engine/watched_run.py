@@ -32,6 +32,7 @@ from pathlib import Path
 
 from ._jobs.survivors import start_time
 from ._store.lock import read_owner
+from .definitions import TaskDefinition
 from .feed import CONTROL_ACTIONS, watch_path
 from .feed_reader import ATTEMPTS_KEPT, FeedRead, FeedReader
 from .models import Action, Attempt, Entry, Event, TaskInfo
@@ -110,6 +111,7 @@ class WatchedRun:
         self.owner = owner
         self._owner_started: float | None = None  # the owner's start time (pid reuse)
         self.clock = FeedClock()
+        self.definitions: dict[str, TaskDefinition] = {}  # the workflow file's, if known
         self.workers = None
         self.origin = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self._lock = threading.RLock()  # the caches; listeners are called without it
@@ -445,6 +447,12 @@ class WatchedRun:
         with self._lock:
             return list(self._tasks.values())
 
+    def definition(self, task_id: str) -> TaskDefinition:
+        """The task's definition as the workflow file says (``definitions``, given by
+        whoever opened the file): the owner does not publish its own. KeyError if the
+        file has no such task."""
+        return self.definitions[task_id]
+
     def task(self, task_id: str) -> TaskInfo:
         with self._lock:
             return self._tasks[task_id]
@@ -458,6 +466,17 @@ class WatchedRun:
             if task_id not in self._tasks:
                 raise KeyError(task_id)
             return list(self._attempts.get(task_id, ()))
+
+    def live_log(self, task_id: str) -> str | None:
+        """The log file the owner's newest attempt of the task still running is
+        writing (the owner runs on this machine: the path can be read), or None."""
+        with self._lock:
+            if task_id not in self._tasks:
+                raise KeyError(task_id)
+            for attempt in reversed(self._attempts.get(task_id, ())):
+                if attempt.ended is None and attempt.log_path:
+                    return attempt.log_path
+            return None
 
     def allowed_actions(self, task_id: str) -> frozenset[Action]:
         """What the owner allows (as of its last feed write); nothing once it stopped."""

@@ -35,6 +35,7 @@ from PySide6.QtWidgets import (
 )
 
 from taskloom.engine import RetryPolicy, TaskDefinition, cron, durations
+from taskloom.engine.actions import Call
 
 from .task_spec import make_call, make_command, schedule_choice, target_text
 
@@ -131,7 +132,7 @@ class AddTaskDialog(QDialog):
         self.delay = QLineEdit(objectName="scheduleDelay", placeholderText="90s, 5m, 1h30m")
         self.interval = QLineEdit(objectName="scheduleInterval", placeholderText="30s, 5m, 1h")
         self.cron = QLineEdit(objectName="scheduleCron", placeholderText="*/15 * * * *")
-        self.tz = QLineEdit("UTC", objectName="scheduleTz")
+        self.tz = QLineEdit(local_zone(), objectName="scheduleTz")  # as the person reads clocks
         cron_box = QWidget()
         cron_layout = QHBoxLayout(cron_box)
         cron_layout.setContentsMargins(0, 0, 0, 0)
@@ -278,7 +279,9 @@ class AddTaskDialog(QDialog):
         all are fine."""
         problems: dict[str, str] = {}
         name = self.name.text().strip()
-        if name in self.existing:
+        if not name:  # an id the engine invents ("echo-1") is no name to find it by
+            problems["name"] = "give the task a name"
+        elif name in self.existing:
             problems["name"] = f"a task named “{name}” already exists"
         elif name and any(c.isspace() for c in name):
             problems["name"] = "no spaces in a task name"
@@ -394,6 +397,11 @@ class AddTaskDialog(QDialog):
             return None
         if self.max_attempts.value() == 1:
             return None
+        if base > max_delay:
+            problems["backoff"] = (
+                f"the first wait is longer than the longest wait ({self.max_delay.text()})"
+            )
+            return None
         return RetryPolicy(
             max_attempts=self.max_attempts.value(),
             base=base,
@@ -405,6 +413,12 @@ class AddTaskDialog(QDialog):
         spec = self.validate()
         if spec is None:
             return
+        if isinstance(spec.action, Call) and not self._kept_target("call", spec.action.ref):
+            try:  # checked once, on OK: importing on every keystroke would run half-typed names
+                spec.action.resolve()
+            except (ImportError, TypeError) as exc:
+                self.show_refusal("target", str(exc))
+                return
         if self.submit is not None:
             refused = self.submit(spec)
             if refused is not None:
@@ -420,6 +434,23 @@ class AddTaskDialog(QDialog):
         label = self.errors.get(key, self.errors["submit"])
         label.setText(why)
         label.show()
+
+
+def local_zone() -> str:
+    """The IANA name of the local time zone ($TZ, else /etc/localtime), else "UTC"."""
+    import os
+    from pathlib import Path
+    from zoneinfo import available_timezones
+
+    name = os.environ.get("TZ", "").lstrip(":")
+    if not name:
+        try:
+            target = str(Path("/etc/localtime").resolve())
+        except OSError:
+            target = ""
+        _, found, name = target.partition("zoneinfo/")
+        name = name if found else ""
+    return name if name and name in available_timezones() else "UTC"
 
 
 def _duration_text(seconds: float) -> str:

@@ -21,6 +21,7 @@ class _AppliedCommand(QUndoCommand):
     """
 
     report = None  # report(text, is_error); the controller sets it when pushing
+    keep_edges = None  # keep_edges(task, dependents): the file keeps edges this run cannot
 
     def __init__(self, text: str):
         super().__init__(text)
@@ -111,8 +112,30 @@ def _restore_dependents(scheduler, task_id: str, dependents) -> list[str]:
         try:
             scheduler.add_dependency(dependent, task_id)
         except (ValueError, KeyError, RuntimeError):
-            lost.append(dependent)  # it ran meanwhile, or is gone
+            if not _rearm_skipped(scheduler, task_id, dependent):
+                lost.append(dependent)  # it ran meanwhile, or is gone
     return lost
+
+
+def _rearm_skipped(scheduler, task_id: str, dependent: str) -> bool:
+    """A dependent SKIPPED because of the old ``task_id`` (a failed task being fixed)
+    waits for the new one: cleared (with what it skipped), held while its edge comes
+    back so it cannot start without it. False if it is not such a task."""
+    try:
+        info = scheduler.task(dependent)
+        if info.state.name != "SKIPPED" or info.recurring:
+            return False
+        was_paused = info.paused
+        scheduler.pause(dependent)
+        try:
+            scheduler.clear(dependent, downstream=True)
+            scheduler.add_dependency(dependent, task_id)
+        finally:
+            if not was_paused:
+                scheduler.resume(dependent)
+    except (ValueError, KeyError, RuntimeError):
+        return False
+    return True
 
 
 class RemoveTaskCommand(_AppliedCommand):
@@ -132,8 +155,12 @@ class RemoveTaskCommand(_AppliedCommand):
         task_id = self.definition.submit(self.scheduler)
         lost = _restore_dependents(self.scheduler, task_id, self.dependents)
         if lost:
+            if self.keep_edges is not None:  # Save still writes them
+                self.keep_edges(task_id, lost)
             self.report(
-                f"{', '.join(lost)} already started: they no longer wait for {task_id}", True
+                f"{', '.join(lost)} already started: they wait for {task_id} again from the "
+                "next run (the file keeps the edge)",
+                True,
             )
 
 
@@ -183,3 +210,18 @@ class MoveNodesCommand(_AppliedCommand):
 
     def revert(self) -> None:
         self.placer.pin_many({tid: before for tid, (before, _after) in self.moves.items()})
+
+
+class HoldCommand(_AppliedCommand):
+    """Keeps a task an edit would start at once paused, so the edit can be undone in
+    full: undo resumes it after the edit is reverted (it waits again)."""
+
+    def __init__(self, scheduler, task_id: str):
+        super().__init__(f"hold {task_id}")
+        self.scheduler, self.task_id = scheduler, task_id
+
+    def apply(self) -> None:
+        self.scheduler.pause(self.task_id)
+
+    def revert(self) -> None:
+        self.scheduler.resume(self.task_id)

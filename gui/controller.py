@@ -16,6 +16,7 @@ from .commands import (
     AddTaskCommand,
     AppliedGroup,
     EditTaskCommand,
+    HoldCommand,
     MoveNodesCommand,
     RemoveDependencyCommand,
     RemoveTaskCommand,
@@ -33,11 +34,14 @@ class Controller(QObject):
         super().__init__(parent)
         self.scheduler = scheduler
         self.undo_stack = QUndoStack(self)
+        self.keep_edges = None  # the document's: edges the file keeps that this run cannot
         # How each task was defined (what undo of a removal, an edit and Save need)
         # is the engine's to tell: Scheduler.definition(task_id).
 
     def _push(self, command) -> None:
         command.report = self.message.emit  # a step that fails later says why
+        for part in [command, *getattr(command, "commands", ())]:
+            part.keep_edges = self.keep_edges
         self.undo_stack.push(command)
 
     # -- graph edits (undoable) ---------------------------------------------------
@@ -61,14 +65,49 @@ class Controller(QObject):
         return True
 
     def disconnect_tasks(self, upstream: str, downstream: str) -> bool:
+        step = AppliedGroup(f"disconnect {upstream} → {downstream}")
+        holding = self._hold([downstream])
         try:
             self.scheduler.remove_dependency(downstream, upstream)
         except (ValueError, KeyError, RuntimeError) as exc:
+            self._let_go(holding, [])
             self.message.emit(f"Cannot remove the edge: {_describe(exc)}", True)
             return False
-        self._push(RemoveDependencyCommand(self.scheduler, upstream, downstream))
-        self.message.emit(f"{downstream} no longer waits for {upstream}", False)
+        held = self._let_go(holding, step.commands)
+        step.commands.append(RemoveDependencyCommand(self.scheduler, upstream, downstream))
+        self._push(step)
+        self.message.emit(f"{downstream} no longer waits for {upstream}{_held(held)}", bool(held))
         return True
+
+    def _hold(self, ids) -> list[str]:
+        """Pause the tasks among ``ids`` an edit may release, before it is made; returns
+        those paused here (``_let_go`` decides what stays paused)."""
+        held = []
+        for tid in ids:
+            try:
+                info = self.scheduler.task(tid)
+                if not info.paused and info.state is S.PENDING and not info.recurring:
+                    self.scheduler.pause(tid)
+                    held.append(tid)
+            except (KeyError, RuntimeError):
+                continue
+        return held
+
+    def _let_go(self, held, commands: list) -> list[str]:
+        """Resume the held tasks the edit did not release; those it released (they would
+        start at once) stay paused, as undoable steps put first in ``commands``."""
+        kept = []
+        for tid in held:
+            try:
+                released = self.scheduler.task(tid).state is S.READY
+                if released:
+                    kept.append(tid)
+                    commands.insert(0, HoldCommand(self.scheduler, tid))
+                else:
+                    self.scheduler.resume(tid)
+            except (KeyError, RuntimeError):
+                continue
+        return kept
 
     def add_task(self, definition) -> str | None:
         """Schedule a ``TaskDefinition`` (one undo step); returns its id, or None."""
@@ -84,9 +123,19 @@ class Controller(QObject):
     def remove_tasks(self, ids) -> int:
         """Remove tasks (one undo step for all); a running task is refused, with the reason."""
         step = AppliedGroup(f"remove {', '.join(ids)}")
+        dependents = set()
+        for tid in ids:
+            try:
+                dependents.update(self.scheduler.task(tid).dependents)
+            except (KeyError, RuntimeError):
+                continue
+        holding = self._hold(sorted(dependents - set(ids)))
         removed = sum(self._remove_task(tid, step) for tid in ids)
+        held = self._let_go(holding, step.commands)
         if step.commands:  # only what can be put back is undoable
             self._push(step)
+        if held:
+            self.message.emit(f"Removed {', '.join(ids)}{_held(held)}", True)
         return removed
 
     def _remove_task(self, tid: str, step: AppliedGroup) -> bool:
@@ -215,7 +264,22 @@ class Controller(QObject):
         return self._each(failed, self.scheduler.retry, "retry")
 
     def run_now(self, ids) -> int:
-        return self._each(ids, self.scheduler.run_now, "run now")
+        done = self._each(ids, self.scheduler.run_now, "run now")
+        held = [tid for tid in ids if self._paused(tid)]
+        if done and (held or self.scheduler.paused):
+            what = (
+                "the dispatcher is paused"
+                if self.scheduler.paused
+                else (f"{', '.join(held)} {'is' if len(held) == 1 else 'are'} paused")
+            )
+            self.message.emit(f"Run now: due now, but {what}: it starts when resumed", True)
+        return done
+
+    def _paused(self, tid: str) -> bool:
+        try:
+            return self.scheduler.task(tid).paused
+        except (KeyError, RuntimeError):
+            return False
 
     def toggle_pause(self, ids) -> int:
         done = 0
@@ -260,6 +324,16 @@ class Controller(QObject):
             return self.scheduler.task(tid).state.name.lower()
         except (KeyError, RuntimeError):
             return "gone"
+
+
+def _held(held) -> str:
+    if not held:
+        return ""
+    names = ", ".join(held)
+    return (
+        f": {names} would start at once, so {'it is' if len(held) == 1 else 'they are'} "
+        "held paused (Resume to run; Undo puts the edit back)"
+    )
 
 
 def _describe(exc: BaseException) -> str:

@@ -24,8 +24,33 @@ KINDS = tuple(s.value for s in TaskState) + OTHER_KINDS
 COLUMNS = ("seq", "time", "task", "event", "#", "detail")
 TASK_COLUMN_WIDTHS = (64, 140)  # the task column shares what is left with the detail
 DETAIL_MIN_WIDTH = 70
-SAMPLE_TEXT = {0: "00000", 1: "00:00:00.000", 3: "↻ retry wait", 4: "#"}
+# Short labels where a kind's name is long ("• dependency removed" was cut to "• …");
+# the event column fits the longest label shown.
+SHORT_LABELS = {"dependency_added": "+ dependency", "dependency_removed": "− dependency"}
 HEADER_TIPS = {4: "attempt number"}
+
+
+def event_label(event: Event) -> str:
+    """The event column's text: the state's glyph and name, or a short label."""
+    if event.kind in SHORT_LABELS:
+        return SHORT_LABELS[event.kind]
+    glyph = STATE_GLYPHS.get(event.state, "") if _is_state(event) else "•"
+    return f"{glyph} {kind_label(event.kind)}"
+
+
+def _label_of_kind(kind: str) -> str:
+    if kind in SHORT_LABELS:
+        return SHORT_LABELS[kind]
+    glyphs = {state.value: glyph for state, glyph in STATE_GLYPHS.items()}
+    return f"{glyphs.get(kind, '•')} {kind_label(kind)}"
+
+
+SAMPLE_TEXT = {
+    0: "00000",
+    1: "00:00:00.000",
+    3: tuple(_label_of_kind(kind) for kind in KINDS),  # the widest one, measured
+    4: "#",
+}
 
 
 class EventLogModel(QAbstractTableModel):
@@ -75,8 +100,7 @@ class EventLogModel(QAbstractTableModel):
             if column == 2:
                 return event.task_id
             if column == 3:
-                glyph = STATE_GLYPHS.get(event.state, "") if _is_state(event) else "•"
-                return f"{glyph} {kind_label(event.kind)}"
+                return event_label(event)
             if column == 4:
                 return event.attempt or ""
             if column == 5:
@@ -86,6 +110,10 @@ class EventLogModel(QAbstractTableModel):
             return self.text_colours[event.state]
         if role == Qt.ItemDataRole.ToolTipRole and column == 5 and event.error:
             return event.error
+        if role == Qt.ItemDataRole.ToolTipRole and column == 3:
+            return kind_label(event.kind)
+        if role == Qt.ItemDataRole.ToolTipRole and column == 2:
+            return event.task_id  # a long id is elided in its column
         return None
 
     def append(self, events: list[Event]) -> None:
@@ -178,7 +206,11 @@ class EventLog(QWidget):
         cell = QFontMetrics(self.table.font())
         head = QFontMetrics(self.table.horizontalHeader().font())
         for column, sample in SAMPLE_TEXT.items():
-            width = max(cell.horizontalAdvance(sample), head.horizontalAdvance(COLUMNS[column]))
+            samples = sample if isinstance(sample, tuple) else (sample,)
+            width = max(
+                *(cell.horizontalAdvance(text) for text in samples),
+                head.horizontalAdvance(COLUMNS[column]),
+            )
             self.table.setColumnWidth(column, width + 14)  # cell padding
         self._fit_task_column()
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import time
 
-from PySide6.QtCore import Qt, Signal
-from PySide6.QtGui import QColor, QFont, QPalette
+from PySide6.QtCore import Qt, QTimer, QUrl, Signal
+from PySide6.QtGui import QColor, QDesktopServices, QFont, QPalette
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QCheckBox,
@@ -22,6 +22,7 @@ from PySide6.QtWidgets import (
     QHeaderView,
     QLabel,
     QPlainTextEdit,
+    QPushButton,
     QScrollArea,
     QSplitter,
     QStackedWidget,
@@ -31,8 +32,9 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from taskloom.engine import Attempt, TaskInfo, TaskState
+from taskloom.engine import Attempt, Outcome, TaskInfo, TaskState
 
+from .live_output import LogTail
 from .run_history import store_of, wall_offset
 from .run_summary import RunSummary, describe_delay  # noqa: F401 - describe_delay re-exported
 from .style import (
@@ -114,6 +116,17 @@ class Inspector(QWidget):
         mono.setStyleHint(QFont.StyleHint.Monospace)
         mono.setPointSizeF(9)
         self.output.setFont(mono)
+        # A running command's output, followed as its log file fills.
+        self.tail = LogTail()
+        self.tail_timer = QTimer(self)
+        self.tail_timer.setInterval(250)
+        self.tail_timer.timeout.connect(self._poll_live)
+        self._live_header = ""
+        self.open_log = QPushButton("Open whole log")
+        self.open_log.setObjectName("openLog")
+        self.open_log.setEnabled(False)
+        self.open_log.clicked.connect(self._open_log)
+        self._log_path: str | None = None
         top = QWidget()
         top_layout = QVBoxLayout(top)
         top_layout.setContentsMargins(0, 0, 0, 0)
@@ -140,7 +153,16 @@ class Inspector(QWidget):
         split = QSplitter(Qt.Orientation.Vertical)
         split.addWidget(top_scroll)
         split.addWidget(attempts_box)
-        split.addWidget(self.output)
+        output_box = QWidget()
+        output_layout = QVBoxLayout(output_box)
+        output_layout.setContentsMargins(0, 0, 0, 0)
+        output_layout.setSpacing(2)
+        output_layout.addWidget(self.output, 1)
+        log_row = QHBoxLayout()
+        log_row.addStretch(1)
+        log_row.addWidget(self.open_log)
+        output_layout.addLayout(log_row)
+        split.addWidget(output_box)
         split.setStretchFactor(0, 2)
         split.setStretchFactor(1, 1)
         split.setStretchFactor(2, 1)
@@ -181,6 +203,7 @@ class Inspector(QWidget):
             self.state.setText("")
             self.attempt_list.clear()
             self.output.clear()
+            self._follow(None)
             self._attempts = []
             self._show_note("")
             return
@@ -321,8 +344,13 @@ class Inspector(QWidget):
 
     def _show_attempt(self, item, _previous=None) -> None:
         if item is None:
+            self._follow(None)
             return
         attempt = self._attempts[item.data(0, Qt.ItemDataRole.UserRole)]
+        if self._show_live(attempt):
+            return
+        self._follow(None)
+        self._set_log(attempt.log_path)
         parts = []
         if attempt.run is not None and self.store is not None and attempt.run != self.store.run:
             parts.append(f"run {attempt.run}, attempt {attempt.number}: {attempt.outcome}")
@@ -344,6 +372,53 @@ class Inspector(QWidget):
         self.output.setPlainText(
             "\n\n".join(parts) or f"attempt {attempt.number}: {attempt.outcome}"
         )
+
+    # -- a running attempt's output, live ----------------------------------------
+    def _show_live(self, attempt: Attempt) -> bool:
+        """Follow the log of the running attempt shown, if it is this run's newest."""
+        running = attempt.outcome == Outcome.RUNNING and attempt is self._attempts[-1]
+        if not running or self.task_id is None:
+            return False
+        try:
+            path = self.bridge.scheduler.live_log(self.task_id)
+        except (KeyError, RuntimeError):
+            path = None
+        self._live_header = f"attempt {attempt.number}: running" + (
+            "" if path else " (no output yet)"
+        )
+        self._set_log(path)
+        if path != self.tail.path or not self.tail_timer.isActive():
+            self._follow(path)
+        self._poll_live(force=True)
+        return True
+
+    def _follow(self, path: str | None) -> None:
+        self.tail.follow(path)
+        if path is None:
+            self.tail_timer.stop()
+        else:
+            self.tail_timer.start()
+
+    def _poll_live(self, force: bool = False) -> None:
+        if not self.tail.poll() and not force:
+            return
+        text = self.tail.text
+        bar = self.output.verticalScrollBar()
+        at_end = bar.value() >= bar.maximum() - 2
+        self.output.setPlainText(
+            f"{self._live_header}\n── output (live) ──\n{text}" if text else self._live_header
+        )
+        if at_end:  # keep following the end unless the person scrolled up
+            bar.setValue(bar.maximum())
+
+    def _set_log(self, path: str | None) -> None:
+        self._log_path = path
+        self.open_log.setEnabled(path is not None)
+        self.open_log.setToolTip(path or "This attempt wrote no log file")
+
+    def _open_log(self) -> None:
+        if self._log_path:
+            QDesktopServices.openUrl(QUrl.fromLocalFile(self._log_path))
 
     def changeEvent(self, event) -> None:
         # Links carry their colour in the HTML: re-render them for the new palette.

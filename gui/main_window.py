@@ -34,7 +34,10 @@ from PySide6.QtWidgets import (
 from taskloom.engine import Action, Outcome, TaskState
 
 from .bridge import EngineBridge
+from .clear import ClearQuestion, why_not
+from .close_question import CloseQuestion
 from .controller import Controller
+from .document import WorkflowDocument
 from .event_log import EventLog
 from .graph.export import export_graph
 from .graph.scene import GraphScene
@@ -43,6 +46,7 @@ from .history_reader import HistoryReader
 from .icons import icon
 from .inspector import Inspector
 from .legend import Legend
+from .occurrences import later_occurrences
 from .run_history import store_of
 from .status import StatusPanel
 from .timeline import Timeline
@@ -70,13 +74,22 @@ class MainWindow(QMainWindow):
         self.setWindowIcon(icon("app"))
         self.bridge = EngineBridge(scheduler, self)
         self.controller = Controller(scheduler, self)
+        self._title = title
         self.dispatcher_paused = False
         self.selected: list[str] = []
-        self.workflow = None  # the engine.workflow.Workflow shown, if it came from a file
 
         self.scene = GraphScene(self)
         self.scene.scheduler = scheduler  # asked about edges while one is dragged
         self.scene.elapsed_source = self._running_for
+        # The file being edited: its undo stack is the controller's, its positions the scene's.
+        self.document = WorkflowDocument(
+            scheduler, self.controller.undo_stack, lambda: dict(self.scene.pins), self
+        )
+        self.controller.keep_edges = self.document.keep_edges
+        self.document.dirtyChanged.connect(self.setWindowModified)
+        self.document.pathChanged.connect(lambda _path: self._update_title())
+        self.close_question = CloseQuestion(self)
+        self.clear_question = ClearQuestion(self)
         self.graph_view = GraphView(self.scene)
         self.legend = Legend()
         central = QWidget()
@@ -94,6 +107,7 @@ class MainWindow(QMainWindow):
         self.inspector.setMinimumWidth(300)
         self.timeline = Timeline(self.bridge.clock_now, self.bridge.attempts)
         self.timeline.attach_history(scheduler, self.history_reader)
+        self.timeline.later_occurrences = lambda entries: later_occurrences(scheduler, entries)
         self.event_log = EventLog(self._clock_text)
         self.inspector_dock = self._dock(
             "Inspector", self.inspector, Qt.DockWidgetArea.RightDockWidgetArea
@@ -127,6 +141,7 @@ class MainWindow(QMainWindow):
 
         if workflow is not None:
             self.attach_workflow(workflow)
+        self._update_title()
         # First picture from the snapshot the bridge took.
         self._on_structure()
         self.timeline.set_upcoming(self.bridge.upcoming)
@@ -203,6 +218,30 @@ class MainWindow(QMainWindow):
             lambda: self.controller.retry_failed(self.selected),
             "Retry the failed tasks upstream of the selection (or all), and so what they skipped",
         )
+        self.act_clear = a(
+            "clearTask",
+            "Run again",
+            "retry-task",
+            "",
+            lambda: self.clear_question.ask(self.selected, False, "task"),
+            "Run the selected finished tasks again in this run (Clear)",
+        )
+        self.act_clear_downstream = a(
+            "clearDownstream",
+            "Run again with downstream",
+            "retry-failed",
+            "",
+            lambda: self.clear_question.ask(self.selected, True, "task and downstream"),
+            "Run the selected finished tasks and everything after them again (Clear)",
+        )
+        self.act_clear_all = a(
+            "clearWorkflow",
+            "Run whole workflow again",
+            "retry-failed",
+            "",
+            lambda: self.clear_question.ask(list(self.bridge.tasks), False, "workflow"),
+            "Run every finished task of the workflow again in this run (Clear)",
+        )
         self.act_edit = a(
             "editTask",
             "Edit task…",
@@ -262,11 +301,19 @@ class MainWindow(QMainWindow):
         )
         self.act_save = a(
             "saveWorkflow",
-            "Save workflow…",
+            "Save",
             "save-workflow",
             "Ctrl+S",
             self._save_workflow,
-            "Save the workflow (TOML)",
+            "Save the workflow to its file (TOML); asks where when it has none",
+        )
+        self.act_save_as = a(
+            "saveWorkflowAs",
+            "Save as…",
+            "save-workflow",
+            "Ctrl+Shift+S",
+            self._save_workflow_as,
+            "Save the workflow to another file (paths are rebased to its folder)",
         )
         self.act_undo = self.controller.undo_stack.createUndoAction(self, "Undo")
         self.act_undo.setObjectName("undo")
@@ -289,8 +336,18 @@ class MainWindow(QMainWindow):
         self.act_zoom_in = a("zoomIn", "Zoom in", "zoom-in", "Ctrl+=", self.graph_view.zoom_in)
         self.act_zoom_in.setShortcuts([QKeySequence("Ctrl+="), QKeySequence("Ctrl++")])
         self.act_zoom_out = a("zoomOut", "Zoom out", "zoom-out", "Ctrl+-", self.graph_view.zoom_out)
-        self.act_fit = a("fitView", "Fit graph", "zoom-fit", "Ctrl+0", self.graph_view.fit)
+        self.act_fit = a(
+            "fitView", "Fit graph", "zoom-fit", "Ctrl+0", lambda: self.graph_view.fit(False)
+        )
         self.act_find = a("findTask", "Find task", "find", "Ctrl+F", self._focus_search)
+        self.act_relayout = a(
+            "relayout",
+            "Re-layout",
+            "zoom-fit",
+            "",
+            self.relayout,
+            "Lay the whole graph out again (nodes stay put after edits until then)",
+        )
 
     def _make_toolbar_and_menus(self) -> None:
         bar = self.addToolBar("Main")
@@ -343,7 +400,7 @@ class MainWindow(QMainWindow):
 
         menus = self.menuBar()
         file_menu = menus.addMenu("&File")
-        file_menu.addActions([self.act_open, self.act_save, self.act_export])
+        file_menu.addActions([self.act_open, self.act_save, self.act_save_as, self.act_export])
         file_menu.addSeparator()
         quit_action = file_menu.addAction("Quit", QKeySequence.StandardKey.Quit)
         quit_action.triggered.connect(self.close)
@@ -362,9 +419,11 @@ class MainWindow(QMainWindow):
             ]
         )
         task.addSeparator()
+        task.addActions([self.act_clear, self.act_clear_downstream, self.act_clear_all])
+        task.addSeparator()
         task.addAction(self.act_pause_all)
         view = menus.addMenu("&View")
-        view.addActions([self.act_zoom_in, self.act_zoom_out, self.act_fit])
+        view.addActions([self.act_zoom_in, self.act_zoom_out, self.act_fit, self.act_relayout])
         view.addSeparator()
         for dock in (self.inspector_dock, self.timeline_dock, self.event_dock):
             view.addAction(dock.toggleViewAction())
@@ -466,7 +525,41 @@ class MainWindow(QMainWindow):
             (why or "Change the selected task") if len(infos) == 1 else "Select one task to edit it"
         )
         self.act_remove.setEnabled(Action.REMOVE in allowed)
+        self._update_run_again([info.id for info in infos], allowed)
         self.act_delete_edge.setEnabled(self.scene.selected_edge is not None or bool(infos))
+
+    def _update_run_again(self, ids, allowed) -> None:
+        """Run again follows the tasks' states; Retry and Run now the engine's answer,
+        and each says why when it cannot act."""
+        why = why_not(self.bridge.tasks, ids)
+        for action, tip in (
+            (self.act_clear, "Run the selected finished tasks again in this run (Clear)"),
+            (self.act_clear_downstream, "Run them and everything after them again (Clear)"),
+        ):
+            action.setEnabled(why is None)
+            action.setStatusTip(why or tip)
+            action.setToolTip(why or tip)
+        self.act_clear_all.setEnabled(
+            any(why_not(self.bridge.tasks, [t]) is None for t in self.bridge.tasks)
+        )
+        for action, kind, tip in (
+            (self.act_retry, Action.RETRY, "Run the selected failed, skipped or cancelled tasks"),
+            (self.act_run_now, Action.RUN_NOW, "Run the selected tasks now"),
+        ):
+            reason = None if kind in allowed else self._why_not_action(ids, kind)
+            action.setStatusTip(reason or tip)
+            action.setToolTip(reason or tip)
+
+    def _why_not_action(self, ids, kind) -> str:
+        if not ids:
+            return "Select a task first"
+        info = self.bridge.tasks[ids[0]]
+        state = info.state.name.lower()
+        if kind is Action.RETRY:
+            if info.state in (S.SKIPPED,):
+                return f"{info.id} was skipped because an upstream task failed: retry that one"
+            return f"{info.id} is {state}: only a failed, skipped or cancelled task can be retried"
+        return f"{info.id} is {state}: nothing waits for a time that Run now could bring forward"
 
     def _update_retry_failed(self) -> None:
         self.act_retry_failed.setEnabled(
@@ -484,6 +577,8 @@ class MainWindow(QMainWindow):
                 self.act_pause_task,
             ]
         )
+        menu.addSeparator()
+        menu.addActions([self.act_clear, self.act_clear_downstream])
         menu.addSeparator()
         menu.addActions([self.act_edit, self.act_remove])
         menu.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
@@ -516,6 +611,13 @@ class MainWindow(QMainWindow):
         elif self.selected:
             self.controller.remove_tasks(list(self.selected))
 
+    def relayout(self) -> None:
+        """Every node back to the layout's place: dragged ones too (one undo step)."""
+        moves = {tid: (pin, None) for tid, pin in self.scene.pins.items()}
+        self.scene.pin_many(dict.fromkeys(moves))
+        self.controller.move_nodes(self.scene, moves)  # already shown: recorded for undo
+        self.scene.relayout()
+
     def _focus_search(self) -> None:
         self.search.setFocus(Qt.FocusReason.ShortcutFocusReason)
         self.search.selectAll()
@@ -542,9 +644,23 @@ class MainWindow(QMainWindow):
             return
         dialog = AddTaskDialog(list(self.bridge.tasks), self)
         dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
-        dialog.specReady.connect(self.controller.add_task)
+        dialog.specReady.connect(lambda spec: self.controller.add_task(self._in_file_folder(spec)))
         dialog.open()
         self.add_dialog = dialog
+
+    def _in_file_folder(self, definition):
+        """A command added here runs in the workflow file's folder, as the file's own
+        tasks do (not wherever the app was started)."""
+        from dataclasses import replace
+
+        from taskloom.engine.command import Command
+
+        action = definition.action
+        if self.document.path is None or not isinstance(action, Command) or action.cwd:
+            return definition
+        folder = str(self.document.base_dir)
+        command = Command(action.argv, shell=action.shell, cwd=folder, env=action.env)
+        return replace(definition, action=command)
 
     def edit_task_dialog(self) -> None:
         from .add_task import AddTaskDialog
@@ -601,67 +717,95 @@ class MainWindow(QMainWindow):
             self.openRequested.emit(path)
 
     def _save_workflow(self) -> None:
-        start = str(self.workflow.path) if self.workflow and self.workflow.path else ""
-        path, _ = QFileDialog.getSaveFileName(self, "Save workflow", start, "Workflows (*.toml)")
-        if not path:
-            return
-        if self.workflow is not None:
-            self.save_workflow(path)
+        """Save writes the open file; a workflow without one asks where (Save As)."""
+        if self.document.path is None:
+            self._save_workflow_as()
         else:
-            self.saveRequested.emit(path)
+            self.save_workflow()
+
+    def _save_workflow_as(self) -> None:
+        # The dialog opens in the file's folder with a new name, never on the file
+        # itself: Enter must not overwrite what Save As was chosen to keep.
+        path = self.document.path
+        folder = path.resolve().parent if path is not None else Path.cwd()
+        stem = path.stem if path is not None else self.document.name
+        start = str(folder / f"{stem}-copy.toml")
+        path, _ = QFileDialog.getSaveFileName(self, "Save workflow as", start, "Workflows (*.toml)")
+        if path:
+            self.save_workflow(path)
 
     # -- the workflow file ---------------------------------------------------------------
+    @property
+    def workflow(self):
+        """The engine.workflow.Workflow shown, if it came from (or went to) a file."""
+        return self.document.workflow
+
+    @workflow.setter
+    def workflow(self, value) -> None:
+        if value is not None:
+            self.document.attach(value)
+
     def attach_workflow(self, workflow) -> None:
         """Show ``workflow`` (already scheduled on the engine): its ``pos`` keys place
         nodes, and Save writes it."""
-        self.workflow = workflow
         self.scene.pin_many(dict(workflow.positions))
+        self.document.attach(workflow)
 
     def sync_workflow(self, workflow) -> list[str]:
-        """Make ``workflow`` what the window shows: the engine's definition of each task
-        (added, edited and removed here, edges as they are now), dragged positions.
-        Returns the tasks left out: those that run a Python object."""
-        ids = [t.id for t in self.scheduler.tasks()]  # now, not as last painted
-        present = set(ids)
-        left_out = []
-        kept = {}
-        base = workflow.base_dir
-        for tid in [*(t for t in workflow.tasks if t in present), *ids]:
-            if tid in kept or tid in left_out:
-                continue
-            try:
-                definition = self.scheduler.definition(tid)
-                definition.to_table(base)  # ValueError: no file form
-            except KeyError:
-                continue  # removed meanwhile
-            except ValueError:
-                left_out.append(tid)
-                continue
-            kept[tid] = definition
-        workflow.tasks = kept
-        workflow.positions = {}
-        for tid in kept:
-            pin = self.scene.pins.get(tid)
-            if pin is not None:
-                workflow.set_position(tid, round(pin[0], 1), round(pin[1], 1))
-        return left_out
+        """Make the document's workflow what the window shows; returns the tasks left
+        out (those that run a Python object)."""
+        return self.document.sync()
 
     def save_workflow(self, path=None) -> bool:
-        """Write the workflow as shown (atomically); explains a failure in the status bar."""
-        from taskloom.engine.workflow import Workflow, save
-
-        if self.workflow is None:
-            name = Path(path).stem if path else "workflow"
-            self.workflow = Workflow(name=name, workers=self.scheduler.workers)
-        left_out = self.sync_workflow(self.workflow)
+        """Write the workflow as shown (atomically, keeping the file's comments and
+        formatting); explains a failure in the status bar."""
         try:
-            saved = save(self.workflow, path)
+            saved, left_out = self.document.save(path)
         except (OSError, ValueError) as exc:
             self._show_message(f"Cannot save: {exc}", True)
             return False
         note = f" (left out {', '.join(left_out)}: Python objects)" if left_out else ""
         self._show_message(f"Saved {saved}{note}", bool(left_out))
         return True
+
+    def _update_title(self) -> None:
+        """ "name — /path/to/file.toml[*] — Taskloom": which file is open, and (*) unsaved."""
+        path = self.document.path
+        name = self._title or (self.document.name if self.document.workflow else "")
+        parts = [part for part in (name, str(path) if path is not None else "") if part]
+        if not parts:
+            self.setWindowTitle("Taskloom[*]")
+            return
+        self.setWindowTitle(" — ".join([*parts[:-1], f"{parts[-1]}[*]", "Taskloom"]))
+
+    # -- problems of a workflow file ------------------------------------------------------
+    def show_problems(self, path, problems) -> None:
+        """List every problem of the file at ``path`` in a panel (not the status bar)."""
+        from .problems import ProblemsPanel
+
+        if getattr(self, "problems_dock", None) is None:
+            self.problems = ProblemsPanel()
+            self.problems.taskActivated.connect(self._jump_to_problem)
+            self.problems.reloadRequested.connect(self.openRequested)
+            self.problems_dock = self._dock(
+                "Problems", self.problems, Qt.DockWidgetArea.BottomDockWidgetArea
+            )
+            self.tabifyDockWidget(self.event_dock, self.problems_dock)
+        self.problems.show_problems(path, problems)
+        self.problems_dock.show()
+        self.problems_dock.raise_()
+        self.resizeDocks([self.problems_dock], [720], Qt.Orientation.Horizontal)
+        self.resizeDocks([self.problems_dock], [300], Qt.Orientation.Vertical)
+        self._show_message(f"{Path(path).name} has {len(problems)} problem(s): see Problems", True)
+
+    def _jump_to_problem(self, task: str) -> None:
+        path = self.document.path
+        same_file = path is not None and self.problems.path is not None
+        same_file = same_file and Path(self.problems.path).resolve() == path.resolve()
+        if same_file and task in self.bridge.tasks:
+            self.select_tasks([task], centre=True)
+            return
+        self._show_message(f"{task} is in {self.problems.path}", False)
 
     # -- theme and settings -------------------------------------------------------------
     def _apply_theme(self) -> None:
@@ -689,6 +833,9 @@ class MainWindow(QMainWindow):
         self.settings.sync()
 
     def closeEvent(self, event) -> None:
+        if not self.close_question.may_close():
+            event.ignore()
+            return
         self.save_settings()
         self.shutdown_views()
         super().closeEvent(event)

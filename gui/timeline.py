@@ -67,6 +67,7 @@ class TimelineModel:
         self.lanes: list[str] = []
         self.lane_index: dict[str, int] = {}
         self.entries: dict[str, list[Entry]] = {}
+        self.later: dict[str, list[Entry]] = {}  # recurring tasks' occurrences after the next
         self.attempts_next: dict[str, int] = {}
         self.bars: dict[str, deque] = {}  # tid -> deque[[start, end|None, outcome, attempt]]
         self.history: WindowHistory | None = None  # stored attempts of the visible window
@@ -152,6 +153,7 @@ class TimelineModel:
         for tid in gone:
             self.bars.pop(tid, None)
             self.entries.pop(tid, None)
+            self.later.pop(tid, None)
 
     def set_upcoming(self, entries) -> None:
         grouped: dict[str, list[Entry]] = {}
@@ -454,6 +456,14 @@ class TimelineCanvas(QWidget):
     def _paint_entries(self, painter, tid, top, now, window, right) -> None:
         left, right_t = window
         mid = top + LANE_HEIGHT / 2
+        for entry in self.model.later.get(tid, ()):  # later occurrences: faint, no text
+            x = self.x_of(entry.run_at, now)
+            if x <= right and left <= entry.run_at:
+                colour = QColor(ENTRY_COLOURS.get(entry.kind, "#888888"))
+                colour.setAlpha(110)
+                painter.setBrush(colour)
+                painter.setPen(Qt.PenStyle.NoPen)
+                painter.drawPath(_marker(entry.kind, x, mid))
         for entry in self.model.entries.get(tid, ()):
             if not self.following and not left <= entry.run_at <= right_t:
                 continue  # a panned window shows only what falls inside it
@@ -801,9 +811,16 @@ class Timeline(QWidget):
         self.model.remove(ids)
         self.canvas.update_height()
 
+    later_occurrences = None  # entries -> recurring tasks' occurrences after the next
+
     def set_upcoming(self, entries) -> None:
         self._dirty = True
         self.model.set_upcoming(entries)
+        later: dict[str, list] = {}
+        if self.later_occurrences is not None:
+            for entry in self.later_occurrences(entries):
+                later.setdefault(entry.task_id, []).append(entry)
+        self.model.later = later  # drawn faint; the window is fitted to the next ones
 
     def add_events(self, events) -> None:
         self._dirty = True

@@ -74,7 +74,15 @@ class _CloseWatcher(QObject):
 
     def eventFilter(self, watched, event) -> bool:
         if event.type() == QEvent.Type.Close:
-            if getattr(self.session, "asks_on_close", lambda: False)():
+            question = self.session.window.close_question
+            hands_off = getattr(self.session, "asks_on_close", lambda: False)()
+            # Running tasks are asked about once: by the hand-off question when there is
+            # one, and never for a watcher (closing it stops nothing).
+            question.counts_running = not hands_off and not getattr(self.session, "watching", False)
+            if not question.may_close():
+                event.ignore()  # the person chose to keep it open
+                return True
+            if hands_off:
                 choice = self.session.ask_on_close()
                 if choice == CLOSE_CANCEL:
                     event.ignore()
@@ -260,6 +268,7 @@ class WorkflowSession:
     def close(self, wait: bool = True) -> None:
         """Close the window and stop the engine; with ``wait``, until both are done."""
         self.quiet = True  # closed by the program: nobody to ask
+        self.window.close_question.enabled = False  # the caller decided (quit, a signal)
         self.window.close()  # the close watcher calls stop()
         self.stop()
         self.window.deleteLater()
@@ -289,10 +298,13 @@ class Sessions:
             workflow = load(path)
         except WorkflowError as exc:
             if self.current is None:
+                self.open_broken(path, exc)
                 raise
-            self.current.window.statusBar().showMessage(f"⚠ {exc}", 10000)
+            self.current.window.show_problems(path, exc.problems)
             return False
         first = self.current is None
+        if not first and not self.current.window.close_question.may_close():
+            return False  # unsaved edits or running tasks the person keeps
         db_path, log_dir = store_paths(workflow, self.db if first else None, self.data_dir)
         return self._open(workflow, path, db_path, log_dir, fresh=self.fresh and first)
 
@@ -357,6 +369,17 @@ class Sessions:
             workflow, self.settings, db_path=db_path, fresh=fresh, log_dir=log_dir
         )
 
+    def open_broken(self, path, error) -> None:
+        """A window for a file that cannot be run: no tasks, its problems listed, Reload.
+        Nothing is started and no store is touched."""
+        from taskloom.engine.workflow import Workflow
+
+        session = WorkflowSession(Workflow(name=Path(path).name), self.settings)
+        session.window.show_problems(path, error.problems)
+        self.current = session
+        session.window.openRequested.connect(self.open)
+        session.window.show()
+
     def close(self) -> None:
         """Close the open workflow and wait until every engine has stopped."""
         if self.current is not None:
@@ -419,6 +442,7 @@ class _StopSignals:
 
     def _stop(self, signum, frame) -> None:
         self.requested = True
+        _close_without_asking(self.app)
         self.app.quit()
 
     def restore(self) -> None:
@@ -428,6 +452,14 @@ class _StopSignals:
         for number, handler in self._previous.items():
             signal.signal(number, handler)
         self._previous.clear()
+
+
+def _close_without_asking(app) -> None:
+    """Quitting closes every window (Qt 6): a signal or a screenshot asks no one."""
+    for widget in app.topLevelWidgets():
+        question = getattr(widget, "close_question", None)
+        if question is not None:
+            question.enabled = False
 
 
 def run_window(
@@ -494,8 +526,10 @@ def _open_and_run(
     try:
         sessions.open(path or DEFAULT_WORKFLOW)
     except WorkflowError as exc:
-        print(exc, file=sys.stderr)
-        return 2
+        print(exc, file=sys.stderr)  # and the window lists them (open_broken)
+        if sessions.current is None or screenshot:
+            sessions.close()
+            return 2
     except StoreBusy as exc:
         print(f"taskloom: {exc}; not opening a second run of it", file=sys.stderr)
         if not screenshot and app.platformName() != "offscreen":
@@ -518,6 +552,7 @@ def _open_and_run(
             if not picture.save(str(screenshot)):
                 print(f"cannot write screenshot {screenshot}", file=sys.stderr)
                 code["value"] = 1
+        _close_without_asking(app)
         app.exit(code["value"])
 
     if screenshot or quit_after is not None:

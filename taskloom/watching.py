@@ -32,6 +32,7 @@ class WatchSession:
         self.db_path = Path(db_path)
         self.store = None
         self.scheduler = WatchedRun(self.db_path, name=workflow.name)
+        self.scheduler.definitions = dict(workflow.tasks)  # Save writes the file's tasks back
         self._stopped = False
         try:
             self.window = MainWindow(

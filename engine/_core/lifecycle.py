@@ -341,6 +341,32 @@ class Lifecycle:
         self.evaluate_many(rearmed)
         return True
 
+    def clear(self, roots: list[Task], downstream: bool) -> list[str]:
+        """``Scheduler.clear`` once its checks passed: ``roots`` (and, with
+        ``downstream``, the settled one-shot tasks below them) back to PENDING."""
+        tasks = self._graph.tasks
+        chosen = {task.id: task for task in roots}
+        if downstream:
+            stack = [d for task in roots for d in task.dependents]
+            while stack:
+                dependent = tasks[stack.pop()]
+                if dependent.id in chosen or dependent.recurrence is not None:
+                    continue
+                if dependent.state.settled and not dependent.runs:
+                    chosen[dependent.id] = dependent
+                stack.extend(dependent.dependents)
+        order = {tid: n for n, tid in enumerate(tasks)}
+        cleared = sorted(chosen, key=order.__getitem__)
+        for tid in cleared:
+            task = chosen[tid]
+            task.cancel_requested = False
+            task.budget_base = task.attempt
+            task.retry_pending = False
+            task.run_at = None
+            self.set_state(task, S.PENDING)
+        self.evaluate_many(reversed(cleared))  # a stack: upstream decided first
+        return cleared
+
     def _rearm_skipped_downstream(self, task: Task) -> list[str]:
         tasks = self._graph.tasks
         rearmed, stack = [], list(task.dependents)

@@ -566,6 +566,29 @@ class Scheduler:
         with self._edit():
             return self._lifecycle.retry(self._graph.get(task_id))
 
+    def clear(self, task_ids: str | Iterable[str], downstream: bool = False) -> list[str]:
+        """Run settled one-shot tasks again within this run (Airflow's "Clear").
+
+        ``task_ids`` is one id or several. Each must be settled (SUCCEEDED, FAILED,
+        SKIPPED or CANCELLED), have no attempt in flight and not be recurring;
+        otherwise ``ValueError`` naming it, and nothing changes. With
+        ``downstream``, every settled one-shot task downstream of them is cleared too
+        and waits for them again. A cleared task is PENDING with a fresh retry
+        budget, runs as soon as its dependencies allow (its old time is ignored, as
+        ``retry`` does) and keeps its attempt history (numbers go on). Returns the
+        ids cleared, upstream first. ``KeyError`` for an unknown id.
+        """
+        ids = [task_ids] if isinstance(task_ids, str) else list(task_ids)
+        with self._edit():
+            roots = [self._graph.get(tid) for tid in ids]
+            for task in roots:
+                if not task.state.settled or task.runs or task.recurrence is not None:
+                    what = "recurring" if task.recurrence is not None else task.state.name
+                    raise ValueError(
+                        f"task {task.id!r} is {what}: only a settled one-shot task can be cleared"
+                    )
+            return self._lifecycle.clear(roots, downstream)
+
     def run_now(self, task_id: str) -> bool:
         """Run a task that waits for its time now; a recurring task gets an extra run."""
         with self._edit():
@@ -648,6 +671,16 @@ class Scheduler:
         ``Attempt`` records; the store keeps them all."""
         with self._core.lock:
             return list(self._graph.get(task_id).history or ())
+
+    def live_log(self, task_id: str) -> str | None:
+        """The log file the task's newest attempt in flight is writing (a command
+        writes its output there as it goes), or None: not running, not a command yet,
+        or run in another process. The finished attempt's record keeps the path
+        (``Attempt.log_path``). ``KeyError`` if unknown."""
+        with self._core.lock:
+            runs = self._graph.get(task_id).runs
+            paths = [run.ctx.log_path for run in runs if run.ctx.log_path]
+            return paths[-1] if paths else None
 
     def would_close_cycle(self, task_id: str, dep_id: str) -> list[str] | None:
         """The cycle ``add_dependency(task_id, dep_id)`` would close, or None.

@@ -18,12 +18,22 @@ from PySide6.QtWidgets import QGraphicsItem, QGraphicsPathItem, QGraphicsScene
 from taskloom.engine import Action, TaskInfo, TaskState
 
 from .items import NodeItem, add_edge, cosmetic_pen, edge_curve, routed_curve
-from .layout import NODE_HEIGHT, NODE_WIDTH, Layout, LayoutCache, compute_layout, structure_key
+from .layout import (
+    LAYER_GAP,
+    NODE_HEIGHT,
+    NODE_WIDTH,
+    ROW_GAP,
+    Layout,
+    LayoutCache,
+    compute_layout,
+    structure_key,
+)
 
 BACKGROUND_LAYOUT_NODES = 400  # above this, lay out off the GUI thread
 CHUNKED_NODES = 400  # above this many new nodes, create them in slices between events
 SLICE_MS = 30  # longest time one slice of node creation may hold the GUI thread
 MARGIN = 60.0
+KEEP_PLACES_UP_TO = 400  # above this, an edit lays the graph out again (placing is O(n^2))
 # Above this many edges their path is cached as a picture: recolouring nodes never
 # changes it, and stroking 10,000 curves made every idle repaint ~5x slower.
 CACHED_EDGES = 1500
@@ -54,6 +64,10 @@ class GraphScene(QGraphicsScene):
         self.selected_edge: tuple[str, str] | None = None
         # Positions a person dragged nodes to (top-left corner); the layout fills in the rest.
         self.pins: dict[str, tuple[float, float]] = {}
+        # Where nodes stood before an edit changed the graph: an edit does not move
+        # them (a full relayout made every node jump). Not saved; Re-layout drops them.
+        self.kept: dict[str, tuple[float, float]] = {}
+        self._fresh: set[str] = set()  # nodes an edit added
         self._unbuilt: list[str] = []  # tasks whose node items are still to be made
         self._layout_waiting: Layout | None = None  # ready before all nodes were built
         self._build_timer = QTimer(self)
@@ -156,6 +170,12 @@ class GraphScene(QGraphicsScene):
         if self.selected_edge and not graph.has_edge(*self.selected_edge):
             self.selected_edge = None
         key = structure_key(tasks, edges)
+        edited = self.layout is not None and key != getattr(self, "_wanted_key", key)
+        if edited and len(tasks) <= KEEP_PLACES_UP_TO:
+            self._fresh.update(missing)  # placed beside a neighbour, not by the layout
+            for tid, node in self.nodes.items():
+                if tid not in self.pins and tid not in missing and node.isVisible():
+                    self.kept.setdefault(tid, (node.pos().x(), node.pos().y()))
         self._wanted_key = key
         cached = self.cache.get(key)
         if cached is not None:
@@ -186,6 +206,7 @@ class GraphScene(QGraphicsScene):
                     continue
                 node = self.nodes[tid] = NodeItem(tid)
                 node.set_detail(self._detail)
+                node.port.setScale(getattr(self, "_port_scale", 1.0))
                 node.setVisible(False)  # until the layout places it
                 node.set_info(info, self.base)
                 self.addItem(node)
@@ -239,11 +260,55 @@ class GraphScene(QGraphicsScene):
 
     # -- positions a person chose ---------------------------------------------------
     def position_of(self, tid: str) -> tuple[float, float]:
-        """Where ``tid`` belongs: its pin if dragged, else its place in the layout."""
+        """Where ``tid`` belongs: its pin if dragged, else where it stood before the
+        last edit, else (new after an edit) next to a neighbour, else the layout's place."""
         pin = self.pins.get(tid)
         if pin is not None:
             return pin
+        kept = self.kept.get(tid)
+        if kept is not None:
+            return kept
+        if tid in self._fresh:  # added by an edit: beside its neighbours
+            self._fresh.discard(tid)
+            near = self._beside_neighbour(tid)
+            if near is not None:
+                self.kept[tid] = near
+                return near
         return self.layout.positions.get(tid, (0.0, 0.0)) if self.layout else (0.0, 0.0)
+
+    def _beside_neighbour(self, tid: str) -> tuple[float, float] | None:
+        """Right of its first placed upstream task (or left of a downstream one), moved
+        down until it overlaps no other node."""
+        info = self.tasks.get(tid)
+        if info is None:
+            return None
+        placed = {**self.kept, **self.pins}
+        spot = None
+        for dep in info.deps:
+            if dep in placed:
+                x, y = placed[dep]
+                spot = (x + NODE_WIDTH + LAYER_GAP, y)
+                break
+        if spot is None:
+            for child in info.dependents:
+                if child in placed:
+                    x, y = placed[child]
+                    spot = (x - NODE_WIDTH - LAYER_GAP, y)
+                    break
+        if spot is None:
+            return None
+        x, y = spot
+        taken = [p for t, p in placed.items() if t != tid and t in self.nodes]
+        while any(abs(px - x) < NODE_WIDTH and abs(py - y) < NODE_HEIGHT for px, py in taken):
+            y += NODE_HEIGHT + ROW_GAP
+        return (x, y)
+
+    def relayout(self) -> None:
+        """Forget where edits left nodes: the layout places every node not pinned."""
+        self.kept.clear()
+        self._fresh.clear()
+        if self.layout is not None:
+            self._apply_layout(self.layout)
 
     def pin_many(self, pins: dict) -> None:
         """Pin tasks at (x, y), or hand them back to the layout with None."""
@@ -291,14 +356,15 @@ class GraphScene(QGraphicsScene):
     def _update_scene_rect(self) -> None:
         layout = self.layout
         rect = QRectF(0, 0, layout.width, layout.height) if layout else QRectF()
-        for tid, (x, y) in self.pins.items():
+        for tid, (x, y) in [*self.pins.items(), *self.kept.items()]:
             if tid in self.nodes:
                 rect = rect.united(QRectF(x, y, NODE_WIDTH, NODE_HEIGHT))
         self.setSceneRect(rect.adjusted(-MARGIN, -MARGIN, MARGIN, MARGIN))
 
     def _route(self, up: str, down: str):
         """Slots a long edge passes through; none once a person moved either end."""
-        if self.layout is None or up in self.pins or down in self.pins:
+        moved = (up in self.pins or down in self.pins) or (up in self.kept or down in self.kept)
+        if self.layout is None or moved:
             return ()
         return self.layout.routes.get((up, down), ())
 
@@ -354,6 +420,15 @@ class GraphScene(QGraphicsScene):
                 node.set_elapsed(source(tid))
 
     # -- level of detail ---------------------------------------------------------
+    def set_port_scale(self, scale: float) -> None:
+        """Ports drawn ``scale`` times their size, so they stay big enough to hit."""
+        scale = min(scale, 1.0 / 0.45)  # below the detail zoom, ports are hidden anyway
+        if abs(scale - getattr(self, "_port_scale", 1.0)) < 0.01:
+            return
+        self._port_scale = scale
+        for node in self.nodes.values():
+            node.port.setScale(scale)
+
     @property
     def detail(self) -> bool:
         return self._detail

@@ -11,11 +11,17 @@ from PySide6.QtCore import QPoint, QPointF, QRectF, Qt, QTimer, Signal
 from PySide6.QtGui import QMouseEvent, QPainter, QPainterPath, QWheelEvent
 from PySide6.QtWidgets import QApplication, QGraphicsView
 
-from .items import ROLE_ID, ROLE_KIND
+from .items import PORT_RADIUS, ROLE_ID, ROLE_KIND
 from .overview import Overview
 from .scene import GraphScene
 
 DETAIL_SCALE = 0.45  # below this zoom the node text is unreadable: draw plain boxes
+# Fit never goes below this for graphs up to READABLE_UP_TO tasks: names stay readable
+# and the rest is a scroll (or a click on the overview) away. Ports keep at least
+# PORT_SCREEN_RADIUS pixels on screen, so they can be hit at the zoom fit picks.
+READABLE_SCALE = 0.6
+READABLE_UP_TO = 300
+PORT_SCREEN_RADIUS = 6.0
 MIN_SCALE, MAX_SCALE = 0.02, 4.0
 FULL_UPDATE_NODES = 1500
 ARROWS = {
@@ -77,7 +83,10 @@ class GraphView(QGraphicsView):
     def zoom_out(self) -> None:
         self.zoom_by(0.8)
 
-    def fit(self) -> None:
+    def fit(self, readable: bool = True) -> None:
+        """Show the graph: all of it at a readable zoom if it fits, else (``readable``,
+        up to READABLE_UP_TO tasks) its start at READABLE_SCALE; ``readable=False``
+        shows all of it however small (View > Fit graph)."""
         rect = self.graph_scene.sceneRect()
         if rect.isEmpty():
             return
@@ -86,13 +95,25 @@ class GraphView(QGraphicsView):
         if self.transform().m11() > 1.0:  # never blow a small graph up beyond 100 %
             self.resetTransform()
             self.centerOn(rect.center())
+        elif (
+            readable
+            and self.transform().m11() < READABLE_SCALE
+            and len(self.graph_scene.nodes) <= READABLE_UP_TO
+        ):
+            self.resetTransform()
+            self.scale(READABLE_SCALE, READABLE_SCALE)
+            # Start where the work starts: the upstream (left) end, vertically centred.
+            half = self.viewport().width() / (2 * READABLE_SCALE)
+            self.centerOn(rect.left() + half, rect.center().y())
         self._update_detail()
 
     def zoom_level(self) -> float:
         return self.transform().m11()
 
     def _update_detail(self) -> None:
-        self.graph_scene.set_detail(self.zoom_level() >= DETAIL_SCALE)
+        zoom = self.zoom_level()
+        self.graph_scene.set_detail(zoom >= DETAIL_SCALE)
+        self.graph_scene.set_port_scale(max(1.0, PORT_SCREEN_RADIUS / (PORT_RADIUS * zoom)))
         self._place_overview()
 
     def _place_overview(self, *_) -> None:

@@ -21,6 +21,15 @@ def no_leaked_windows(qapp):
     assert not visible, f"test left visible top-level widgets: {visible}"
 
 
+@pytest.fixture(autouse=True)
+def no_close_questions(monkeypatch):
+    """pytest-qt closes a test's windows itself: a modal question would hang it. Tests
+    of the question turn it on for their window (``close_question.enabled``)."""
+    from taskloom.gui.close_question import CloseQuestion
+
+    monkeypatch.setattr(CloseQuestion, "asks_by_default", False)
+
+
 @pytest.fixture
 def settings(tmp_path):
     """A throwaway settings file, so tests never touch the user's."""
@@ -63,6 +72,7 @@ def make_window(qtbot, settings):
 
     yield make
     for window in windows:
+        window.close_question.enabled = False  # the test is over: no question
         window.close()
         window.deleteLater()
     QApplication.processEvents()

@@ -124,6 +124,8 @@ def test_right_click_offers_the_task_actions(qtbot, make_window, manual_schedule
         "retryTask",
         "retryFailed",
         "pauseTask",
+        "clearTask",
+        "clearDownstream",
         "editTask",
         "removeTask",
     ]

@@ -51,6 +51,7 @@ def test_problems_are_explained_next_to_the_field(qtbot):
 
 def test_cron_preview_lists_the_next_five_times(qtbot):
     dialog = dialog_for(qtbot)
+    dialog.name.setText("tick")
     dialog.target.setText("true")
     dialog.schedule.setCurrentIndex(dialog.schedule.findData("cron"))
     dialog.cron.setText("*/15 * * * *")
@@ -124,8 +125,80 @@ def test_dialog_shows_a_refusal_by_the_field_and_stays_open(qtbot):
     dialog = AddTaskDialog([], submit=refuse)
     qtbot.addWidget(dialog)
     dialog.show()
+    dialog.name.setText("job")
     dialog.target.setText("python3 -c pass")
     ok_button(dialog).click()
     assert calls and dialog.isVisible()
     assert dialog.errors["schedule"].text() == "the engine says no"
     dialog.reject()
+
+
+def test_an_empty_name_is_refused_instead_of_invented(qtbot):
+    dialog = dialog_for(qtbot)
+    dialog.target.setText("echo hi")
+    assert dialog.errors["name"].text() == "give the task a name"
+    assert not ok_button(dialog).isEnabled()
+    dialog.name.setText("greet")
+    assert ok_button(dialog).isEnabled()
+    dialog.close()
+
+
+def test_cron_zone_defaults_to_the_local_zone(qtbot, monkeypatch):
+    monkeypatch.setenv("TZ", "Europe/Berlin")
+    dialog = dialog_for(qtbot)
+    assert dialog.tz.text() == "Europe/Berlin"
+    dialog.close()
+
+
+def test_a_first_wait_longer_than_the_longest_is_refused(qtbot):
+    dialog = dialog_for(qtbot)
+    dialog.name.setText("load")
+    dialog.target.setText("true")
+    dialog.max_attempts.setValue(3)
+    dialog.backoff.setText("10m")
+    dialog.max_delay.setText("5m")
+    dialog.validate()
+    assert "longer than the longest wait" in dialog.errors["backoff"].text()
+    assert not ok_button(dialog).isEnabled()
+    dialog.close()
+
+
+def test_a_callable_that_cannot_be_imported_is_refused_on_ok(qtbot):
+    dialog = dialog_for(qtbot)
+    dialog.show()
+    dialog.name.setText("call")
+    dialog.kind_call.setChecked(True)
+    dialog.target.setText("no_such_module_here:run")
+    assert ok_button(dialog).isEnabled()  # well formed; imported only on OK
+    ok_button(dialog).click()
+    assert dialog.isVisible()
+    assert "cannot import module" in dialog.errors["target"].text()
+    dialog.close()
+
+
+def test_a_command_added_in_the_dialog_runs_in_the_files_folder(qtbot, tmp_path, settings):
+    import sys
+
+    from taskloom.app import WorkflowSession
+    from taskloom.engine.workflow import load
+
+    source = tmp_path / "flow.toml"
+    source.write_text(
+        f'[workflow]\nname = "flow"\n\n[tasks.a]\ncommand = ["{sys.executable}", "-c", "pass"]\n'
+        'after = "1h"\n',
+        encoding="utf-8",
+    )
+    session = WorkflowSession(load(source), settings)
+    try:
+        window = session.window
+        qtbot.addWidget(window)
+        window.act_add.trigger()
+        dialog = window.add_dialog
+        dialog.name.setText("b")
+        dialog.target.setText("python3 scripts/step.py")
+        dialog.schedule.setCurrentIndex(dialog.schedule.findData("after"))
+        dialog.delay.setText("1h")
+        ok_button(dialog).click()
+        assert session.scheduler.definition("b").action.cwd == str(tmp_path.resolve())
+    finally:
+        session.close()

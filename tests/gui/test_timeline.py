@@ -36,6 +36,7 @@ def test_upcoming_entries_attempt_bars_and_click(qtbot, make_window, manual_sche
     qtbot.waitUntil(lambda: "upload" in timeline.model.entries, timeout=3000)
     entries = {tid: [e.kind for e in es] for tid, es in timeline.model.entries.items()}
     assert entries == {"later": ["scheduled"], "tick": ["recurring"], "upload": ["retry"]}
+    assert len(timeline.model.later["tick"]) > 1  # and its later occurrences, drawn faint
     timeline.canvas.repaint()
     text = "\n".join(tips(timeline))
     assert "later: scheduled, in 40.0 s" in text

@@ -1,0 +1,149 @@
+"""Writing a workflow back into the text a person wrote: comments, key order and
+formatting are kept, and only what changed is rewritten.
+
+``update_text(text, workflow, new_base)`` takes the file as it was read
+and returns it with the workflow's settings, tasks and positions as they are now:
+a task whose meaning did not change keeps its table byte for byte (``"1h"`` stays
+``"1h"``, ``priority = 0`` stays), a changed key is rewritten in the form
+``dumps`` uses, a removed task's table goes, a new task is appended. Text that
+nothing changed comes back identical. ``cwd``s are rebased to ``new_base`` (the
+folder the file is saved in; the definitions hold absolute folders): a task keeps
+running in the folder it ran in.
+
+``locate(text, task, key)`` finds where a task's table or key starts, as
+(line, column), for problems that name a task but not a place.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import tomlkit
+from tomlkit.items import Table
+
+from .definitions import TaskDefinition
+from .durations import format_duration
+
+DURATION_KEYS = ("after", "every", "timeout", "misfire_grace")
+SETTINGS = ("name", "workers", "executor")
+SETTING_DEFAULTS = {"workers": 4, "executor": "threads"}
+
+
+def update_text(text: str, workflow, new_base) -> str:
+    """``text`` with ``workflow`` written into it (see the module doc). ``ValueError``
+    for a task no file can hold (a Python object)."""
+    document = tomlkit.parse(text)
+    new_base = Path(new_base)
+    _update_settings(document, workflow)
+    if "tasks" not in document:
+        document.add(tomlkit.nl())
+        document["tasks"] = tomlkit.table(is_super_table=True)
+    tasks = document["tasks"]
+    for tid in [tid for tid in tasks if tid not in workflow.tasks]:
+        del tasks[tid]
+    for tid, definition in workflow.tasks.items():
+        new = definition.to_table(new_base)
+        pos = workflow.positions.get(tid)
+        if pos is not None:
+            new["pos"] = [round(float(pos[0]), 1), round(float(pos[1]), 1)]
+        if tid in tasks and isinstance(tasks[tid], Table):
+            _update_task(tasks[tid], tid, new, new_base)
+        else:
+            table = tomlkit.table()
+            for key, value in new.items():
+                table[key] = _item(key, value)
+            tasks[tid] = table
+    return tomlkit.dumps(document)
+
+
+def _update_settings(document, workflow) -> None:
+    if "workflow" not in document:
+        settings = tomlkit.table()
+        document.add("workflow", settings)
+    settings = document["workflow"]
+    for key in SETTINGS:
+        value = getattr(workflow, key)
+        if settings.get(key, SETTING_DEFAULTS.get(key)) != value:
+            settings[key] = value
+
+
+def _meaning(tid: str, table: dict, base: Path) -> dict | None:
+    """What a table says in a file in ``base``, as ``to_table`` writes it; None if it
+    says nothing readable (the checker reported it when the file was opened)."""
+    plain = {k: v for k, v in table.items() if k != "pos"}
+    try:
+        meaning = TaskDefinition.from_table(tid, plain, base).to_table(base)
+    except (ValueError, TypeError, KeyError):
+        return None
+    if "pos" in table:
+        meaning["pos"] = [float(v) for v in table["pos"]]
+    return meaning
+
+
+def _update_task(table: Table, tid: str, new: dict, new_base: Path) -> None:
+    old = table.unwrap()
+    # Read where it is saved: a relative cwd (or none) means a folder there.
+    before = _meaning(tid, old, new_base)
+    if before == new:
+        return  # same meaning: the text stays as written
+    for key, value in new.items():
+        if before is not None and key in before and before[key] == value:
+            continue  # this key still says the same, however it is written
+        table[key] = _item(key, value)
+    for key in [key for key in old if key not in new]:
+        # A key the new table leaves out is dropped unless it only states a default
+        # (``priority = 0``, ``shell = false``): the task's meaning is the same without it.
+        without = {k: v for k, v in old.items() if k != key}
+        if before is None or _meaning(tid, without, new_base) != before:
+            del table[key]
+
+
+def _item(key: str, value):
+    if key in DURATION_KEYS:
+        return format_duration(value)
+    if key == "retry":
+        durations = ("base", "max_delay")
+        value = {k: format_duration(v) if k in durations else v for k, v in value.items()}
+    if isinstance(value, dict):  # inline, so each task stays one table
+        inline = tomlkit.inline_table()
+        inline.update(value)
+        return inline
+    return value
+
+
+_HEADER = re.compile(r"^\s*\[\s*tasks\s*\.\s*(?P<name>\"[^\"]*\"|'[^']*'|[A-Za-z0-9_-]+)\s*\]")
+
+
+def locate(text: str, task: str | None, key: str | None) -> tuple[int, int] | None:
+    """Where ``[tasks.TASK]`` (and ``KEY`` in it) starts, 1-based (line, column); the
+    ``[workflow]`` key when ``task`` is None. None when it is not found."""
+    lines = text.split("\n")
+    if task is None:
+        header = next((n for n, line in enumerate(lines) if line.strip() == "[workflow]"), None)
+        if header is None:
+            return None
+        return _key_in(lines, header, key) or (header + 1, 1)
+    for n, line in enumerate(lines):
+        found = _HEADER.match(line)
+        if found and found["name"].strip("\"'") == task:
+            if key:
+                return _key_in(lines, n, key.split(".")[0]) or (n + 1, line.index("[") + 1)
+            return n + 1, line.index("[") + 1
+    return None
+
+
+def _key_in(lines: list[str], header: int, key: str | None) -> tuple[int, int] | None:
+    if not key:
+        return None
+    pattern = re.compile(rf"^(\s*)(\"{re.escape(key)}\"|{re.escape(key)})\s*=")
+    for n in range(header + 1, len(lines)):
+        if lines[n].lstrip().startswith("["):
+            return None
+        found = pattern.match(lines[n])
+        if found:
+            return n + 1, len(found[1]) + 1
+    return None
+
+
+__all__ = ["update_text", "locate"]

@@ -1,0 +1,178 @@
+"""The workflow document: what the window edits and Save writes.
+
+It owns the file (path, the text as read, name and settings), the undo stack
+every edit goes through, the dirty flag (the stack's clean state) and the
+definitions Save writes: the engine's definition of each task, in file order,
+with the positions the scene pins and the edges the file keeps although this
+run can no longer honour them (an undone removal whose dependents already ran).
+
+Saving rewrites only what changed in the text a person wrote (``workflow_text``):
+comments, order and formatting stay, and a file saved without edits is byte for
+byte what was read. Paths are rebased to the folder saved in.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+from PySide6.QtCore import QObject, Signal
+
+from taskloom.engine.workflow import Workflow, dumps
+from taskloom.engine.workflow_text import update_text
+
+
+class WorkflowDocument(QObject):
+    dirtyChanged = Signal(bool)
+    pathChanged = Signal(object)  # Path or None
+
+    def __init__(self, scheduler, undo_stack, pins, parent=None):
+        """``pins()`` gives {task id: (x, y)} for the nodes a person placed."""
+        super().__init__(parent)
+        self.scheduler = scheduler
+        self.undo_stack = undo_stack
+        self.pins = pins
+        self.workflow: Workflow | None = None
+        self.source_text: str | None = None  # the file as read, or as last saved
+        self.kept_edges: set[tuple[str, str]] = set()  # (dependent, dependency)
+        undo_stack.cleanChanged.connect(lambda clean: self.dirtyChanged.emit(not clean))
+
+    # -- what it is ---------------------------------------------------------------
+    @property
+    def path(self) -> Path | None:
+        return None if self.workflow is None else self.workflow.path
+
+    @property
+    def name(self) -> str:
+        if self.workflow is not None:
+            return self.workflow.name
+        return "untitled"
+
+    @property
+    def dirty(self) -> bool:
+        return not self.undo_stack.isClean()
+
+    def attach(self, workflow) -> None:
+        """The document is ``workflow`` (as loaded from its file, already scheduled)."""
+        self.workflow = workflow
+        self.source_text = None
+        if workflow.path is not None:
+            try:
+                self.source_text = Path(workflow.path).read_bytes().decode("utf-8")
+            except (OSError, UnicodeDecodeError):
+                self.source_text = None  # written afresh on save
+        self._keep_file_edges(workflow)
+        self.undo_stack.setClean()
+        self.pathChanged.emit(self.path)
+
+    def _keep_file_edges(self, workflow) -> None:
+        """Edges the file has that the engine does not (a resumed run keeps a task that
+        succeeded as it was stored): Save must not drop them from the file."""
+        for tid, definition in workflow.tasks.items():
+            try:
+                now = set(self.scheduler.definition(tid).deps)
+            except KeyError:
+                continue
+            missing = [dep for dep in definition.deps if dep not in now]
+            for dep in missing:
+                self.kept_edges.add((tid, dep))
+
+    def keep_edges(self, dependency: str, dependents) -> None:
+        """The file keeps ``dependents`` waiting for ``dependency`` (this run cannot)."""
+        self.kept_edges.update((d, dependency) for d in dependents)
+
+    def forget_edge(self, dependency: str, dependent: str) -> None:
+        self.kept_edges.discard((dependent, dependency))
+
+    # -- what Save writes ---------------------------------------------------------------
+    def definitions(self) -> tuple[dict, list[str]]:
+        """({task id: definition} as Save writes them, [tasks left out: Python objects]).
+        File order first, then tasks added here; kept edges added back."""
+        ids = [t.id for t in self.scheduler.tasks()]
+        present = set(ids)
+        order = [t for t in (self.workflow.tasks if self.workflow else ()) if t in present]
+        kept, left_out = {}, []
+        base = self.base_dir
+        for tid in [*order, *ids]:
+            if tid in kept or tid in left_out:
+                continue
+            try:
+                definition = self.scheduler.definition(tid)
+                definition.to_table(base)  # ValueError: no file form
+            except KeyError:
+                continue  # removed meanwhile
+            except ValueError:
+                left_out.append(tid)
+                continue
+            extra = [d for (t, d) in sorted(self.kept_edges) if t == tid and d in present]
+            extra = [d for d in extra if d not in definition.deps]
+            if extra:
+                definition = definition.with_deps((*definition.deps, *extra))
+            kept[tid] = definition
+        return kept, left_out
+
+    @property
+    def base_dir(self) -> Path:
+        return self.workflow.base_dir if self.workflow is not None else Path.cwd()
+
+    def sync(self) -> list[str]:
+        """Make ``workflow`` what the window shows; returns the tasks left out."""
+        if self.workflow is None:
+            self.workflow = Workflow(name="workflow", workers=self.scheduler.workers)
+        kept, left_out = self.definitions()
+        self.workflow.tasks = kept
+        pins = self.pins()
+        self.workflow.positions = {}
+        for tid in kept:
+            pin = pins.get(tid)
+            if pin is not None:
+                self.workflow.set_position(tid, round(pin[0], 1), round(pin[1], 1))
+        return left_out
+
+    def text_for(self, target: Path) -> str:
+        """The file's text as saved at ``target``: the text as read, changed only where
+        the document changed; a document without one is written afresh."""
+        base = target.resolve().parent
+        if self.source_text is None:
+            return dumps(self.workflow, base)
+        return update_text(self.source_text, self.workflow, base)
+
+    def save(self, path=None) -> tuple[Path, list[str]]:
+        """Write the document to ``path`` (default: its own file) atomically; returns
+        (the path, tasks left out). ``ValueError``/``OSError`` leave the file as it was."""
+        if path is None and self.path is None:
+            raise ValueError("save: the workflow has no file yet: use Save As")
+        if self.workflow is None and path is not None:
+            self.workflow = Workflow(name=Path(path).stem, workers=self.scheduler.workers)
+        left_out = self.sync()
+        target = Path(path) if path is not None else self.path
+        text = self.text_for(target)
+        write_atomically(target, text)
+        moved = self.path is None or target.resolve() != self.path.resolve()
+        self.workflow.path = target
+        self.source_text = text
+        self.undo_stack.setClean()
+        if moved:
+            self.pathChanged.emit(target)
+        return target, left_out
+
+
+def write_atomically(target: Path, text: str) -> None:
+    """Write to a temporary file beside ``target`` and move it over: a failure at
+    any point leaves the original as it was; the file's mode is kept."""
+    handle, temp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8", newline="") as stream:
+            stream.write(text)
+            stream.flush()
+            os.fsync(stream.fileno())
+        mode = target.stat().st_mode & 0o7777 if target.exists() else 0o644
+        os.chmod(temp, mode)
+        os.replace(temp, target)
+    except BaseException:
+        try:
+            os.unlink(temp)
+        except FileNotFoundError:
+            pass
+        raise

@@ -147,6 +147,7 @@ class FeedReader:
         from the newest one known (it may have ended since) to its current one, by
         primary key, a few hundred per query."""
         columns = ", ".join(ATTEMPT_COLUMNS)
+        joined = ", ".join(f"a.{c}" for c in ATTEMPT_COLUMNS)
         if reload:
             found = self._conn.execute(
                 f"SELECT {columns} FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY task_id"
@@ -167,10 +168,13 @@ class FeedReader:
         for at in range(0, len(wanted), PAIRS_PER_QUERY):
             chunk = wanted[at : at + PAIRS_PER_QUERY]
             values = ",".join("(?,?)" for _ in chunk)
+            # A join, so that each pair is one primary-key lookup: "(task_id, number)
+            # IN (VALUES ...)" scanned all of the run's attempts for every chunk.
             found = self._conn.execute(
-                f"SELECT {columns} FROM attempts WHERE run = ? AND (task_id, number) IN"
-                f" (VALUES {values})",
-                (run, *[v for pair in chunk for v in pair]),
+                f"WITH wanted (t, n) AS (VALUES {values}) SELECT {joined} FROM wanted"
+                " CROSS JOIN attempts AS a ON a.run = ? AND a.task_id = wanted.t"
+                " AND a.number = wanted.n",
+                (*[v for pair in chunk for v in pair], run),
             ).fetchall()
             result.extend(dict(zip(ATTEMPT_COLUMNS, r, strict=True)) for r in found)
         # The feed can be ahead of the engine's own rows (it commits first): look

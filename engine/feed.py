@@ -62,12 +62,25 @@ CONTROL_TTL = 60.0  # seconds a request waits for an owner before it expires
 CONTROL_KEEP = 86400.0  # seconds answered requests are kept (dropped when watching starts)
 ACTIONS_BUDGET = 0.005  # seconds a round may spend asking what each changed task allows
 
+# Each write is one statement over a JSON array of rows (json_each), not one
+# executemany row each: binding a row takes the GIL, and with the owner's busy
+# threads each of those thousands of takes was a wait (a round's write took up
+# to 0.3 s on the store's writer thread; the engine's commits waited behind it).
 # A task row keeps its allowed actions until they are read again (_action_rows).
 _TASK_UPSERT = (
-    "INSERT INTO feed_tasks (id, seq, ord, info) VALUES (?,?,?,?) ON CONFLICT (id)"
+    "INSERT INTO feed_tasks (id, seq, ord, info) SELECT value ->> 0, value ->> 1,"
+    " value ->> 2, value ->> 3 FROM json_each(?) WHERE true ON CONFLICT (id)"
     " DO UPDATE SET seq = excluded.seq, ord = excluded.ord, info = excluded.info"
 )
-_ACTIONS_UPDATE = "UPDATE feed_tasks SET actions = ?, seq = ? WHERE id = ?"
+_ACTIONS_UPDATE = (
+    "UPDATE feed_tasks SET actions = row.value ->> 0, seq = row.value ->> 1"
+    " FROM json_each(?) AS row WHERE feed_tasks.id = row.value ->> 2"
+)
+_EVENTS_INSERT = (
+    "INSERT OR REPLACE INTO feed_events SELECT "
+    + ", ".join(f"value ->> {n}" for n in range(9))
+    + " FROM json_each(?)"
+)
 
 STRUCTURAL = frozenset({"dependency_added", "dependency_removed", "removed"})
 # Requests a watcher may send, and the verb its answer uses.
@@ -137,6 +150,28 @@ def event_row(event: Event) -> tuple:
         event.error,
         outcome,
     )
+
+
+def _json(rows: list) -> str:
+    """Rows as one JSON array, for a statement over json_each (see _TASK_UPSERT).
+    Floats keep every digit (Python's repr)."""
+    try:
+        return json.dumps(rows, allow_nan=False)
+    except ValueError:  # an infinite time: rare enough to take the slow way
+        text = json.dumps([[_finite(v) for v in row] for row in rows], allow_nan=False)
+        # JSON has no word for an infinity; SQLite reads 1e999 as one
+        return text.replace(f'"{_INF}"', "1e999").replace(f'"-{_INF}"', "-1e999")
+
+
+_INF = "\\u0000inf"  # as json.dumps writes the stand-in _finite puts in a row
+
+
+def _finite(value):
+    if not isinstance(value, float) or math.isfinite(value):
+        return value
+    if math.isnan(value):
+        return None
+    return "\x00inf" if value > 0 else "-\x00inf"
 
 
 def entry_rows(entries) -> str:
@@ -305,16 +340,18 @@ class FeedWriter:
 
         answered_before = time.time() - CONTROL_KEEP
 
+        history_json, rows_json, actions_json = _json(history), _json(rows), _json(actions)
+
         def write(conn) -> None:
             conn.execute("DELETE FROM feed_events")
-            conn.executemany("INSERT INTO feed_events VALUES (?,?,?,?,?,?,?,?,?)", history)
+            conn.execute(_EVENTS_INSERT, (history_json,))
             conn.execute("DELETE FROM feed_tasks")
             conn.execute(  # answers nobody waits for any more
                 "DELETE FROM control WHERE status != 'pending' AND answered < ?",
                 (answered_before,),
             )
-            conn.executemany(_TASK_UPSERT, rows)
-            conn.executemany(_ACTIONS_UPDATE, actions)
+            conn.execute(_TASK_UPSERT, (rows_json,))
+            conn.execute(_ACTIONS_UPDATE, (actions_json,))
             conn.executemany("INSERT OR REPLACE INTO feed_state VALUES (?,?)", state)
 
         self._queue(write)
@@ -410,17 +447,19 @@ class FeedWriter:
             self._upcoming_json = upcoming
             state_extra["upcoming"] = json.loads(upcoming)
         state = self._state_rows(**state_extra)
-        events_rows = [event_row(e) for e in tail]
+        events_json = _json([event_row(e) for e in tail]) if tail else None
+        rows_json = _json(rows) if rows else None
+        actions_json = _json(actions) if actions else None
         seq = self._seq
 
         def write(conn) -> None:
-            if events_rows:
-                conn.executemany(
-                    "INSERT OR REPLACE INTO feed_events VALUES (?,?,?,?,?,?,?,?,?)", events_rows
-                )
+            if events_json is not None:
+                conn.execute(_EVENTS_INSERT, (events_json,))
                 conn.execute("DELETE FROM feed_events WHERE seq <= ?", (seq - FEED_KEEP,))
-            conn.executemany(_TASK_UPSERT, rows)
-            conn.executemany(_ACTIONS_UPDATE, actions)
+            if rows_json is not None:
+                conn.execute(_TASK_UPSERT, (rows_json,))
+            if actions_json is not None:
+                conn.execute(_ACTIONS_UPDATE, (actions_json,))
             conn.executemany("INSERT OR REPLACE INTO feed_state VALUES (?,?)", state)
 
         self._queue(write)

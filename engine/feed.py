@@ -49,6 +49,7 @@ from collections import deque
 from pathlib import Path
 
 from .models import Event, TaskInfo
+from .states import TaskState
 
 log = logging.getLogger("taskloom.feed")
 
@@ -110,24 +111,27 @@ def encode_info(info: TaskInfo) -> str:
     )
 
 
-def _static_part(info: TaskInfo) -> str:
+def _static_part(info: TaskInfo) -> tuple[str, str]:
     """The fields only an edit changes, encoded once per reading: deps, dependents,
-    priority, then recurring (joined by the caller around the state fields)."""
+    priority; and recurring (the caller puts the state fields between them)."""
     middle = json.dumps([list(info.deps), list(info.dependents), info.priority])[1:-1]
-    return middle + ("\x00true" if info.recurring else "\x00false")
+    return middle, "true" if info.recurring else "false"
 
 
-def _encode(static: str, state, attempt: int, run_at, paused: bool, error) -> str:
+# Enum's .value is a descriptor call: looked up once per state, not per row.
+_STATE_TEXT = {state: f'["{state.value}",' for state in TaskState}
+
+
+def _encode(static: tuple[str, str], state, attempt: int, run_at, paused: bool, error) -> str:
     # By hand: json.dumps of the whole list per changed task, many thousands a
     # second under load, cost the owner's busy threads a good share of the GIL.
-    middle, recurring = static.split("\x00")
     if run_at is None:
         when = "null"
     else:
         when = repr(float(run_at)) if math.isfinite(run_at) else json.dumps(run_at)
     why = "null" if error is None else json.dumps(error)
     return (
-        f'["{state.value}",{middle},{int(attempt)},{when},{recurring},'
+        f"{_STATE_TEXT[state]}{static[0]},{int(attempt)},{when},{static[1]},"
         f"{'true' if paused else 'false'},{why}]"
     )
 
@@ -178,34 +182,27 @@ def entry_rows(entries) -> str:
     return json.dumps([[e.run_at, e.priority, e.task_id, e.kind] for e in entries])
 
 
-def _state_fields(info: TaskInfo) -> dict:
-    return {
-        "state": info.state,
-        "attempt": info.attempt,
-        "run_at": info.run_at,
-        "error": info.error,
-        "paused": info.paused,
-    }
+def _state_fields(info: TaskInfo) -> tuple:
+    """(state, attempt, run_at, paused, error): the arguments of ``_encode`` after
+    the static part."""
+    return (info.state, info.attempt, info.run_at, info.paused, info.error)
 
 
-def _hear(known: dict[str, dict], event: Event) -> None:
-    """Update a task's state fields from its event (as the window's bridge does)."""
-    if event.kind == "removed":
-        known.pop(event.task_id, None)
-        return
-    fields = known.get(event.task_id)
-    if event.kind in ("paused", "resumed"):
+def _hear(known: dict[str, tuple], event: Event) -> None:
+    """Update a task's state fields from its event (as the window's bridge does).
+    Tuples, not dicts: this runs for every event the engine emits while watched."""
+    tid, kind = event.task_id, event.kind
+    if kind == "removed":
+        known.pop(tid, None)
+    elif kind == "paused" or kind == "resumed":
+        fields = known.get(tid)
         if fields is not None:
-            fields["paused"] = event.kind == "paused"
+            state, attempt, run_at, _, error = fields
+            known[tid] = (state, attempt, run_at, kind == "paused", error)
     elif event.state is not None:
-        paused = False if fields is None else fields["paused"]
-        known[event.task_id] = {
-            "state": event.state,
-            "attempt": event.attempt,
-            "run_at": event.run_at,
-            "error": event.error,
-            "paused": paused,
-        }
+        fields = known.get(tid)
+        paused = False if fields is None else fields[3]
+        known[tid] = (event.state, event.attempt, event.run_at, paused, event.error)
 
 
 class WatcherPresence:
@@ -245,9 +242,9 @@ class FeedWriter:
         self._edges: dict[str, tuple[str, ...]] = {}  # tid -> deps + dependents, as written
         # Each task's state fields as of the last event the feed covers: a task row
         # says what its events say, never a state whose event comes in a later batch.
-        self._known: dict[str, dict] = {}
+        self._known: dict[str, tuple] = {}
         self._static: dict[str, TaskInfo] = {}  # each task as last read from the engine
-        self._static_json: dict[str, str] = {}  # and its unchanging fields, encoded
+        self._static_json: dict[str, tuple[str, str]] = {}  # its unchanging fields, encoded
         self._stale: dict[str, None] = {}  # tasks whose allowed actions are to be read
         self._order: dict[str, int] = {}
         self._upcoming_json = ""
@@ -381,11 +378,10 @@ class FeedWriter:
         static = self._static_json.get(tid)
         if static is None:
             static = self._static_json[tid] = _static_part(base)
-        k = self._known.get(tid)
-        if k is None:
-            text = _encode(static, base.state, base.attempt, base.run_at, base.paused, base.error)
-        else:
-            text = _encode(static, k["state"], k["attempt"], k["run_at"], k["paused"], k["error"])
+        fields = self._known.get(tid)
+        if fields is None:
+            fields = _state_fields(base)
+        text = _encode(static, *fields)
         self._stale.pop(tid, None)
         self._stale[tid] = None  # its allowed actions are read again, in turn
         order = self._order.setdefault(tid, len(self._order))

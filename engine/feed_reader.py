@@ -11,8 +11,7 @@ from __future__ import annotations
 import functools
 import json
 import sqlite3
-import time
-from collections.abc import Callable
+import threading
 from typing import NamedTuple
 
 from .models import Action, TaskInfo
@@ -20,8 +19,6 @@ from .records import ATTEMPT_COLUMNS
 from .states import TaskState
 
 ATTEMPTS_KEPT = 50  # attempts per task read at (re)load, and kept by the watcher
-MISSING_FOR = 5.0  # seconds an attempt the feed mentions is looked for in the store
-PAIRS_PER_QUERY = 400
 
 
 class FeedRead(NamedTuple):
@@ -32,7 +29,6 @@ class FeedRead(NamedTuple):
     events: list[tuple]  # feed_events rows after the seq asked for (on a reload: the
     # owner's recent events up to its snapshot), oldest first
     tasks: list[tuple]  # (id, ord, TaskInfo or None once removed, actions, changed)
-    attempts: list[dict]  # attempt rows of the changed tasks, by column name
     answers: list[tuple]  # (id, action, task_id, status, answer) of the requests asked
 
 
@@ -70,7 +66,9 @@ class FeedReader:
         self._generation = None
         self._texts: dict[str, str] = {}  # tid -> its info text as last read
         self._infos: dict[str, TaskInfo] = {}  # and decoded
-        self._missing: dict[tuple[str, int], float] = {}  # attempts not on disk yet: since
+        # For the attempts a window asks for, on its thread: a connection of their own.
+        self._lookup: sqlite3.Connection | None = None
+        self._lookup_lock = threading.Lock()
 
     def has_feed(self) -> bool:
         """Whether the store has the feed's tables (an owner older than schema 3 has not)."""
@@ -90,12 +88,10 @@ class FeedReader:
             return None
         return None if row is None else json.loads(row[0])
 
-    def read(
-        self, since_seq: int, last_attempt: Callable[[str], int | None], asked: tuple
-    ) -> FeedRead:
+    def read(self, since_seq: int, asked: tuple) -> FeedRead:
         """Everything new after the owner's ``since_seq`` (all of it after a new
-        generation); ``last_attempt(tid)`` is the newest attempt the caller knows of
-        a task; ``asked`` the control rows whose answers it waits for."""
+        generation); ``asked`` the control rows whose answers it waits for. Not the
+        attempts: those are read when asked for (``attempts``)."""
         conn = self._conn
         conn.execute("BEGIN")  # one consistent read of everything the owner wrote
         try:
@@ -103,7 +99,7 @@ class FeedReader:
             reload = state.get("generation") != self._generation
             if reload:  # the events are the owner's recent past, up to its snapshot
                 self._generation = state.get("generation")
-                self._texts, self._infos, self._missing = {}, {}, {}
+                self._texts, self._infos = {}, {}
                 events = conn.execute(
                     "SELECT * FROM feed_events WHERE seq <= ? ORDER BY seq", (state.get("seq", 0),)
                 ).fetchall()
@@ -115,13 +111,11 @@ class FeedReader:
                 rows = conn.execute(
                     "SELECT * FROM feed_tasks WHERE seq > ?", (since_seq,)
                 ).fetchall()
-            run = state.get("run", 1)
             tasks = self._decode(rows)
-            attempts = self._attempts(run, tasks, reload, last_attempt)
             answers = self._answers(asked) if asked else []
         finally:
             conn.execute("COMMIT")
-        return FeedRead(state, reload, events, tasks, attempts, answers)
+        return FeedRead(state, reload, events, tasks, answers)
 
     def _decode(self, rows) -> list[tuple]:
         """(id, ord, TaskInfo or None, actions, changed); a row whose info text is what
@@ -141,52 +135,21 @@ class FeedReader:
             decoded.append((tid, order, info, decode_actions(actions), changed))
         return decoded
 
-    def _attempts(self, run: int, tasks, reload: bool, last_attempt) -> list[dict]:
-        """Attempt rows of the changed tasks: on a (re)load the last ``ATTEMPTS_KEPT``
-        of every task, in one query; after that, of each changed task, the attempts
-        from the newest one known (it may have ended since) to its current one, by
-        primary key, a few hundred per query."""
+    def attempts(self, run: int, tid: str) -> list[dict]:
+        """The newest ``ATTEMPTS_KEPT`` attempts of ``tid`` in ``run``, oldest first,
+        by column name: one primary-key range, read when a window asks (any thread)."""
         columns = ", ".join(ATTEMPT_COLUMNS)
-        joined = ", ".join(f"a.{c}" for c in ATTEMPT_COLUMNS)
-        if reload:
-            found = self._conn.execute(
-                f"SELECT {columns} FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY task_id"
-                " ORDER BY number DESC) AS rn FROM attempts WHERE run = ?) WHERE rn <= ?",
-                (run, ATTEMPTS_KEPT),
+        with self._lookup_lock:
+            if self._lookup is None:
+                self._lookup = sqlite3.connect(
+                    f"file:{self.path}?mode=ro", uri=True, check_same_thread=False
+                )
+            found = self._lookup.execute(
+                f"SELECT {columns} FROM attempts WHERE run = ? AND task_id = ?"
+                " ORDER BY number DESC LIMIT ?",
+                (run, tid, ATTEMPTS_KEPT),
             ).fetchall()
-            return [dict(zip(ATTEMPT_COLUMNS, r, strict=True)) for r in found]
-        pairs: dict[tuple[str, int], None] = dict.fromkeys(self._missing)
-        for tid, _order, info, _actions, changed in tasks:
-            if info is None or not changed:
-                continue
-            current = info.attempt
-            first = last_attempt(tid) or current
-            for number in range(max(1, min(first, current)), current + 1):
-                pairs[tid, number] = None
-        wanted = list(pairs)
-        result: list[dict] = []
-        for at in range(0, len(wanted), PAIRS_PER_QUERY):
-            chunk = wanted[at : at + PAIRS_PER_QUERY]
-            values = ",".join("(?,?)" for _ in chunk)
-            # A join, so that each pair is one primary-key lookup: "(task_id, number)
-            # IN (VALUES ...)" scanned all of the run's attempts for every chunk.
-            found = self._conn.execute(
-                f"WITH wanted (t, n) AS (VALUES {values}) SELECT {joined} FROM wanted"
-                " CROSS JOIN attempts AS a ON a.run = ? AND a.task_id = wanted.t"
-                " AND a.number = wanted.n",
-                (*[v for pair in chunk for v in pair], run),
-            ).fetchall()
-            result.extend(dict(zip(ATTEMPT_COLUMNS, r, strict=True)) for r in found)
-        # The feed can be ahead of the engine's own rows (it commits first): look
-        # again next round for an attempt not on disk yet, for a while.
-        now = time.monotonic()
-        got = {(row["task_id"], row["number"]) for row in result}
-        self._missing = {
-            pair: self._missing.get(pair, now)
-            for pair in wanted
-            if pair not in got and now - self._missing.get(pair, now) < MISSING_FOR
-        }
-        return result
+        return [dict(zip(ATTEMPT_COLUMNS, r, strict=True)) for r in reversed(found)]
 
     def _answers(self, asked: tuple) -> list[tuple]:
         marks = ",".join("?" * len(asked))
@@ -198,3 +161,7 @@ class FeedReader:
 
     def close(self) -> None:
         self._conn.close()
+        with self._lookup_lock:
+            if self._lookup is not None:
+                self._lookup.close()
+                self._lookup = None

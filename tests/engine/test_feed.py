@@ -224,3 +224,25 @@ def test_an_owner_without_a_feed_is_named_at_once(tmp_path):
         assert refused.value.owner.pid == os.getpid()
     finally:
         lock.release()
+
+
+def test_a_watchers_attempts_are_read_again_until_the_store_catches_up_with_the_feed():
+    """The feed commits ahead of the engine's attempt rows: attempts read while a
+    row says more than the store are not kept (the next call reads them again)."""
+    from taskloom.engine.models import Attempt, TaskInfo
+    from taskloom.engine.options import Outcome
+    from taskloom.engine.watched_run import _complete
+
+    def info(state, attempt):
+        return TaskInfo("t", "t", state, (), (), 0, attempt, None, False, False, None)
+
+    def attempt(number, outcome):
+        return Attempt(number, 1.0, None, outcome, None, None, None, None, None, None)
+
+    running, succeeded = Outcome.RUNNING, Outcome.SUCCEEDED
+    assert _complete(info(S.READY, 0), [])
+    assert not _complete(info(S.RUNNING, 1), [])  # its attempt is not on disk yet
+    assert _complete(info(S.RUNNING, 1), [attempt(1, running)])
+    assert not _complete(info(S.SUCCEEDED, 1), [attempt(1, running)])  # not ended there yet
+    assert _complete(info(S.SUCCEEDED, 1), [attempt(1, succeeded)])
+    assert not _complete(info(S.RUNNING, 2), [attempt(1, succeeded)])

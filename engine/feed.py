@@ -45,7 +45,7 @@ import sqlite3
 import threading
 import time
 import uuid
-from collections import deque
+from collections import OrderedDict, deque
 from pathlib import Path
 
 from .models import Event, TaskInfo
@@ -61,7 +61,7 @@ UPCOMING_LIMIT = 200
 HISTORY = 500  # recent events kept for a watcher that attaches
 CONTROL_TTL = 60.0  # seconds a request waits for an owner before it expires
 CONTROL_KEEP = 86400.0  # seconds answered requests are kept (dropped when watching starts)
-ACTIONS_BUDGET = 0.005  # seconds a round may spend asking what each changed task allows
+ACTIONS_BUDGET = 0.002  # seconds a round may spend asking what each changed task allows
 
 # Each write is one statement over a JSON array of rows (json_each), not one
 # executemany row each: binding a row takes the GIL, and with the owner's busy
@@ -103,37 +103,39 @@ def watch_path(store_path) -> Path:
 
 
 # ---------------------------------------------------------------------- encoding
-def encode_info(info: TaskInfo) -> str:
-    """A task as the JSON list ``watched_run`` decodes: [state, deps, dependents,
-    priority, attempt, run_at, recurring, paused, error]."""
-    return _encode(
-        _static_part(info), info.state, info.attempt, info.run_at, info.paused, info.error
-    )
+# A task row's info is the JSON list ``feed_reader.decode_info`` reads: [state,
+# deps, dependents, priority, attempt, run_at, recurring, paused, error]. Rows are
+# written as Python lists in one json.dumps of the round (C), and SQLite writes each
+# info text out of it (``value ->> 3``): a hand-made string per task cost the feed
+# thread a share of the GIL the owner's workers need.
+def encode_info(info: TaskInfo) -> list:
+    """A task's info, as a list for ``_json``."""
+    return _info(_static_part(info), _state_fields(info))
 
 
-def _static_part(info: TaskInfo) -> tuple[str, str]:
-    """The fields only an edit changes, encoded once per reading: deps, dependents,
-    priority; and recurring (the caller puts the state fields between them)."""
-    middle = json.dumps([list(info.deps), list(info.dependents), info.priority])[1:-1]
-    return middle, "true" if info.recurring else "false"
+def _static_part(info: TaskInfo) -> tuple:
+    """The fields only an edit changes, taken once per reading of the task."""
+    return (list(info.deps), list(info.dependents), info.priority, info.recurring)
 
 
 # Enum's .value is a descriptor call: looked up once per state, not per row.
-_STATE_TEXT = {state: f'["{state.value}",' for state in TaskState}
+_STATE_TEXT = {state: state.value for state in TaskState}
 
 
-def _encode(static: tuple[str, str], state, attempt: int, run_at, paused: bool, error) -> str:
-    # By hand: json.dumps of the whole list per changed task, many thousands a
-    # second under load, cost the owner's busy threads a good share of the GIL.
-    if run_at is None:
-        when = "null"
-    else:
-        when = repr(float(run_at)) if math.isfinite(run_at) else json.dumps(run_at)
-    why = "null" if error is None else json.dumps(error)
-    return (
-        f"{_STATE_TEXT[state]}{static[0]},{int(attempt)},{when},{static[1]},"
-        f"{'true' if paused else 'false'},{why}]"
-    )
+def _info(static: tuple, fields: tuple) -> list:
+    deps, dependents, priority, recurring = static
+    state, attempt, run_at, paused, error = fields
+    return [
+        _STATE_TEXT[state],
+        deps,
+        dependents,
+        priority,
+        attempt,
+        run_at,
+        recurring,
+        paused,
+        error,
+    ]
 
 
 def encode_actions(actions) -> str:
@@ -162,7 +164,7 @@ def _json(rows: list) -> str:
     try:
         return json.dumps(rows, allow_nan=False)
     except ValueError:  # an infinite time: rare enough to take the slow way
-        text = json.dumps([[_finite(v) for v in row] for row in rows], allow_nan=False)
+        text = json.dumps([_finite(row) for row in rows], allow_nan=False)
         # JSON has no word for an infinity; SQLite reads 1e999 as one
         return text.replace(f'"{_INF}"', "1e999").replace(f'"-{_INF}"', "-1e999")
 
@@ -171,6 +173,8 @@ _INF = "\\u0000inf"  # as json.dumps writes the stand-in _finite puts in a row
 
 
 def _finite(value):
+    if isinstance(value, list | tuple):
+        return [_finite(v) for v in value]
     if not isinstance(value, float) or math.isfinite(value):
         return value
     if math.isnan(value):
@@ -244,8 +248,11 @@ class FeedWriter:
         # says what its events say, never a state whose event comes in a later batch.
         self._known: dict[str, tuple] = {}
         self._static: dict[str, TaskInfo] = {}  # each task as last read from the engine
-        self._static_json: dict[str, tuple[str, str]] = {}  # its unchanging fields, encoded
-        self._stale: dict[str, None] = {}  # tasks whose allowed actions are to be read
+        self._static_parts: dict[str, tuple] = {}  # and its unchanging fields
+        # Tasks whose allowed actions are to be read, the longest waiting first. An
+        # OrderedDict: taking a plain dict's first key walks past every key deleted
+        # before it, and this one is taken from the front thousands of times a second.
+        self._stale: OrderedDict[str, None] = OrderedDict()
         self._order: dict[str, int] = {}
         self._upcoming_json = ""
         self._last_write = 0.0
@@ -326,8 +333,8 @@ class FeedWriter:
         self._order = {info.id: n for n, info in enumerate(tasks)}
         self._known = {info.id: _state_fields(info) for info in tasks}
         self._static = {info.id: info for info in tasks}
-        self._static_json = {}
-        self._stale = dict.fromkeys(self._static)
+        self._static_parts = {}
+        self._stale = OrderedDict.fromkeys(self._static)
         rows = [self._info_row(info.id) for info in tasks]
         actions = self._action_rows()
         self._upcoming_json = entry_rows(upcoming)
@@ -367,25 +374,25 @@ class FeedWriter:
                     self._edges,
                     self._known,
                     self._static,
-                    self._static_json,
+                    self._static_parts,
                     self._stale,
                 ):
                     table.pop(tid, None)
                 return (tid, self._seq, self._order.get(tid, 0), None)
             self._static[tid] = base
-            self._static_json[tid] = _static_part(base)
+            self._static_parts[tid] = _static_part(base)
             self._edges[tid] = tuple(base.deps) + tuple(base.dependents)
-        static = self._static_json.get(tid)
+        static = self._static_parts.get(tid)
         if static is None:
-            static = self._static_json[tid] = _static_part(base)
+            static = self._static_parts[tid] = _static_part(base)
         fields = self._known.get(tid)
         if fields is None:
             fields = _state_fields(base)
-        text = _encode(static, *fields)
-        self._stale.pop(tid, None)
+        info = _info(static, fields)
         self._stale[tid] = None  # its allowed actions are read again, in turn
+        self._stale.move_to_end(tid)
         order = self._order.setdefault(tid, len(self._order))
-        return (tid, self._seq, order, text)
+        return (tid, self._seq, order, info)
 
     def _action_rows(self) -> list[tuple]:
         """(actions, seq, id) of the tasks whose allowed actions may have changed,
@@ -395,8 +402,7 @@ class FeedWriter:
         deadline = time.perf_counter() + ACTIONS_BUDGET
         rows: list[tuple] = []
         while self._stale and (not rows or time.perf_counter() < deadline):
-            tid = next(iter(self._stale))
-            del self._stale[tid]
+            tid = self._stale.popitem(last=False)[0]
             try:
                 actions = self.scheduler.allowed_actions(tid)
             except KeyError:

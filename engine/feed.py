@@ -62,20 +62,23 @@ HISTORY = 500  # recent events kept for a watcher that attaches
 CONTROL_TTL = 60.0  # seconds a request waits for an owner before it expires
 CONTROL_KEEP = 86400.0  # seconds answered requests are kept (dropped when watching starts)
 ACTIONS_BUDGET = 0.002  # seconds a round may spend asking what each changed task allows
+SYNC_INTERVAL = 1.0  # seconds between folds of the feed_log entries into feed_tasks
 
 # Each write is one statement over a JSON array of rows (json_each), not one
 # executemany row each: binding a row takes the GIL, and with the owner's busy
 # threads each of those thousands of takes was a wait (a round's write took up
 # to 0.3 s on the store's writer thread; the engine's commits waited behind it).
 # A task row keeps its allowed actions until they are read again (_action_rows).
+# Task rows are [id, ord, info], actions rows [actions, id]; seq is the last
+# feed_log entry the table covers.
 _TASK_UPSERT = (
-    "INSERT INTO feed_tasks (id, seq, ord, info) SELECT value ->> 0, value ->> 1,"
-    " value ->> 2, value ->> 3 FROM json_each(?) WHERE true ON CONFLICT (id)"
+    "INSERT INTO feed_tasks (id, seq, ord, info) SELECT value ->> 0, ?, value ->> 1,"
+    " value ->> 2 FROM json_each(?) WHERE true ON CONFLICT (id)"
     " DO UPDATE SET seq = excluded.seq, ord = excluded.ord, info = excluded.info"
 )
 _ACTIONS_UPDATE = (
-    "UPDATE feed_tasks SET actions = row.value ->> 0, seq = row.value ->> 1"
-    " FROM json_each(?) AS row WHERE feed_tasks.id = row.value ->> 2"
+    "UPDATE feed_tasks SET actions = row.value ->> 0"
+    " FROM json_each(?) AS row WHERE feed_tasks.id = row.value ->> 1"
 )
 _EVENTS_INSERT = (
     "INSERT OR REPLACE INTO feed_events SELECT "
@@ -256,6 +259,14 @@ class FeedWriter:
         self._order: dict[str, int] = {}
         self._upcoming_json = ""
         self._last_write = 0.0
+        # The round's changed rows go to feed_log, one entry a round (one row to
+        # write, not one per task); every SYNC_INTERVAL the rows since are folded
+        # into feed_tasks, each task once, and the entries before the last fold go.
+        self._log_id = 0  # the last feed_log entry written
+        self._synced = 0  # the last entry feed_tasks covers
+        self._unsynced: dict[str, list] = {}  # tid -> [id, ord, info] not in feed_tasks yet
+        self._unsynced_actions: dict[str, str] = {}
+        self._last_sync = 0.0
         self._applied: set[int] = set()  # control rows applied, answer not yet read back
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -319,6 +330,7 @@ class FeedWriter:
             "run": getattr(self.store, "run", 1),
             "written": now,
             "pid": os.getpid(),
+            "synced": self._synced,
             **extra,
         }
         return [(key, json.dumps(value)) for key, value in rows.items()]
@@ -338,6 +350,9 @@ class FeedWriter:
         rows = [self._info_row(info.id) for info in tasks]
         actions = self._action_rows()
         self._upcoming_json = entry_rows(upcoming)
+        self._log_id = self._synced = 0
+        self._unsynced, self._unsynced_actions = {}, {}
+        self._last_sync = time.time()
         state = self._state_rows(
             generation=uuid.uuid4().hex, upcoming=json.loads(self._upcoming_json), stopped=None
         )
@@ -349,19 +364,20 @@ class FeedWriter:
         def write(conn) -> None:
             conn.execute("DELETE FROM feed_events")
             conn.execute(_EVENTS_INSERT, (history_json,))
+            conn.execute("DELETE FROM feed_log")
             conn.execute("DELETE FROM feed_tasks")
             conn.execute(  # answers nobody waits for any more
                 "DELETE FROM control WHERE status != 'pending' AND answered < ?",
                 (answered_before,),
             )
-            conn.execute(_TASK_UPSERT, (rows_json,))
+            conn.execute(_TASK_UPSERT, (0, rows_json))
             conn.execute(_ACTIONS_UPDATE, (actions_json,))
             conn.executemany("INSERT OR REPLACE INTO feed_state VALUES (?,?)", state)
 
         self._queue(write)
 
-    def _info_row(self, tid: str, fresh: bool = False) -> tuple:
-        """(id, seq, ord, info) of a task; info NULL once it is gone. The task is read
+    def _info_row(self, tid: str, fresh: bool = False) -> list:
+        """[id, ord, info] of a task; info None once it is gone. The task is read
         from the engine only when ``fresh`` (its edges changed) or new; otherwise its
         last reading gets the state fields its events gave: no engine lock per task
         (under load each wait for it is a wait for the GIL too)."""
@@ -378,7 +394,7 @@ class FeedWriter:
                     self._stale,
                 ):
                     table.pop(tid, None)
-                return (tid, self._seq, self._order.get(tid, 0), None)
+                return [tid, self._order.get(tid, 0), None]
             self._static[tid] = base
             self._static_parts[tid] = _static_part(base)
             self._edges[tid] = tuple(base.deps) + tuple(base.dependents)
@@ -392,22 +408,22 @@ class FeedWriter:
         self._stale[tid] = None  # its allowed actions are read again, in turn
         self._stale.move_to_end(tid)
         order = self._order.setdefault(tid, len(self._order))
-        return (tid, self._seq, order, info)
+        return [tid, order, info]
 
-    def _action_rows(self) -> list[tuple]:
-        """(actions, seq, id) of the tasks whose allowed actions may have changed,
+    def _action_rows(self) -> list[list]:
+        """[actions, id] of the tasks whose allowed actions may have changed,
         the longest waiting first, for at most ``ACTIONS_BUDGET`` seconds a round:
         under load a watcher's buttons may follow a round or two behind the states
         (and the owner refuses what is no longer allowed, saying why)."""
         deadline = time.perf_counter() + ACTIONS_BUDGET
-        rows: list[tuple] = []
+        rows: list[list] = []
         while self._stale and (not rows or time.perf_counter() < deadline):
             tid = self._stale.popitem(last=False)[0]
             try:
                 actions = self.scheduler.allowed_actions(tid)
             except KeyError:
                 continue
-            rows.append((encode_actions(actions), self._seq, tid))
+            rows.append([encode_actions(actions), tid])
         return rows
 
     def _write_changes(self, **extra) -> None:
@@ -437,7 +453,7 @@ class FeedWriter:
         for tid, fresh in list(touched.items()):
             row = self._info_row(tid, fresh)
             rows.append(row)
-            if fresh and row[3] is not None:  # the other ends, after
+            if fresh and row[2] is not None:  # the other ends, after
                 for other in self._edges.get(tid, ()):
                     if other not in touched:
                         touched[other] = True
@@ -448,20 +464,42 @@ class FeedWriter:
         if upcoming is not None and upcoming != self._upcoming_json:
             self._upcoming_json = upcoming
             state_extra["upcoming"] = json.loads(upcoming)
+        entry = None
+        if rows or actions:
+            self._log_id += 1
+            entry = (self._log_id, _json([rows, actions]))
+            for row in rows:
+                self._unsynced[row[0]] = row
+            for text, tid in actions:
+                self._unsynced_actions[tid] = text
+        fold = None
+        if (self._unsynced or self._unsynced_actions) and now - self._last_sync >= SYNC_INTERVAL:
+            # the entries up to the previous fold go: a watcher more than one fold
+            # behind reads feed_tasks again
+            fold = (
+                self._log_id,
+                _json(list(self._unsynced.values())),
+                _json([[text, tid] for tid, text in self._unsynced_actions.items()]),
+                self._synced,
+            )
+            self._synced = self._log_id
+            self._unsynced, self._unsynced_actions = {}, {}
+            self._last_sync = now
         state = self._state_rows(**state_extra)
         events_json = _json([event_row(e) for e in tail]) if tail else None
-        rows_json = _json(rows) if rows else None
-        actions_json = _json(actions) if actions else None
         seq = self._seq
 
         def write(conn) -> None:
             if events_json is not None:
                 conn.execute(_EVENTS_INSERT, (events_json,))
                 conn.execute("DELETE FROM feed_events WHERE seq <= ?", (seq - FEED_KEEP,))
-            if rows_json is not None:
-                conn.execute(_TASK_UPSERT, (rows_json,))
-            if actions_json is not None:
+            if entry is not None:
+                conn.execute("INSERT INTO feed_log (id, body) VALUES (?, ?)", entry)
+            if fold is not None:
+                covered, rows_json, actions_json, before = fold
+                conn.execute(_TASK_UPSERT, (covered, rows_json))
                 conn.execute(_ACTIONS_UPDATE, (actions_json,))
+                conn.execute("DELETE FROM feed_log WHERE id <= ?", (before,))
             conn.executemany("INSERT OR REPLACE INTO feed_state VALUES (?,?)", state)
 
         self._queue(write)

@@ -33,8 +33,12 @@ class FeedRead(NamedTuple):
 
 
 def decode_info(tid: str, text: str) -> TaskInfo:
-    """A task row's info (feed.encode_info) as a TaskInfo."""
-    state, deps, dependents, priority, attempt, run_at, recurring, paused, error = json.loads(text)
+    """A task row's info text (feed.encode_info, as JSON) as a TaskInfo."""
+    return info_from_list(tid, json.loads(text))
+
+
+def info_from_list(tid: str, info: list) -> TaskInfo:
+    state, deps, dependents, priority, attempt, run_at, recurring, paused, error = info
     return TaskInfo(
         tid,
         tid,
@@ -64,8 +68,11 @@ class FeedReader:
             f"file:{path}?mode=ro", uri=True, check_same_thread=False, isolation_level=None
         )
         self._generation = None
-        self._texts: dict[str, str] = {}  # tid -> its info text as last read
-        self._infos: dict[str, TaskInfo] = {}  # and decoded
+        self._log_id = 0  # the last feed_log entry read
+        self._raw: dict[str, list] = {}  # tid -> its info as last read
+        self._infos: dict[str, TaskInfo] = {}  # and as a TaskInfo
+        self._orders: dict[str, int] = {}
+        self._actions: dict[str, str | None] = {}  # tid -> its allowed actions, as written
         # For the attempts a window asks for, on its thread: a connection of their own.
         self._lookup: sqlite3.Connection | None = None
         self._lookup_lock = threading.Lock()
@@ -90,50 +97,83 @@ class FeedReader:
 
     def read(self, since_seq: int, asked: tuple) -> FeedRead:
         """Everything new after the owner's ``since_seq`` (all of it after a new
-        generation); ``asked`` the control rows whose answers it waits for. Not the
-        attempts: those are read when asked for (``attempts``)."""
+        generation, or once the log entries after the last one read are gone);
+        ``asked`` the control rows whose answers it waits for. Not the attempts:
+        those are read when asked for (``attempts``)."""
         conn = self._conn
         conn.execute("BEGIN")  # one consistent read of everything the owner wrote
         try:
             state = {k: json.loads(v) for k, v in conn.execute("SELECT * FROM feed_state")}
+            synced = state.get("synced", 0)
             reload = state.get("generation") != self._generation
+            if not reload:
+                entries = conn.execute(
+                    "SELECT id, body FROM feed_log WHERE id > ? ORDER BY id", (self._log_id,)
+                ).fetchall()
+                # a gap: the entries after ours were folded into feed_tasks and dropped
+                ids = [entry[0] for entry in entries]
+                expected = list(range(self._log_id + 1, self._log_id + 1 + len(ids)))
+                reload = ids != expected or (not ids and synced > self._log_id)
+            touched: dict[str, bool] = {}  # tid -> its info changed
             if reload:  # the events are the owner's recent past, up to its snapshot
                 self._generation = state.get("generation")
-                self._texts, self._infos = {}, {}
+                self._raw, self._infos, self._orders, self._actions = {}, {}, {}, {}
                 events = conn.execute(
                     "SELECT * FROM feed_events WHERE seq <= ? ORDER BY seq", (state.get("seq", 0),)
                 ).fetchall()
-                rows = conn.execute("SELECT * FROM feed_tasks").fetchall()
+                for tid, _seq, order, text, actions in conn.execute("SELECT * FROM feed_tasks"):
+                    self._take_task(touched, tid, order, None if text is None else json.loads(text))
+                    self._take_actions(touched, tid, actions)
+                entries = conn.execute(
+                    "SELECT id, body FROM feed_log WHERE id > ? ORDER BY id", (synced,)
+                ).fetchall()
+                self._log_id = synced
             else:
                 events = conn.execute(
                     "SELECT * FROM feed_events WHERE seq > ? ORDER BY seq", (since_seq,)
                 ).fetchall()
-                rows = conn.execute(
-                    "SELECT * FROM feed_tasks WHERE seq > ?", (since_seq,)
-                ).fetchall()
-            tasks = self._decode(rows)
+            for log_id, body in entries:
+                rows, actions = json.loads(body)
+                for tid, order, info in rows:
+                    self._take_task(touched, tid, order, info)
+                for text, tid in actions:
+                    self._take_actions(touched, tid, text)
+                self._log_id = log_id
             answers = self._answers(asked) if asked else []
         finally:
             conn.execute("COMMIT")
+        tasks = [
+            (
+                tid,
+                self._orders.get(tid, 0),
+                self._infos.get(tid),
+                decode_actions(self._actions.get(tid)),
+                changed,
+            )
+            for tid, changed in touched.items()
+        ]
         return FeedRead(state, reload, events, tasks, answers)
 
-    def _decode(self, rows) -> list[tuple]:
-        """(id, ord, TaskInfo or None, actions, changed); a row whose info text is what
-        it was (only its actions changed) is not decoded again."""
-        decoded = []
-        for tid, _seq, order, text, actions in rows:
-            changed = text != self._texts.get(tid)
-            if text is None:
-                info = None
-                self._texts.pop(tid, None)
-                self._infos.pop(tid, None)
-            elif changed:
-                info = self._infos[tid] = decode_info(tid, text)
-                self._texts[tid] = text
-            else:
-                info = self._infos[tid]
-            decoded.append((tid, order, info, decode_actions(actions), changed))
-        return decoded
+    def _take_task(self, touched: dict, tid: str, order: int, info: list | None) -> None:
+        """A task row ([state, deps, ...] or None once removed); decoded only if it
+        says something new (a row may be written again for its actions only)."""
+        if info is None:
+            for table in (self._raw, self._infos, self._actions):
+                table.pop(tid, None)
+            touched[tid] = True
+            return
+        self._orders[tid] = order
+        if info != self._raw.get(tid):
+            self._raw[tid] = info
+            self._infos[tid] = info_from_list(tid, info)
+            touched[tid] = True
+        else:
+            touched.setdefault(tid, False)
+
+    def _take_actions(self, touched: dict, tid: str, actions: str | None) -> None:
+        if tid in self._infos:
+            self._actions[tid] = actions
+            touched.setdefault(tid, False)
 
     def attempts(self, run: int, tid: str) -> list[dict]:
         """The newest ``ATTEMPTS_KEPT`` attempts of ``tid`` in ``run``, oldest first,

@@ -115,9 +115,9 @@ MIGRATIONS: dict[int, list[str]] = {
             answered REAL
         )""",
     ],
-    # A watcher asks for the task rows written since its last read every 100 ms:
-    # without an index that read scans every task row, each time, in each watcher.
-    3: ["CREATE INDEX feed_tasks_seq ON feed_tasks (seq)"],
+    # The feed's changed task rows, one entry a round (feed.py): one row to write
+    # where there was one per task; feed_tasks takes them in every second or so.
+    3: ["CREATE TABLE feed_log (id INTEGER PRIMARY KEY, body TEXT NOT NULL)"],
 }
 
 # TASK_COLUMNS and ATTEMPT_COLUMNS live with the rows' conversions, in records.py.

@@ -246,3 +246,55 @@ def test_a_watchers_attempts_are_read_again_until_the_store_catches_up_with_the_
     assert not _complete(info(S.SUCCEEDED, 1), [attempt(1, running)])  # not ended there yet
     assert _complete(info(S.SUCCEEDED, 1), [attempt(1, succeeded)])
     assert not _complete(info(S.RUNNING, 2), [attempt(1, succeeded)])
+
+
+def test_a_reader_that_missed_folded_log_entries_reads_the_task_table_again(tmp_path, monkeypatch):
+    """Each round's rows are one feed_log entry, folded into feed_tasks every
+    SYNC_INTERVAL (here every round); a reader that kept up reads just the entries,
+    one that missed entries dropped by a fold reads feed_tasks again: both end with
+    the owner's tasks."""
+    import fcntl
+
+    from taskloom.engine import feed as feed_module
+    from taskloom.engine.feed import watch_path
+    from taskloom.engine.feed_reader import FeedReader
+
+    monkeypatch.setattr(feed_module, "SYNC_INTERVAL", 0.0)
+    store = SQLiteStore(tmp_path / "run.db")
+    scheduler = Scheduler(workers=2, store=store)
+    for n in range(30):
+        scheduler.add(Call("tests.engine.test_feed:quick"), name=f"t{n}")
+    feed = FeedWriter(scheduler, store)  # not started: its rounds are run here
+    watching = os.open(watch_path(store.path), os.O_RDWR | os.O_CREAT)
+    fcntl.flock(watching, fcntl.LOCK_SH)
+    steady, behind = FeedReader(store.path), FeedReader(store.path)
+
+    def round_then(*readers):
+        feed._tick()
+        store.flush()
+        return [reader.read(-1, ()) for reader in readers]
+
+    def states(read):
+        return {tid: info.state for tid, _order, info, _actions, _changed in read.tasks}
+
+    try:
+        first, _ = round_then(steady, behind)  # the snapshot
+        assert first.reload and len(states(first)) == 30
+        scheduler.start()
+        assert scheduler.wait(30)
+        (during,) = round_then(steady)  # entry 1, folded
+        assert not during.reload and set(states(during).values()) == {S.SUCCEEDED}
+        scheduler.add(Call("tests.engine.test_feed:blocked"), name="late")
+        (after,) = round_then(steady)  # entry 2; the fold drops entry 1
+        assert not after.reload and "late" in states(after)
+        caught_up = behind.read(-1, ())
+        owner = {info.id: info.state for info in scheduler.tasks()}
+        assert caught_up.reload and states(caught_up) == owner
+        assert states(during) | states(after) == owner
+    finally:
+        steady.close()
+        behind.close()
+        os.close(watching)
+        scheduler.shutdown(wait=True, cancel_running=True)
+        feed.close()
+        store.close()

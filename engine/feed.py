@@ -11,12 +11,14 @@ every ``FEED_INTERVAL``. The kernel drops a dead watcher's lock, so nothing goes
 stale. With nobody watching, the feed writes nothing; its listener only keeps
 the newest ``HISTORY`` events, which a watcher that attaches gets first.
 
-**What it writes** (tables ``feed_events``, ``feed_tasks``, ``feed_state``; see
-``store.MIGRATIONS``). When watching starts: every task, the upcoming timer
-entries, the dispatcher's pause and the owner's clock. Then, every
+**What it writes** (tables ``feed_events``, ``feed_tasks``, ``feed_log``,
+``feed_state``; see ``store.MIGRATIONS``). When watching starts: every task, the
+upcoming timer entries, the dispatcher's pause and the owner's clock. Then, every
 ``FEED_INTERVAL`` with changes: the newest ``FEED_TAIL`` events (a person cannot
-read more; the task rows carry every task's latest state), a row for each task
-they touched, and the upcoming entries. A task row is its last reading from the
+read more; the task rows carry every task's latest state), one ``feed_log`` entry
+with a row for each task they touched, and the upcoming entries. Every
+``SYNC_INTERVAL`` the logged rows are folded into ``feed_tasks`` (what a watcher
+that attaches reads, with the entries after the fold). A task row is its last reading from the
 engine with the state fields its events gave, so the engine lock is taken only
 for new tasks and changed edges, and for ``allowed_actions``, which are re-read
 for changed tasks within ``ACTIONS_BUDGET`` a round. The rows go through the
@@ -107,38 +109,43 @@ def watch_path(store_path) -> Path:
 
 # ---------------------------------------------------------------------- encoding
 # A task row's info is the JSON list ``feed_reader.decode_info`` reads: [state,
-# deps, dependents, priority, attempt, run_at, recurring, paused, error]. Rows are
-# written as Python lists in one json.dumps of the round (C), and SQLite writes each
-# info text out of it (``value ->> 3``): a hand-made string per task cost the feed
-# thread a share of the GIL the owner's workers need.
-def encode_info(info: TaskInfo) -> list:
-    """A task's info, as a list for ``_json``."""
-    return _info(_static_part(info), _state_fields(info))
+# deps, dependents, priority, attempt, run_at, recurring, paused, error]. Made by
+# hand, as text around a part encoded once per reading of the task, and rows and
+# log entries are joined text too: under load the feed makes thousands a second,
+# and each list or tuple made counts towards the owner's next garbage collection,
+# which stops every thread (with 30k tasks a full one took 0.15 s; lists per row
+# and a tuple per event made the owner collect a third more often).
+def encode_info(info: TaskInfo) -> str:
+    """A task's info as JSON text."""
+    return _encode(_static_part(info), info, info.paused)
 
 
-def _static_part(info: TaskInfo) -> tuple:
-    """The fields only an edit changes, taken once per reading of the task."""
-    return (list(info.deps), list(info.dependents), info.priority, info.recurring)
+def _static_part(info: TaskInfo) -> tuple[str, str, str]:
+    """The fields only an edit changes, encoded once per reading: deps, dependents
+    and priority; recurring; and the task's id as JSON."""
+    middle = json.dumps([list(info.deps), list(info.dependents), info.priority])[1:-1]
+    return middle, "true" if info.recurring else "false", json.dumps(info.id)
 
 
 # Enum's .value is a descriptor call: looked up once per state, not per row.
-_STATE_TEXT = {state: state.value for state in TaskState}
+_STATE_TEXT = {state: f'["{state.value}",' for state in TaskState}
 
 
-def _info(static: tuple, fields: tuple) -> list:
-    deps, dependents, priority, recurring = static
-    state, attempt, run_at, paused, error = fields
-    return [
-        _STATE_TEXT[state],
-        deps,
-        dependents,
-        priority,
-        attempt,
-        run_at,
-        recurring,
-        paused,
-        error,
-    ]
+def _encode(static: tuple[str, str, str], fields, paused: bool) -> str:
+    """``fields``: the task's last event or reading (state, attempt, run_at, error)."""
+    run_at = fields.run_at
+    if run_at is None:
+        when = "null"
+    elif math.isfinite(run_at):
+        when = repr(float(run_at))
+    else:  # JSON has no word for it; SQLite and Python read 1e999 as an infinity
+        when = "null" if math.isnan(run_at) else ("1e999" if run_at > 0 else "-1e999")
+    error = fields.error
+    why = "null" if error is None else json.dumps(error)
+    return (
+        f"{_STATE_TEXT[fields.state]}{static[0]},{int(fields.attempt)},{when},{static[1]},"
+        f"{'true' if paused else 'false'},{why}]"
+    )
 
 
 def encode_actions(actions) -> str:
@@ -189,27 +196,18 @@ def entry_rows(entries) -> str:
     return json.dumps([[e.run_at, e.priority, e.task_id, e.kind] for e in entries])
 
 
-def _state_fields(info: TaskInfo) -> tuple:
-    """(state, attempt, run_at, paused, error): the arguments of ``_encode`` after
-    the static part."""
-    return (info.state, info.attempt, info.run_at, info.paused, info.error)
-
-
-def _hear(known: dict[str, tuple], event: Event) -> None:
-    """Update a task's state fields from its event (as the window's bridge does).
-    Tuples, not dicts: this runs for every event the engine emits while watched."""
+def _hear(known: dict, paused: dict[str, bool], event: Event) -> None:
+    """Update a task's state fields from its event (as the window's bridge does):
+    its last event with a state is kept as it is (it has the fields a TaskInfo has
+    for them), and its pause apart. Nothing is made: this runs for every event."""
     tid, kind = event.task_id, event.kind
     if kind == "removed":
         known.pop(tid, None)
+        paused.pop(tid, None)
     elif kind == "paused" or kind == "resumed":
-        fields = known.get(tid)
-        if fields is not None:
-            state, attempt, run_at, _, error = fields
-            known[tid] = (state, attempt, run_at, kind == "paused", error)
+        paused[tid] = kind == "paused"
     elif event.state is not None:
-        fields = known.get(tid)
-        paused = False if fields is None else fields[3]
-        known[tid] = (event.state, event.attempt, event.run_at, paused, event.error)
+        known[tid] = event
 
 
 class WatcherPresence:
@@ -249,9 +247,10 @@ class FeedWriter:
         self._edges: dict[str, tuple[str, ...]] = {}  # tid -> deps + dependents, as written
         # Each task's state fields as of the last event the feed covers: a task row
         # says what its events say, never a state whose event comes in a later batch.
-        self._known: dict[str, tuple] = {}
+        self._known: dict[str, Event | TaskInfo] = {}
+        self._paused: dict[str, bool] = {}
         self._static: dict[str, TaskInfo] = {}  # each task as last read from the engine
-        self._static_parts: dict[str, tuple] = {}  # and its unchanging fields
+        self._static_parts: dict[str, tuple[str, str, str]] = {}  # its fields no run changes
         # Tasks whose allowed actions are to be read, the longest waiting first. An
         # OrderedDict: taking a plain dict's first key walks past every key deleted
         # before it, and this one is taken from the front thousands of times a second.
@@ -264,7 +263,7 @@ class FeedWriter:
         # into feed_tasks, each task once, and the entries before the last fold go.
         self._log_id = 0  # the last feed_log entry written
         self._synced = 0  # the last entry feed_tasks covers
-        self._unsynced: dict[str, list] = {}  # tid -> [id, ord, info] not in feed_tasks yet
+        self._unsynced: dict[str, str] = {}  # tid -> its row (JSON) not in feed_tasks yet
         self._unsynced_actions: dict[str, str] = {}
         self._last_sync = 0.0
         self._applied: set[int] = set()  # control rows applied, answer not yet read back
@@ -343,7 +342,8 @@ class FeedWriter:
             history = [event_row(e) for e in self._recent if e.seq <= seq]
         self._seq = seq
         self._order = {info.id: n for n, info in enumerate(tasks)}
-        self._known = {info.id: _state_fields(info) for info in tasks}
+        self._known = {info.id: info for info in tasks}
+        self._paused = {info.id: info.paused for info in tasks}
         self._static = {info.id: info for info in tasks}
         self._static_parts = {}
         self._stale = OrderedDict.fromkeys(self._static)
@@ -359,7 +359,8 @@ class FeedWriter:
 
         answered_before = time.time() - CONTROL_KEEP
 
-        history_json, rows_json, actions_json = _json(history), _json(rows), _json(actions)
+        history_json, rows_json = _json(history), "[" + ",".join(rows) + "]"
+        actions_json = self._actions_json(actions)
 
         def write(conn) -> None:
             conn.execute("DELETE FROM feed_events")
@@ -376,8 +377,8 @@ class FeedWriter:
 
         self._queue(write)
 
-    def _info_row(self, tid: str, fresh: bool = False) -> list:
-        """[id, ord, info] of a task; info None once it is gone. The task is read
+    def _info_row(self, tid: str, fresh: bool = False) -> str:
+        """``[id, ord, info]`` of a task as JSON; info null once it is gone. The task is read
         from the engine only when ``fresh`` (its edges changed) or new; otherwise its
         last reading gets the state fields its events gave: no engine lock per task
         (under load each wait for it is a wait for the GIL too)."""
@@ -389,41 +390,51 @@ class FeedWriter:
                 for table in (
                     self._edges,
                     self._known,
+                    self._paused,
                     self._static,
                     self._static_parts,
                     self._stale,
                 ):
                     table.pop(tid, None)
-                return [tid, self._order.get(tid, 0), None]
+                return f"[{json.dumps(tid)},{self._order.get(tid, 0)},null]"
             self._static[tid] = base
             self._static_parts[tid] = _static_part(base)
             self._edges[tid] = tuple(base.deps) + tuple(base.dependents)
         static = self._static_parts.get(tid)
         if static is None:
             static = self._static_parts[tid] = _static_part(base)
-        fields = self._known.get(tid)
-        if fields is None:
-            fields = _state_fields(base)
-        info = _info(static, fields)
+        info = _encode(static, self._known.get(tid, base), self._paused.get(tid, base.paused))
         self._stale[tid] = None  # its allowed actions are read again, in turn
         self._stale.move_to_end(tid)
         order = self._order.setdefault(tid, len(self._order))
-        return [tid, order, info]
+        return f"[{static[2]},{order},{info}]"
 
-    def _action_rows(self) -> list[list]:
-        """[actions, id] of the tasks whose allowed actions may have changed,
+    def _actions_json(self, actions: dict[str, str]) -> str:
+        """``[[actions, id], ...]`` as JSON."""
+        parts = self._static_parts
+        return (
+            "["
+            + ",".join(
+                f'["{text}",{parts[tid][2] if tid in parts else json.dumps(tid)}]'
+                for tid, text in actions.items()
+            )
+            + "]"
+        )
+
+    def _action_rows(self) -> dict[str, str]:
+        """id -> allowed actions of the tasks whose allowed actions may have changed,
         the longest waiting first, for at most ``ACTIONS_BUDGET`` seconds a round:
         under load a watcher's buttons may follow a round or two behind the states
         (and the owner refuses what is no longer allowed, saying why)."""
         deadline = time.perf_counter() + ACTIONS_BUDGET
-        rows: list[list] = []
+        rows: dict[str, str] = {}
         while self._stale and (not rows or time.perf_counter() < deadline):
             tid = self._stale.popitem(last=False)[0]
             try:
                 actions = self.scheduler.allowed_actions(tid)
             except KeyError:
                 continue
-            rows.append([encode_actions(actions), tid])
+            rows[tid] = encode_actions(actions)
         return rows
 
     def _write_changes(self, **extra) -> None:
@@ -438,7 +449,7 @@ class FeedWriter:
             tid = event.task_id
             if not tid:
                 continue
-            _hear(self._known, event)
+            _hear(self._known, self._paused, event)
             if event.kind in STRUCTURAL or tid not in self._static:
                 touched[tid] = True
                 for other in self._edges.get(tid, ()):  # the other ends, before
@@ -449,15 +460,14 @@ class FeedWriter:
         tail = [e for e in events[:-FEED_TAIL] if not e.task_id] + events[-FEED_TAIL:]
         if events:
             self._seq = events[-1].seq
-        rows = []
+        rows: dict[str, str] = {}
         for tid, fresh in list(touched.items()):
-            row = self._info_row(tid, fresh)
-            rows.append(row)
-            if fresh and row[2] is not None:  # the other ends, after
+            rows[tid] = self._info_row(tid, fresh)
+            if fresh and tid in self._static:  # still there: the other ends, after
                 for other in self._edges.get(tid, ()):
                     if other not in touched:
                         touched[other] = True
-                        rows.append(self._info_row(other, True))
+                        rows[other] = self._info_row(other, True)
         actions = self._action_rows()
         upcoming = entry_rows(self.scheduler.upcoming(UPCOMING_LIMIT)) if events else None
         state_extra = dict(extra)
@@ -467,19 +477,18 @@ class FeedWriter:
         entry = None
         if rows or actions:
             self._log_id += 1
-            entry = (self._log_id, _json([rows, actions]))
-            for row in rows:
-                self._unsynced[row[0]] = row
-            for text, tid in actions:
-                self._unsynced_actions[tid] = text
+            body = f"[[{','.join(rows.values())}],{self._actions_json(actions)}]"
+            entry = (self._log_id, body)
+            self._unsynced.update(rows)
+            self._unsynced_actions.update(actions)
         fold = None
         if (self._unsynced or self._unsynced_actions) and now - self._last_sync >= SYNC_INTERVAL:
             # the entries up to the previous fold go: a watcher more than one fold
             # behind reads feed_tasks again
             fold = (
                 self._log_id,
-                _json(list(self._unsynced.values())),
-                _json([[text, tid] for tid, text in self._unsynced_actions.items()]),
+                "[" + ",".join(self._unsynced.values()) + "]",
+                self._actions_json(self._unsynced_actions),
                 self._synced,
             )
             self._synced = self._log_id

@@ -277,14 +277,23 @@ def test_a_reader_that_missed_folded_log_entries_reads_the_task_table_again(tmp_
     def states(read):
         return {tid: info.state for tid, _order, info, _actions, _changed in read.tasks}
 
+    def heard(kind, count=1):  # the feed has heard them (events are delivered on a thread)
+        def enough():
+            with feed._lock:
+                return sum(event.kind == kind for event in feed._events) >= count
+
+        until(enough)
+
     try:
         first, _ = round_then(steady, behind)  # the snapshot
         assert first.reload and len(states(first)) == 30
         scheduler.start()
         assert scheduler.wait(30)
+        heard("succeeded", 30)
         (during,) = round_then(steady)  # entry 1, folded
         assert not during.reload and set(states(during).values()) == {S.SUCCEEDED}
         scheduler.add(Call("tests.engine.test_feed:blocked"), name="late")
+        heard("running")
         (after,) = round_then(steady)  # entry 2; the fold drops entry 1
         assert not after.reload and "late" in states(after)
         caught_up = behind.read(-1, ())

@@ -13,7 +13,10 @@ machine hits all of them alike. Watcher
 lag is, for every task, when a watcher first hears that it succeeded minus when
 a listener in the owner heard it (the owner reports a success once it is on
 disk; same host, one wall clock); p50/p99 over all tasks, watchers and runs. A
-window adds at most one bridge batch (33 ms) on top.
+window adds at most one bridge batch (33 ms) on top. CPU: the owner process's
+and each watcher's, from start to the owner's ``wait()``, per 1,000 tasks (medians):
+on a shared machine less noisy than throughput, whose spread over the runs of
+each configuration (slowest and fastest run / median) is given too.
 """
 
 from __future__ import annotations
@@ -57,15 +60,18 @@ def watcher_main(db: str, ready: str, out: str) -> int:
 
     run = WatchedRun(db, attach_timeout=30)
     run.subscribe(on_event)
+    cpu = time.process_time()
     Path(ready).touch()
     while run.owner_alive:
         time.sleep(0.05)
+    cpu = time.process_time() - cpu
     run.close()
-    Path(out).write_text(json.dumps(seen))
+    Path(out).write_text(json.dumps({"seen": seen, "cpu": cpu}))
     return 0
 
 
-def one_run(task: str, count: int, config: str) -> tuple[float, list[float]]:
+def one_run(task: str, count: int, config: str) -> tuple[float, list[float], float, list[float]]:
+    """(owner tasks/s, lags, owner CPU seconds, each watcher's CPU seconds)."""
     watchers = {"1 watcher": 1, "3 watchers": 3}.get(config, 0)
     with tempfile.TemporaryDirectory() as tmp:
         db = Path(tmp) / "bench.db"
@@ -92,20 +98,22 @@ def one_run(task: str, count: int, config: str) -> tuple[float, list[float]]:
                 if proc.poll() is not None:
                     raise RuntimeError(f"a watcher exited with {proc.returncode}")
                 time.sleep(0.01)
-        started = time.perf_counter()
+        started, cpu = time.perf_counter(), time.process_time()
         scheduler.start()
         scheduler.wait()
-        elapsed = time.perf_counter() - started
+        elapsed, cpu = time.perf_counter() - started, time.process_time() - cpu
         scheduler.shutdown()
         if feed is not None:
             feed.close()  # tells the watchers the owner stopped
         store.close()
         lags: list[float] = []
+        watcher_cpu: list[float] = []
         for proc, _, out in procs:
             proc.wait(60)
-            seen = json.loads(out.read_text())
-            lags.extend(at - told[tid] for tid, at in seen.items())
-    return count / elapsed, lags
+            heard = json.loads(out.read_text())
+            lags.extend(at - told[tid] for tid, at in heard["seen"].items())
+            watcher_cpu.append(heard["cpu"])
+    return count / elapsed, lags, cpu, watcher_cpu
 
 
 def _pct(values: list[float], q: float) -> float | None:
@@ -132,13 +140,17 @@ def main(argv=None) -> int:
     for task, count in sizes.items():
         rates: dict[str, list[float]] = {c: [] for c in CONFIGS}
         lags: dict[str, list[float]] = {c: [] for c in CONFIGS}
+        cpus: dict[str, list[float]] = {c: [] for c in CONFIGS}
+        watcher_cpus: dict[str, list[float]] = {c: [] for c in CONFIGS}
         for r in range(repeats):
             # interleaved, each repeat starting one configuration later: the first
             # of a round ran faster or slower often enough to matter
             for config in CONFIGS[r % len(CONFIGS) :] + CONFIGS[: r % len(CONFIGS)]:
-                rate, found = one_run(task, count, config)
+                rate, found, cpu, watcher_cpu = one_run(task, count, config)
                 rates[config].append(rate)
                 lags[config].extend(found)
+                cpus[config].append(cpu)
+                watcher_cpus[config].extend(watcher_cpu)
         base = statistics.median(rates["no feed"])
         rows[task] = {
             "tasks": count,
@@ -150,21 +162,34 @@ def main(argv=None) -> int:
                     "lag_p50_ms": None if not lags[c] else 1000 * _pct(lags[c], 0.5),
                     "lag_p99_ms": None if not lags[c] else 1000 * _pct(lags[c], 0.99),
                     "successes_seen": len(lags[c]),
+                    "spread": [
+                        min(rates[c]) / statistics.median(rates[c]),
+                        max(rates[c]) / statistics.median(rates[c]),
+                    ],
+                    "owner_cpu_ms_per_1k": 1e6 * statistics.median(cpus[c]) / count,
+                    "watcher_cpu_ms_per_1k": None
+                    if not watcher_cpus[c]
+                    else 1e6 * statistics.median(watcher_cpus[c]) / count,
                 }
                 for c in CONFIGS
             },
         }
     lines = [
-        "| tasks | owner | tasks/s | vs no feed | watcher lag p50 | p99 |",
-        "| --- | --- | --- | --- | --- | --- |",
+        "| tasks | owner | tasks/s | vs no feed | runs / median | watcher lag p50 | p99 |"
+        " owner CPU / 1k tasks | each watcher's |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for task, row in rows.items():
         for config, r in row["configs"].items():
             p50 = "—" if r["lag_p50_ms"] is None else f"{r['lag_p50_ms']:.0f} ms"
             p99 = "—" if r["lag_p99_ms"] is None else f"{r['lag_p99_ms']:.0f} ms"
+            low, high = r["spread"]
+            mine = r["watcher_cpu_ms_per_1k"]
+            theirs = "—" if mine is None else f"{mine:.0f} ms"
             lines.append(
                 f"| {row['tasks']:,} {task} | {config} | {r['tasks_per_s']:,.0f} | "
-                f"{r['vs_no_feed']:.2f} | {p50} | {p99} |"
+                f"{r['vs_no_feed']:.2f} | {low:.2f}–{high:.2f} | {p50} | {p99} | "
+                f"{r['owner_cpu_ms_per_1k']:.0f} ms | {theirs} |"
             )
     table = "\n".join(lines)
     print(table)

@@ -11,12 +11,14 @@ every ``FEED_INTERVAL``. The kernel drops a dead watcher's lock, so nothing goes
 stale. With nobody watching, the feed writes nothing; its listener only keeps
 the newest ``HISTORY`` events, which a watcher that attaches gets first.
 
-**What it writes** (tables ``feed_events``, ``feed_tasks``, ``feed_state``; see
-``store.MIGRATIONS``). When watching starts: every task, the upcoming timer
-entries, the dispatcher's pause and the owner's clock. Then, every
+**What it writes** (tables ``feed_events``, ``feed_tasks``, ``feed_log``,
+``feed_state``; see ``store.MIGRATIONS``). When watching starts: every task, the
+upcoming timer entries, the dispatcher's pause and the owner's clock. Then, every
 ``FEED_INTERVAL`` with changes: the newest ``FEED_TAIL`` events (a person cannot
-read more; the task rows carry every task's latest state), a row for each task
-they touched, and the upcoming entries. A task row is its last reading from the
+read more; the task rows carry every task's latest state), one ``feed_log`` entry
+with a row for each task they touched, and the upcoming entries. Every
+``SYNC_INTERVAL`` the logged rows are folded into ``feed_tasks`` (what a watcher
+that attaches reads, with the entries after the fold). A task row is its last reading from the
 engine with the state fields its events gave, so the engine lock is taken only
 for new tasks and changed edges, and for ``allowed_actions``, which are re-read
 for changed tasks within ``ACTIONS_BUDGET`` a round. The rows go through the
@@ -45,10 +47,11 @@ import sqlite3
 import threading
 import time
 import uuid
-from collections import deque
+from collections import OrderedDict, deque
 from pathlib import Path
 
 from .models import Event, TaskInfo
+from .states import TaskState
 
 log = logging.getLogger("taskloom.feed")
 
@@ -60,14 +63,30 @@ UPCOMING_LIMIT = 200
 HISTORY = 500  # recent events kept for a watcher that attaches
 CONTROL_TTL = 60.0  # seconds a request waits for an owner before it expires
 CONTROL_KEEP = 86400.0  # seconds answered requests are kept (dropped when watching starts)
-ACTIONS_BUDGET = 0.005  # seconds a round may spend asking what each changed task allows
+ACTIONS_BUDGET = 0.002  # seconds a round may spend asking what each changed task allows
+SYNC_INTERVAL = 1.0  # seconds between folds of the feed_log entries into feed_tasks
 
+# Each write is one statement over a JSON array of rows (json_each), not one
+# executemany row each: binding a row takes the GIL, and with the owner's busy
+# threads each of those thousands of takes was a wait (a round's write took up
+# to 0.3 s on the store's writer thread; the engine's commits waited behind it).
 # A task row keeps its allowed actions until they are read again (_action_rows).
+# Task rows are [id, ord, info], actions rows [actions, id]; seq is the last
+# feed_log entry the table covers.
 _TASK_UPSERT = (
-    "INSERT INTO feed_tasks (id, seq, ord, info) VALUES (?,?,?,?) ON CONFLICT (id)"
+    "INSERT INTO feed_tasks (id, seq, ord, info) SELECT value ->> 0, ?, value ->> 1,"
+    " value ->> 2 FROM json_each(?) WHERE true ON CONFLICT (id)"
     " DO UPDATE SET seq = excluded.seq, ord = excluded.ord, info = excluded.info"
 )
-_ACTIONS_UPDATE = "UPDATE feed_tasks SET actions = ?, seq = ? WHERE id = ?"
+_ACTIONS_UPDATE = (
+    "UPDATE feed_tasks SET actions = row.value ->> 0"
+    " FROM json_each(?) AS row WHERE feed_tasks.id = row.value ->> 1"
+)
+_EVENTS_INSERT = (
+    "INSERT OR REPLACE INTO feed_events SELECT "
+    + ", ".join(f"value ->> {n}" for n in range(9))
+    + " FROM json_each(?)"
+)
 
 STRUCTURAL = frozenset({"dependency_added", "dependency_removed", "removed"})
 # Requests a watcher may send, and the verb its answer uses.
@@ -89,32 +108,42 @@ def watch_path(store_path) -> Path:
 
 
 # ---------------------------------------------------------------------- encoding
+# A task row's info is the JSON list ``feed_reader.decode_info`` reads: [state,
+# deps, dependents, priority, attempt, run_at, recurring, paused, error]. Made by
+# hand, as text around a part encoded once per reading of the task, and rows and
+# log entries are joined text too: under load the feed makes thousands a second,
+# and each list or tuple made counts towards the owner's next garbage collection,
+# which stops every thread (with 30k tasks a full one took 0.15 s; lists per row
+# and a tuple per event made the owner collect a third more often).
 def encode_info(info: TaskInfo) -> str:
-    """A task as the JSON list ``watched_run`` decodes: [state, deps, dependents,
-    priority, attempt, run_at, recurring, paused, error]."""
-    return _encode(
-        _static_part(info), info.state, info.attempt, info.run_at, info.paused, info.error
-    )
+    """A task's info as JSON text."""
+    return _encode(_static_part(info), info, info.paused)
 
 
-def _static_part(info: TaskInfo) -> str:
-    """The fields only an edit changes, encoded once per reading: deps, dependents,
-    priority, then recurring (joined by the caller around the state fields)."""
+def _static_part(info: TaskInfo) -> tuple[str, str, str]:
+    """The fields only an edit changes, encoded once per reading: deps, dependents
+    and priority; recurring; and the task's id as JSON."""
     middle = json.dumps([list(info.deps), list(info.dependents), info.priority])[1:-1]
-    return middle + ("\x00true" if info.recurring else "\x00false")
+    return middle, "true" if info.recurring else "false", json.dumps(info.id)
 
 
-def _encode(static: str, state, attempt: int, run_at, paused: bool, error) -> str:
-    # By hand: json.dumps of the whole list per changed task, many thousands a
-    # second under load, cost the owner's busy threads a good share of the GIL.
-    middle, recurring = static.split("\x00")
+# Enum's .value is a descriptor call: looked up once per state, not per row.
+_STATE_TEXT = {state: f'["{state.value}",' for state in TaskState}
+
+
+def _encode(static: tuple[str, str, str], fields, paused: bool) -> str:
+    """``fields``: the task's last event or reading (state, attempt, run_at, error)."""
+    run_at = fields.run_at
     if run_at is None:
         when = "null"
-    else:
-        when = repr(float(run_at)) if math.isfinite(run_at) else json.dumps(run_at)
+    elif math.isfinite(run_at):
+        when = repr(float(run_at))
+    else:  # JSON has no word for it; SQLite and Python read 1e999 as an infinity
+        when = "null" if math.isnan(run_at) else ("1e999" if run_at > 0 else "-1e999")
+    error = fields.error
     why = "null" if error is None else json.dumps(error)
     return (
-        f'["{state.value}",{middle},{int(attempt)},{when},{recurring},'
+        f"{_STATE_TEXT[fields.state]}{static[0]},{int(fields.attempt)},{when},{static[1]},"
         f"{'true' if paused else 'false'},{why}]"
     )
 
@@ -139,38 +168,46 @@ def event_row(event: Event) -> tuple:
     )
 
 
+def _json(rows: list) -> str:
+    """Rows as one JSON array, for a statement over json_each (see _TASK_UPSERT).
+    Floats keep every digit (Python's repr)."""
+    try:
+        return json.dumps(rows, allow_nan=False)
+    except ValueError:  # an infinite time: rare enough to take the slow way
+        text = json.dumps([_finite(row) for row in rows], allow_nan=False)
+        # JSON has no word for an infinity; SQLite reads 1e999 as one
+        return text.replace(f'"{_INF}"', "1e999").replace(f'"-{_INF}"', "-1e999")
+
+
+_INF = "\\u0000inf"  # as json.dumps writes the stand-in _finite puts in a row
+
+
+def _finite(value):
+    if isinstance(value, list | tuple):
+        return [_finite(v) for v in value]
+    if not isinstance(value, float) or math.isfinite(value):
+        return value
+    if math.isnan(value):
+        return None
+    return "\x00inf" if value > 0 else "-\x00inf"
+
+
 def entry_rows(entries) -> str:
     return json.dumps([[e.run_at, e.priority, e.task_id, e.kind] for e in entries])
 
 
-def _state_fields(info: TaskInfo) -> dict:
-    return {
-        "state": info.state,
-        "attempt": info.attempt,
-        "run_at": info.run_at,
-        "error": info.error,
-        "paused": info.paused,
-    }
-
-
-def _hear(known: dict[str, dict], event: Event) -> None:
-    """Update a task's state fields from its event (as the window's bridge does)."""
-    if event.kind == "removed":
-        known.pop(event.task_id, None)
-        return
-    fields = known.get(event.task_id)
-    if event.kind in ("paused", "resumed"):
-        if fields is not None:
-            fields["paused"] = event.kind == "paused"
+def _hear(known: dict, paused: dict[str, bool], event: Event) -> None:
+    """Update a task's state fields from its event (as the window's bridge does):
+    its last event with a state is kept as it is (it has the fields a TaskInfo has
+    for them), and its pause apart. Nothing is made: this runs for every event."""
+    tid, kind = event.task_id, event.kind
+    if kind == "removed":
+        known.pop(tid, None)
+        paused.pop(tid, None)
+    elif kind == "paused" or kind == "resumed":
+        paused[tid] = kind == "paused"
     elif event.state is not None:
-        paused = False if fields is None else fields["paused"]
-        known[event.task_id] = {
-            "state": event.state,
-            "attempt": event.attempt,
-            "run_at": event.run_at,
-            "error": event.error,
-            "paused": paused,
-        }
+        known[tid] = event
 
 
 class WatcherPresence:
@@ -210,13 +247,25 @@ class FeedWriter:
         self._edges: dict[str, tuple[str, ...]] = {}  # tid -> deps + dependents, as written
         # Each task's state fields as of the last event the feed covers: a task row
         # says what its events say, never a state whose event comes in a later batch.
-        self._known: dict[str, dict] = {}
+        self._known: dict[str, Event | TaskInfo] = {}
+        self._paused: dict[str, bool] = {}
         self._static: dict[str, TaskInfo] = {}  # each task as last read from the engine
-        self._static_json: dict[str, str] = {}  # and its unchanging fields, encoded
-        self._stale: dict[str, None] = {}  # tasks whose allowed actions are to be read
+        self._static_parts: dict[str, tuple[str, str, str]] = {}  # its fields no run changes
+        # Tasks whose allowed actions are to be read, the longest waiting first. An
+        # OrderedDict: taking a plain dict's first key walks past every key deleted
+        # before it, and this one is taken from the front thousands of times a second.
+        self._stale: OrderedDict[str, None] = OrderedDict()
         self._order: dict[str, int] = {}
         self._upcoming_json = ""
         self._last_write = 0.0
+        # The round's changed rows go to feed_log, one entry a round (one row to
+        # write, not one per task); every SYNC_INTERVAL the rows since are folded
+        # into feed_tasks, each task once, and the entries before the last fold go.
+        self._log_id = 0  # the last feed_log entry written
+        self._synced = 0  # the last entry feed_tasks covers
+        self._unsynced: dict[str, str] = {}  # tid -> its row (JSON) not in feed_tasks yet
+        self._unsynced_actions: dict[str, str] = {}
+        self._last_sync = 0.0
         self._applied: set[int] = set()  # control rows applied, answer not yet read back
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -280,6 +329,7 @@ class FeedWriter:
             "run": getattr(self.store, "run", 1),
             "written": now,
             "pid": os.getpid(),
+            "synced": self._synced,
             **extra,
         }
         return [(key, json.dumps(value)) for key, value in rows.items()]
@@ -292,35 +342,43 @@ class FeedWriter:
             history = [event_row(e) for e in self._recent if e.seq <= seq]
         self._seq = seq
         self._order = {info.id: n for n, info in enumerate(tasks)}
-        self._known = {info.id: _state_fields(info) for info in tasks}
+        self._known = {info.id: info for info in tasks}
+        self._paused = {info.id: info.paused for info in tasks}
         self._static = {info.id: info for info in tasks}
-        self._static_json = {}
-        self._stale = dict.fromkeys(self._static)
+        self._static_parts = {}
+        self._stale = OrderedDict.fromkeys(self._static)
         rows = [self._info_row(info.id) for info in tasks]
         actions = self._action_rows()
         self._upcoming_json = entry_rows(upcoming)
+        self._log_id = self._synced = 0
+        self._unsynced, self._unsynced_actions = {}, {}
+        self._last_sync = time.time()
         state = self._state_rows(
             generation=uuid.uuid4().hex, upcoming=json.loads(self._upcoming_json), stopped=None
         )
 
         answered_before = time.time() - CONTROL_KEEP
 
+        history_json, rows_json = _json(history), "[" + ",".join(rows) + "]"
+        actions_json = self._actions_json(actions)
+
         def write(conn) -> None:
             conn.execute("DELETE FROM feed_events")
-            conn.executemany("INSERT INTO feed_events VALUES (?,?,?,?,?,?,?,?,?)", history)
+            conn.execute(_EVENTS_INSERT, (history_json,))
+            conn.execute("DELETE FROM feed_log")
             conn.execute("DELETE FROM feed_tasks")
             conn.execute(  # answers nobody waits for any more
                 "DELETE FROM control WHERE status != 'pending' AND answered < ?",
                 (answered_before,),
             )
-            conn.executemany(_TASK_UPSERT, rows)
-            conn.executemany(_ACTIONS_UPDATE, actions)
+            conn.execute(_TASK_UPSERT, (0, rows_json))
+            conn.execute(_ACTIONS_UPDATE, (actions_json,))
             conn.executemany("INSERT OR REPLACE INTO feed_state VALUES (?,?)", state)
 
         self._queue(write)
 
-    def _info_row(self, tid: str, fresh: bool = False) -> tuple:
-        """(id, seq, ord, info) of a task; info NULL once it is gone. The task is read
+    def _info_row(self, tid: str, fresh: bool = False) -> str:
+        """``[id, ord, info]`` of a task as JSON; info null once it is gone. The task is read
         from the engine only when ``fresh`` (its edges changed) or new; otherwise its
         last reading gets the state fields its events gave: no engine lock per task
         (under load each wait for it is a wait for the GIL too)."""
@@ -332,43 +390,51 @@ class FeedWriter:
                 for table in (
                     self._edges,
                     self._known,
+                    self._paused,
                     self._static,
-                    self._static_json,
+                    self._static_parts,
                     self._stale,
                 ):
                     table.pop(tid, None)
-                return (tid, self._seq, self._order.get(tid, 0), None)
+                return f"[{json.dumps(tid)},{self._order.get(tid, 0)},null]"
             self._static[tid] = base
-            self._static_json[tid] = _static_part(base)
+            self._static_parts[tid] = _static_part(base)
             self._edges[tid] = tuple(base.deps) + tuple(base.dependents)
-        static = self._static_json.get(tid)
+        static = self._static_parts.get(tid)
         if static is None:
-            static = self._static_json[tid] = _static_part(base)
-        k = self._known.get(tid)
-        if k is None:
-            text = _encode(static, base.state, base.attempt, base.run_at, base.paused, base.error)
-        else:
-            text = _encode(static, k["state"], k["attempt"], k["run_at"], k["paused"], k["error"])
-        self._stale.pop(tid, None)
+            static = self._static_parts[tid] = _static_part(base)
+        info = _encode(static, self._known.get(tid, base), self._paused.get(tid, base.paused))
         self._stale[tid] = None  # its allowed actions are read again, in turn
+        self._stale.move_to_end(tid)
         order = self._order.setdefault(tid, len(self._order))
-        return (tid, self._seq, order, text)
+        return f"[{static[2]},{order},{info}]"
 
-    def _action_rows(self) -> list[tuple]:
-        """(actions, seq, id) of the tasks whose allowed actions may have changed,
+    def _actions_json(self, actions: dict[str, str]) -> str:
+        """``[[actions, id], ...]`` as JSON."""
+        parts = self._static_parts
+        return (
+            "["
+            + ",".join(
+                f'["{text}",{parts[tid][2] if tid in parts else json.dumps(tid)}]'
+                for tid, text in actions.items()
+            )
+            + "]"
+        )
+
+    def _action_rows(self) -> dict[str, str]:
+        """id -> allowed actions of the tasks whose allowed actions may have changed,
         the longest waiting first, for at most ``ACTIONS_BUDGET`` seconds a round:
         under load a watcher's buttons may follow a round or two behind the states
         (and the owner refuses what is no longer allowed, saying why)."""
         deadline = time.perf_counter() + ACTIONS_BUDGET
-        rows: list[tuple] = []
+        rows: dict[str, str] = {}
         while self._stale and (not rows or time.perf_counter() < deadline):
-            tid = next(iter(self._stale))
-            del self._stale[tid]
+            tid = self._stale.popitem(last=False)[0]
             try:
                 actions = self.scheduler.allowed_actions(tid)
             except KeyError:
                 continue
-            rows.append((encode_actions(actions), self._seq, tid))
+            rows[tid] = encode_actions(actions)
         return rows
 
     def _write_changes(self, **extra) -> None:
@@ -383,7 +449,7 @@ class FeedWriter:
             tid = event.task_id
             if not tid:
                 continue
-            _hear(self._known, event)
+            _hear(self._known, self._paused, event)
             if event.kind in STRUCTURAL or tid not in self._static:
                 touched[tid] = True
                 for other in self._edges.get(tid, ()):  # the other ends, before
@@ -394,33 +460,55 @@ class FeedWriter:
         tail = [e for e in events[:-FEED_TAIL] if not e.task_id] + events[-FEED_TAIL:]
         if events:
             self._seq = events[-1].seq
-        rows = []
+        rows: dict[str, str] = {}
         for tid, fresh in list(touched.items()):
-            row = self._info_row(tid, fresh)
-            rows.append(row)
-            if fresh and row[3] is not None:  # the other ends, after
+            rows[tid] = self._info_row(tid, fresh)
+            if fresh and tid in self._static:  # still there: the other ends, after
                 for other in self._edges.get(tid, ()):
                     if other not in touched:
                         touched[other] = True
-                        rows.append(self._info_row(other, True))
+                        rows[other] = self._info_row(other, True)
         actions = self._action_rows()
         upcoming = entry_rows(self.scheduler.upcoming(UPCOMING_LIMIT)) if events else None
         state_extra = dict(extra)
         if upcoming is not None and upcoming != self._upcoming_json:
             self._upcoming_json = upcoming
             state_extra["upcoming"] = json.loads(upcoming)
+        entry = None
+        if rows or actions:
+            self._log_id += 1
+            body = f"[[{','.join(rows.values())}],{self._actions_json(actions)}]"
+            entry = (self._log_id, body)
+            self._unsynced.update(rows)
+            self._unsynced_actions.update(actions)
+        fold = None
+        if (self._unsynced or self._unsynced_actions) and now - self._last_sync >= SYNC_INTERVAL:
+            # the entries up to the previous fold go: a watcher more than one fold
+            # behind reads feed_tasks again
+            fold = (
+                self._log_id,
+                "[" + ",".join(self._unsynced.values()) + "]",
+                self._actions_json(self._unsynced_actions),
+                self._synced,
+            )
+            self._synced = self._log_id
+            self._unsynced, self._unsynced_actions = {}, {}
+            self._last_sync = now
         state = self._state_rows(**state_extra)
-        events_rows = [event_row(e) for e in tail]
+        events_json = _json([event_row(e) for e in tail]) if tail else None
         seq = self._seq
 
         def write(conn) -> None:
-            if events_rows:
-                conn.executemany(
-                    "INSERT OR REPLACE INTO feed_events VALUES (?,?,?,?,?,?,?,?,?)", events_rows
-                )
+            if events_json is not None:
+                conn.execute(_EVENTS_INSERT, (events_json,))
                 conn.execute("DELETE FROM feed_events WHERE seq <= ?", (seq - FEED_KEEP,))
-            conn.executemany(_TASK_UPSERT, rows)
-            conn.executemany(_ACTIONS_UPDATE, actions)
+            if entry is not None:
+                conn.execute("INSERT INTO feed_log (id, body) VALUES (?, ?)", entry)
+            if fold is not None:
+                covered, rows_json, actions_json, before = fold
+                conn.execute(_TASK_UPSERT, (covered, rows_json))
+                conn.execute(_ACTIONS_UPDATE, (actions_json,))
+                conn.execute("DELETE FROM feed_log WHERE id <= ?", (before,))
             conn.executemany("INSERT OR REPLACE INTO feed_state VALUES (?,?)", state)
 
         self._queue(write)

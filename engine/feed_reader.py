@@ -11,8 +11,7 @@ from __future__ import annotations
 import functools
 import json
 import sqlite3
-import time
-from collections.abc import Callable
+import threading
 from typing import NamedTuple
 
 from ._store.records import ATTEMPT_COLUMNS
@@ -20,8 +19,6 @@ from .models import Action, TaskInfo
 from .states import TaskState
 
 ATTEMPTS_KEPT = 50  # attempts per task read at (re)load, and kept by the watcher
-MISSING_FOR = 5.0  # seconds an attempt the feed mentions is looked for in the store
-PAIRS_PER_QUERY = 400
 
 
 class FeedRead(NamedTuple):
@@ -32,13 +29,16 @@ class FeedRead(NamedTuple):
     events: list[tuple]  # feed_events rows after the seq asked for (on a reload: the
     # owner's recent events up to its snapshot), oldest first
     tasks: list[tuple]  # (id, ord, TaskInfo or None once removed, actions, changed)
-    attempts: list[dict]  # attempt rows of the changed tasks, by column name
     answers: list[tuple]  # (id, action, task_id, status, answer) of the requests asked
 
 
 def decode_info(tid: str, text: str) -> TaskInfo:
-    """A task row's info (feed.encode_info) as a TaskInfo."""
-    state, deps, dependents, priority, attempt, run_at, recurring, paused, error = json.loads(text)
+    """A task row's info text (feed.encode_info, as JSON) as a TaskInfo."""
+    return info_from_list(tid, json.loads(text))
+
+
+def info_from_list(tid: str, info: list) -> TaskInfo:
+    state, deps, dependents, priority, attempt, run_at, recurring, paused, error = info
     return TaskInfo(
         tid,
         tid,
@@ -68,9 +68,14 @@ class FeedReader:
             f"file:{path}?mode=ro", uri=True, check_same_thread=False, isolation_level=None
         )
         self._generation = None
-        self._texts: dict[str, str] = {}  # tid -> its info text as last read
-        self._infos: dict[str, TaskInfo] = {}  # and decoded
-        self._missing: dict[tuple[str, int], float] = {}  # attempts not on disk yet: since
+        self._log_id = 0  # the last feed_log entry read
+        self._raw: dict[str, list] = {}  # tid -> its info as last read
+        self._infos: dict[str, TaskInfo] = {}  # and as a TaskInfo
+        self._orders: dict[str, int] = {}
+        self._actions: dict[str, str | None] = {}  # tid -> its allowed actions, as written
+        # For the attempts a window asks for, on its thread: a connection of their own.
+        self._lookup: sqlite3.Connection | None = None
+        self._lookup_lock = threading.Lock()
 
     def has_feed(self) -> bool:
         """Whether the store has the feed's tables (an owner older than schema 3 has not)."""
@@ -90,99 +95,101 @@ class FeedReader:
             return None
         return None if row is None else json.loads(row[0])
 
-    def read(
-        self, since_seq: int, last_attempt: Callable[[str], int | None], asked: tuple
-    ) -> FeedRead:
+    def read(self, since_seq: int, asked: tuple) -> FeedRead:
         """Everything new after the owner's ``since_seq`` (all of it after a new
-        generation); ``last_attempt(tid)`` is the newest attempt the caller knows of
-        a task; ``asked`` the control rows whose answers it waits for."""
+        generation, or once the log entries after the last one read are gone);
+        ``asked`` the control rows whose answers it waits for. Not the attempts:
+        those are read when asked for (``attempts``)."""
         conn = self._conn
         conn.execute("BEGIN")  # one consistent read of everything the owner wrote
         try:
             state = {k: json.loads(v) for k, v in conn.execute("SELECT * FROM feed_state")}
+            synced = state.get("synced", 0)
             reload = state.get("generation") != self._generation
+            if not reload:
+                entries = conn.execute(
+                    "SELECT id, body FROM feed_log WHERE id > ? ORDER BY id", (self._log_id,)
+                ).fetchall()
+                # a gap: the entries after ours were folded into feed_tasks and dropped
+                ids = [entry[0] for entry in entries]
+                expected = list(range(self._log_id + 1, self._log_id + 1 + len(ids)))
+                reload = ids != expected or (not ids and synced > self._log_id)
+            touched: dict[str, bool] = {}  # tid -> its info changed
             if reload:  # the events are the owner's recent past, up to its snapshot
                 self._generation = state.get("generation")
-                self._texts, self._infos, self._missing = {}, {}, {}
+                self._raw, self._infos, self._orders, self._actions = {}, {}, {}, {}
                 events = conn.execute(
                     "SELECT * FROM feed_events WHERE seq <= ? ORDER BY seq", (state.get("seq", 0),)
                 ).fetchall()
-                rows = conn.execute("SELECT * FROM feed_tasks").fetchall()
+                for tid, _seq, order, text, actions in conn.execute("SELECT * FROM feed_tasks"):
+                    self._take_task(touched, tid, order, None if text is None else json.loads(text))
+                    self._take_actions(touched, tid, actions)
+                entries = conn.execute(
+                    "SELECT id, body FROM feed_log WHERE id > ? ORDER BY id", (synced,)
+                ).fetchall()
+                self._log_id = synced
             else:
                 events = conn.execute(
                     "SELECT * FROM feed_events WHERE seq > ? ORDER BY seq", (since_seq,)
                 ).fetchall()
-                rows = conn.execute(
-                    "SELECT * FROM feed_tasks WHERE seq > ?", (since_seq,)
-                ).fetchall()
-            run = state.get("run", 1)
-            tasks = self._decode(rows)
-            attempts = self._attempts(run, tasks, reload, last_attempt)
+            for log_id, body in entries:
+                rows, actions = json.loads(body)
+                for tid, order, info in rows:
+                    self._take_task(touched, tid, order, info)
+                for text, tid in actions:
+                    self._take_actions(touched, tid, text)
+                self._log_id = log_id
             answers = self._answers(asked) if asked else []
         finally:
             conn.execute("COMMIT")
-        return FeedRead(state, reload, events, tasks, attempts, answers)
+        tasks = [
+            (
+                tid,
+                self._orders.get(tid, 0),
+                self._infos.get(tid),
+                decode_actions(self._actions.get(tid)),
+                changed,
+            )
+            for tid, changed in touched.items()
+        ]
+        return FeedRead(state, reload, events, tasks, answers)
 
-    def _decode(self, rows) -> list[tuple]:
-        """(id, ord, TaskInfo or None, actions, changed); a row whose info text is what
-        it was (only its actions changed) is not decoded again."""
-        decoded = []
-        for tid, _seq, order, text, actions in rows:
-            changed = text != self._texts.get(tid)
-            if text is None:
-                info = None
-                self._texts.pop(tid, None)
-                self._infos.pop(tid, None)
-            elif changed:
-                info = self._infos[tid] = decode_info(tid, text)
-                self._texts[tid] = text
-            else:
-                info = self._infos[tid]
-            decoded.append((tid, order, info, decode_actions(actions), changed))
-        return decoded
+    def _take_task(self, touched: dict, tid: str, order: int, info: list | None) -> None:
+        """A task row ([state, deps, ...] or None once removed); decoded only if it
+        says something new (a row may be written again for its actions only)."""
+        if info is None:
+            for table in (self._raw, self._infos, self._actions):
+                table.pop(tid, None)
+            touched[tid] = True
+            return
+        self._orders[tid] = order
+        if info != self._raw.get(tid):
+            self._raw[tid] = info
+            self._infos[tid] = info_from_list(tid, info)
+            touched[tid] = True
+        else:
+            touched.setdefault(tid, False)
 
-    def _attempts(self, run: int, tasks, reload: bool, last_attempt) -> list[dict]:
-        """Attempt rows of the changed tasks: on a (re)load the last ``ATTEMPTS_KEPT``
-        of every task, in one query; after that, of each changed task, the attempts
-        from the newest one known (it may have ended since) to its current one, by
-        primary key, a few hundred per query."""
+    def _take_actions(self, touched: dict, tid: str, actions: str | None) -> None:
+        if tid in self._infos:
+            self._actions[tid] = actions
+            touched.setdefault(tid, False)
+
+    def attempts(self, run: int, tid: str) -> list[dict]:
+        """The newest ``ATTEMPTS_KEPT`` attempts of ``tid`` in ``run``, oldest first,
+        by column name: one primary-key range, read when a window asks (any thread)."""
         columns = ", ".join(ATTEMPT_COLUMNS)
-        if reload:
-            found = self._conn.execute(
-                f"SELECT {columns} FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY task_id"
-                " ORDER BY number DESC) AS rn FROM attempts WHERE run = ?) WHERE rn <= ?",
-                (run, ATTEMPTS_KEPT),
+        with self._lookup_lock:
+            if self._lookup is None:
+                self._lookup = sqlite3.connect(
+                    f"file:{self.path}?mode=ro", uri=True, check_same_thread=False
+                )
+            found = self._lookup.execute(
+                f"SELECT {columns} FROM attempts WHERE run = ? AND task_id = ?"
+                " ORDER BY number DESC LIMIT ?",
+                (run, tid, ATTEMPTS_KEPT),
             ).fetchall()
-            return [dict(zip(ATTEMPT_COLUMNS, r, strict=True)) for r in found]
-        pairs: dict[tuple[str, int], None] = dict.fromkeys(self._missing)
-        for tid, _order, info, _actions, changed in tasks:
-            if info is None or not changed:
-                continue
-            current = info.attempt
-            first = last_attempt(tid) or current
-            for number in range(max(1, min(first, current)), current + 1):
-                pairs[tid, number] = None
-        wanted = list(pairs)
-        result: list[dict] = []
-        for at in range(0, len(wanted), PAIRS_PER_QUERY):
-            chunk = wanted[at : at + PAIRS_PER_QUERY]
-            values = ",".join("(?,?)" for _ in chunk)
-            found = self._conn.execute(
-                f"SELECT {columns} FROM attempts WHERE run = ? AND (task_id, number) IN"
-                f" (VALUES {values})",
-                (run, *[v for pair in chunk for v in pair]),
-            ).fetchall()
-            result.extend(dict(zip(ATTEMPT_COLUMNS, r, strict=True)) for r in found)
-        # The feed can be ahead of the engine's own rows (it commits first): look
-        # again next round for an attempt not on disk yet, for a while.
-        now = time.monotonic()
-        got = {(row["task_id"], row["number"]) for row in result}
-        self._missing = {
-            pair: self._missing.get(pair, now)
-            for pair in wanted
-            if pair not in got and now - self._missing.get(pair, now) < MISSING_FOR
-        }
-        return result
+        return [dict(zip(ATTEMPT_COLUMNS, r, strict=True)) for r in reversed(found)]
 
     def _answers(self, asked: tuple) -> list[tuple]:
         marks = ",".join("?" * len(asked))
@@ -194,3 +201,7 @@ class FeedReader:
 
     def close(self) -> None:
         self._conn.close()
+        with self._lookup_lock:
+            if self._lookup is not None:
+                self._lookup.close()
+                self._lookup = None

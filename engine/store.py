@@ -29,7 +29,7 @@ from ._store.records import ATTEMPT_COLUMNS, ATTEMPT_WRITE, TASK_COLUMNS
 
 log = logging.getLogger("taskloom.store")
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 # MIGRATIONS[n] takes a store from schema version n to n + 1.
 MIGRATIONS: dict[int, list[str]] = {
@@ -115,6 +115,9 @@ MIGRATIONS: dict[int, list[str]] = {
             answered REAL
         )""",
     ],
+    # The feed's changed task rows, one entry a round (feed.py): one row to write
+    # where there was one per task; feed_tasks takes them in every second or so.
+    3: ["CREATE TABLE feed_log (id INTEGER PRIMARY KEY, body TEXT NOT NULL)"],
 }
 
 # TASK_COLUMNS and ATTEMPT_COLUMNS live with the rows' conversions, in _store/records.py.
@@ -139,6 +142,11 @@ class StoreBusy(StoreError):
 
 REQUIRED_TABLES = ("tasks", "attempts", "events", "meta")
 LAZY_DELAY = 0.05  # seconds a lazy op may wait for a commit to ride along with
+# Engine ops one transaction commits at most. Under saturation (thousands of tiny
+# tasks a second) group commit let batches grow to tens of thousands of ops and
+# commits to 0.4 s, and the watchers' feed, committed between them, waited that
+# long. A few thousand ops make a commit of a few tens of ms; the rest follows at once.
+MAX_BATCH = 2000
 
 
 def _make_folder(path: Path) -> None:
@@ -264,8 +272,11 @@ class SQLiteStore:
         # Guards the queue, the counters, the failure and its listeners; never held
         # during a commit, nor together with _read_lock.
         self._cond = threading.Condition()
-        self._queued = 0  # ops queued so far
-        self._committed = 0  # ops committed so far
+        self._feeds: list = []  # the watchers' feed writes (put_feed): every commit takes all
+        # Ops queued and committed so far: engine ops (committed in order), lazy ops
+        # and feed writes. Each kind is committed in its own order, not all in one.
+        self._queued = [0, 0, 0]
+        self._committed = [0, 0, 0]
         self._closed = False
         self._committing = False  # one commit at a time, by the writer or a flushing caller
         self._failure: BaseException | None = None
@@ -321,13 +332,20 @@ class SQLiteStore:
     # ------------------------------------------------------------------ queueing
     def _put(self, op, lazy: bool = False) -> None:
         with self._cond:
-            self._queued += 1
+            if op[0] == "feed":
+                self._queued[2] += 1
+                self._feeds.append(op)
+                if len(self._feeds) == 1:
+                    self._cond.notify_all()
+                return
             if lazy:
+                self._queued[1] += 1
                 self._lazy.append(op)
                 if self._lazy_due is None:
                     self._lazy_due = time.monotonic() + LAZY_DELAY
                     self._cond.notify_all()  # the writer sets its timer
                 return
+            self._queued[0] += 1
             self._queue.append(op)
             if len(self._queue) == 1:
                 self._cond.notify_all()
@@ -362,7 +380,8 @@ class SQLiteStore:
     def put_feed(self, write) -> None:
         """``write(connection)`` runs in the writer's next batch, in a transaction of
         its own just before the engine's rows: the watchers' feed (feed.py) needs no
-        second writer (SQLite has one write lock) and never waits for a big batch."""
+        second writer (SQLite has one write lock), goes ahead of engine ops queued
+        before it, and waits for one commit of at most ``MAX_BATCH`` ops."""
         self._put(("feed", write))
 
     def flush(self, timeout: float | None = None) -> bool:
@@ -374,10 +393,10 @@ class SQLiteStore:
         """
         deadline = None if timeout is None else time.monotonic() + timeout
         with self._cond:
-            target = self._queued
+            target = tuple(self._queued)
         while True:
             with self._cond:
-                while self._committed < target and self._committing:
+                while not self._covers(target) and self._committing:
                     if self._failure is not None:
                         break
                     remaining = None if deadline is None else deadline - time.monotonic()
@@ -386,11 +405,11 @@ class SQLiteStore:
                     self._cond.wait(remaining)
                 if self._failure is not None:
                     raise self.failure_error() from self._failure
-                if self._committed >= target:
+                if self._covers(target):
                     return True
-                batch = self._take_batch()
+                batch, counts = self._take_batch()
             try:
-                self._commit_batch(batch)
+                self._commit_batch(batch, counts)
             except Exception:  # logged by _commit_batch; callers see StoreError
                 raise self.failure_error() from self._failure
 
@@ -412,16 +431,28 @@ class SQLiteStore:
         if told:
             callback(self.failure_error())
 
-    def _take_batch(self) -> list:
-        """Under the condition: claim the queue for one commit."""
+    def _covers(self, target: tuple) -> bool:
+        """Under the condition: whether every op counted in ``target`` is committed."""
+        return all(done >= wanted for done, wanted in zip(self._committed, target, strict=True))
+
+    def _take_batch(self) -> tuple[list, tuple]:
+        """Under the condition: claim the feed writes, the lazy ops and at most
+        ``MAX_BATCH`` engine ops, the oldest, for one commit; and how many of each."""
         self._committing = True
-        batch = [*self._lazy, *self._queue]
-        self._queue.clear()
+        queue = self._queue
+        if len(queue) <= MAX_BATCH:
+            ops = list(queue)
+            queue.clear()
+        else:
+            ops = [queue.popleft() for _ in range(MAX_BATCH)]
+        counts = (len(ops), len(self._lazy), len(self._feeds))
+        batch = [*self._feeds, *self._lazy, *ops]
+        self._feeds.clear()
         self._lazy.clear()
         self._lazy_due = None
-        return batch
+        return batch, counts
 
-    def _commit_batch(self, batch: list) -> None:
+    def _commit_batch(self, batch: list, counts: tuple) -> None:
         try:
             self._commit(batch)
         except BaseException as exc:  # a full disk must not pass silently
@@ -432,7 +463,8 @@ class SQLiteStore:
                 self._cond.notify_all()
             raise
         with self._cond:
-            self._committed += len(batch)
+            for kind, count in enumerate(counts):
+                self._committed[kind] += count
             self._committing = False
             self._cond.notify_all()
         for op in batch:
@@ -451,7 +483,7 @@ class SQLiteStore:
                         self._failure is not None
                         or (
                             not self._committing
-                            and (self._queue or self._closed or self._lazy_ready())
+                            and (self._queue or self._feeds or self._closed or self._lazy_ready())
                         )
                     ):
                         due = self._lazy_due
@@ -461,10 +493,10 @@ class SQLiteStore:
                             self._cond.wait(max(0.0, due - time.monotonic()))
                     if self._failure is not None:
                         break
-                    if not self._queue and not self._lazy:
+                    if not (self._queue or self._lazy or self._feeds):
                         return  # closed and drained
-                    batch = self._take_batch()
-                self._commit_batch(batch)
+                    batch, counts = self._take_batch()
+                self._commit_batch(batch, counts)
             except BaseException as exc:  # noqa: BLE001 - the store is failed, not the thread lost
                 with self._cond:
                     if self._failure is None:

@@ -34,7 +34,7 @@ from ._jobs.survivors import start_time
 from ._store.lock import read_owner
 from .definitions import TaskDefinition
 from .feed import CONTROL_ACTIONS, watch_path
-from .feed_reader import ATTEMPTS_KEPT, FeedRead, FeedReader
+from .feed_reader import FeedRead, FeedReader
 from .models import Action, Attempt, Entry, Event, TaskInfo
 from .options import Outcome
 from .states import TaskState
@@ -83,6 +83,17 @@ def _zombie(pid: int) -> bool:
     return state in (b"Z", b"X")
 
 
+def _complete(info: TaskInfo, attempts: list[Attempt]) -> bool:
+    """Whether ``attempts`` (read from the store) show everything ``info`` (the feed's
+    row, which may be ahead of them) says: its current attempt, ended unless it runs."""
+    if not attempts:
+        return info.attempt == 0
+    last = attempts[-1]
+    if last.number < info.attempt:
+        return False
+    return info.state == TaskState.RUNNING or last.outcome != Outcome.RUNNING
+
+
 def _told(info: TaskInfo) -> tuple:
     return (info.state, info.attempt, info.paused)
 
@@ -118,7 +129,10 @@ class WatchedRun:
         self._listeners: list = []
         self._tasks: dict[str, TaskInfo] = {}
         self._actions: dict[str, frozenset[Action]] = {}
-        self._attempts: dict[str, list[Attempt]] = {}  # per task, oldest first
+        # Each task's attempts as last read, oldest first, with the task row they were
+        # read for: read when asked for, again once the row changed (reading every
+        # changed task's attempts each round was half a watcher's work under load).
+        self._attempts: dict[str, tuple[TaskInfo, list[Attempt]]] = {}
         self._told: dict[str, tuple] = {}  # tid -> (state, attempt, paused) listeners know
         self._upcoming: list[Entry] = []
         self._paused = False
@@ -217,7 +231,7 @@ class WatchedRun:
     def _poll(self) -> None:
         with self._lock:
             asked = tuple(self._asked)
-        read = self._reader.read(self._feed_seq, self._last_attempt, asked)
+        read = self._reader.read(self._feed_seq, asked)
         self.polls += 1
         self._apply(read)
         with self._lock:
@@ -226,11 +240,6 @@ class WatchedRun:
                 self._answers.append(row)
         if read.state.get("stopped"):
             self._owner_stopped(read.state["stopped"])
-
-    def _last_attempt(self, tid: str) -> int | None:
-        """The newest attempt number of ``tid`` known here (the poll thread's own)."""
-        known = self._attempts.get(tid)
-        return known[-1].number if known else None
 
     def _apply(self, read: FeedRead) -> None:
         state, event_rows, task_rows, reload = read.state, read.events, read.tasks, read.reload
@@ -253,8 +262,6 @@ class WatchedRun:
                     self._actions[tid] = actions
             if reload:
                 self._attempts = {}
-            for row in read.attempts:
-                self._merge_attempt(Attempt.from_row(row, self.clock.offset), row["task_id"])
             if "upcoming" in state:
                 self._upcoming = [Entry(*e) for e in state["upcoming"]]
             paused = bool(state.get("paused", self._paused))
@@ -282,18 +289,6 @@ class WatchedRun:
                     listener(event)
                 except Exception:
                     log.exception("a listener of the watched run failed")
-
-    def _merge_attempt(self, attempt: Attempt, tid: str) -> None:
-        if tid not in self._tasks:
-            return
-        kept = self._attempts.setdefault(tid, [])
-        if kept and kept[-1].number == attempt.number:
-            kept[-1] = attempt
-        elif not kept or kept[-1].number < attempt.number:
-            kept.append(attempt)
-        else:  # an older one ended: put it in its place
-            kept[:] = sorted([a for a in kept if a.number != attempt.number] + [attempt])
-        del kept[:-ATTEMPTS_KEPT]
 
     def _hear(self, event: Event) -> None:
         """What a listener now believes about the event's task."""
@@ -462,10 +457,24 @@ class WatchedRun:
             return list(self._upcoming[:limit])
 
     def attempts(self, task_id: str) -> list[Attempt]:
+        """The task's newest attempts in this run (at most ``ATTEMPTS_KEPT``), oldest
+        first: read from the store on the first call after its row changed."""
         with self._lock:
-            if task_id not in self._tasks:
+            info = self._tasks.get(task_id)
+            if info is None:
                 raise KeyError(task_id)
-            return list(self._attempts.get(task_id, ()))
+            known = self._attempts.get(task_id)
+            if known is not None and known[0] is info:
+                return list(known[1])
+            run, offset = self._run, self.clock.offset
+        rows = self._reader.attempts(run, task_id)
+        found = [Attempt.from_row(row, offset) for row in rows]
+        with self._lock:
+            # The feed commits ahead of the engine's rows: an attempt it mentions may
+            # not be on disk yet, or not ended yet; then it is read again next call.
+            if _complete(info, found) and self._tasks.get(task_id) is info:
+                self._attempts[task_id] = (info, found)
+        return list(found)
 
     def live_log(self, task_id: str) -> str | None:
         """The log file the owner's newest attempt of the task still running is

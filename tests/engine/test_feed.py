@@ -224,3 +224,86 @@ def test_an_owner_without_a_feed_is_named_at_once(tmp_path):
         assert refused.value.owner.pid == os.getpid()
     finally:
         lock.release()
+
+
+def test_a_watchers_attempts_are_read_again_until_the_store_catches_up_with_the_feed():
+    """The feed commits ahead of the engine's attempt rows: attempts read while a
+    row says more than the store are not kept (the next call reads them again)."""
+    from taskloom.engine.models import Attempt, TaskInfo
+    from taskloom.engine.options import Outcome
+    from taskloom.engine.watched_run import _complete
+
+    def info(state, attempt):
+        return TaskInfo("t", "t", state, (), (), 0, attempt, None, False, False, None)
+
+    def attempt(number, outcome):
+        return Attempt(number, 1.0, None, outcome, None, None, None, None, None, None)
+
+    running, succeeded = Outcome.RUNNING, Outcome.SUCCEEDED
+    assert _complete(info(S.READY, 0), [])
+    assert not _complete(info(S.RUNNING, 1), [])  # its attempt is not on disk yet
+    assert _complete(info(S.RUNNING, 1), [attempt(1, running)])
+    assert not _complete(info(S.SUCCEEDED, 1), [attempt(1, running)])  # not ended there yet
+    assert _complete(info(S.SUCCEEDED, 1), [attempt(1, succeeded)])
+    assert not _complete(info(S.RUNNING, 2), [attempt(1, succeeded)])
+
+
+def test_a_reader_that_missed_folded_log_entries_reads_the_task_table_again(tmp_path, monkeypatch):
+    """Each round's rows are one feed_log entry, folded into feed_tasks every
+    SYNC_INTERVAL (here every round); a reader that kept up reads just the entries,
+    one that missed entries dropped by a fold reads feed_tasks again: both end with
+    the owner's tasks."""
+    import fcntl
+
+    from taskloom.engine import feed as feed_module
+    from taskloom.engine.feed import watch_path
+    from taskloom.engine.feed_reader import FeedReader
+
+    monkeypatch.setattr(feed_module, "SYNC_INTERVAL", 0.0)
+    store = SQLiteStore(tmp_path / "run.db")
+    scheduler = Scheduler(workers=2, store=store)
+    for n in range(30):
+        scheduler.add(Call("tests.engine.test_feed:quick"), name=f"t{n}")
+    feed = FeedWriter(scheduler, store)  # not started: its rounds are run here
+    watching = os.open(watch_path(store.path), os.O_RDWR | os.O_CREAT)
+    fcntl.flock(watching, fcntl.LOCK_SH)
+    steady, behind = FeedReader(store.path), FeedReader(store.path)
+
+    def round_then(*readers):
+        feed._tick()
+        store.flush()
+        return [reader.read(-1, ()) for reader in readers]
+
+    def states(read):
+        return {tid: info.state for tid, _order, info, _actions, _changed in read.tasks}
+
+    def heard(kind, count=1):  # the feed has heard them (events are delivered on a thread)
+        def enough():
+            with feed._lock:
+                return sum(event.kind == kind for event in feed._events) >= count
+
+        until(enough)
+
+    try:
+        first, _ = round_then(steady, behind)  # the snapshot
+        assert first.reload and len(states(first)) == 30
+        scheduler.start()
+        assert scheduler.wait(30)
+        heard("succeeded", 30)
+        (during,) = round_then(steady)  # entry 1, folded
+        assert not during.reload and set(states(during).values()) == {S.SUCCEEDED}
+        scheduler.add(Call("tests.engine.test_feed:blocked"), name="late")
+        heard("running")
+        (after,) = round_then(steady)  # entry 2; the fold drops entry 1
+        assert not after.reload and "late" in states(after)
+        caught_up = behind.read(-1, ())
+        owner = {info.id: info.state for info in scheduler.tasks()}
+        assert caught_up.reload and states(caught_up) == owner
+        assert states(during) | states(after) == owner
+    finally:
+        steady.close()
+        behind.close()
+        os.close(watching)
+        scheduler.shutdown(wait=True, cancel_running=True)
+        feed.close()
+        store.close()

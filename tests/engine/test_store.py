@@ -316,3 +316,46 @@ def test_a_lost_call_whose_row_never_reached_the_disk_keeps_the_earlier_outcome(
     finally:
         s.shutdown()
         store.close()
+
+
+def test_flush_waits_for_every_op_across_capped_commits_and_feed_writes_go_first(db, monkeypatch):
+    """More engine ops than one commit takes (MAX_BATCH) are committed in several
+    transactions; a feed write queued last rides with the first, and flush()
+    returns only once every op queued before it is on disk."""
+    from taskloom.engine import store as store_module
+
+    monkeypatch.setattr(store_module, "MAX_BATCH", 10)
+    store = SQLiteStore(db)
+    store.flush()
+    committed: list[list[str]] = []
+    original = store._commit
+
+    def recording(batch):
+        committed.append([op[0] for op in batch])
+        original(batch)
+
+    monkeypatch.setattr(store, "_commit", recording)
+    with store._cond:  # queue everything before the writer can take any of it
+        for n in range(25):
+            store._queue.append(("delete", f"t{n}"))
+            store._queued[0] += 1
+        store.put_feed(lambda conn: conn.execute("DELETE FROM feed_tasks"))
+    assert store.flush(10)
+    store.close()
+    assert [len(kinds) for kinds in committed] == [11, 10, 5]
+    assert committed[0][0] == "feed"
+    assert store._committed == [25, 0, 1]
+
+
+def test_a_feed_time_that_is_infinite_reaches_sqlite_as_one():
+    import math
+
+    from taskloom.engine.feed import _json
+
+    text = _json([[1, math.inf, -math.inf, math.nan, 0.25, "words"]])
+    conn = sqlite3.connect(":memory:")
+    row = conn.execute(
+        "SELECT value ->> 1, value ->> 2, value ->> 3, value ->> 4, value ->> 5 FROM json_each(?)",
+        (text,),
+    ).fetchone()
+    assert row == (math.inf, -math.inf, None, 0.25, "words")

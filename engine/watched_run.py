@@ -479,13 +479,10 @@ class WatchedRun:
     def live_log(self, task_id: str) -> str | None:
         """The log file the owner's newest attempt of the task still running is
         writing (the owner runs on this machine: the path can be read), or None."""
-        with self._lock:
-            if task_id not in self._tasks:
-                raise KeyError(task_id)
-            for attempt in reversed(self._attempts.get(task_id, ())):
-                if attempt.ended is None and attempt.log_path:
-                    return attempt.log_path
-            return None
+        for attempt in reversed(self.attempts(task_id)):
+            if attempt.ended is None and attempt.log_path:
+                return attempt.log_path
+        return None
 
     def allowed_actions(self, task_id: str) -> frozenset[Action]:
         """What the owner allows (as of its last feed write); nothing once it stopped."""

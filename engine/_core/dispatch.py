@@ -42,6 +42,9 @@ if TYPE_CHECKING:
 
 S = TaskState
 log = logging.getLogger("taskloom.engine")
+# Builds a NamedTuple from ALL its fields (defaults are not filled in) without its
+# Python-level __new__: a frame per record, and the hot path makes two Attempts a run.
+_new_tuple: Callable[..., Any] = tuple.__new__
 
 _ENGINE_DIR = os.path.dirname(os.path.dirname(__file__))
 _FUTURES_DIR = os.path.dirname(concurrent.futures.__file__)
@@ -156,7 +159,9 @@ class Dispatcher:
         if task.start_held:
             task.held = True  # made ready when the run in the way ends (finish)
             return
-        due = self._clock.now() if task.run_at is None else min(task.run_at, self._clock.now())
+        due = self._clock.now()  # read once
+        if task.run_at is not None and task.run_at < due:
+            due = task.run_at
         task.ready = self.ready.add(task.priority, due, task.order, task, "run")
         if self.executor is None:
             self._core.work_cond.notify()
@@ -216,7 +221,13 @@ class Dispatcher:
             run.timeout_entry = self._timers.add_timeout(now + task.timeout, run)
         if task.history is None:
             task.history = []
-        record = Attempt(run.attempt, now, None, Outcome.RUNNING, None, None, None, None, None)
+        # Every field: no end, error, output, log, exit code or worker yet; task_id and
+        # run are None on the engine's own records.
+        record: Attempt = _new_tuple(
+            Attempt,
+            (run.attempt, now, None, Outcome.RUNNING, None, None, None, None, None, None,
+             None, None),
+        )  # fmt: skip
         task.history.append(record)
         if self._journal is not None:
             self._journal.put_attempt(task, record)
@@ -239,7 +250,7 @@ class Dispatcher:
             run.released = True
             self.running -= 1
             if self.running == 0:
-                self._core.settled_cond.notify_all()
+                self._core.notify_settled()
 
     def finish(self, run: Run, error: BaseException | None, tb: str | None) -> None:
         """The run's code returned: free its slot, record its outcome (under the lock)."""
@@ -248,7 +259,7 @@ class Dispatcher:
         run.released = True
         self.running -= 1
         if self.running == 0:
-            self._core.settled_cond.notify_all()
+            self._core.notify_settled()
         task = run.task
         if run.done:  # timed out: its outcome is recorded, the task's next start waited
             if run.lingers:
@@ -276,17 +287,22 @@ class Dispatcher:
         self._timers.discard(run.timeout_entry)
         run.timeout_entry = None
         ctx = run.ctx
-        record = Attempt(
-            run.attempt,
-            run.started,
-            self._clock.now(),
-            Outcome.SUCCEEDED,
-            None,
-            None,
-            ctx.output,
-            ctx.log_path,
-            ctx.exit_code,
-            ctx.worker,
+        record: Attempt = _new_tuple(  # Attempt(...) without its Python-level __new__
+            Attempt,
+            (
+                run.attempt,
+                run.started,
+                self._clock.now(),
+                Outcome.SUCCEEDED,
+                None,
+                None,
+                ctx.output,
+                ctx.log_path,
+                ctx.exit_code,
+                ctx.worker,
+                None,  # task_id
+                None,  # run
+            ),
         )
         row = self._journal.attempt_row(run.task, record)
         self.durable.add(run)  # finished by durable_done, or failed by on_store_failure
@@ -332,11 +348,12 @@ class Dispatcher:
     # ------------------------------------------------------------------ after the lock
     def after(self, deferred: list[Callable[[], object]]) -> None:
         """Run what had to wait for the lock to be released, then deliver and dispatch."""
-        self._run_deferred(deferred)
-        if self.executor is not None and self._core.started:
-            self.pump()
+        if deferred:
+            self._run_deferred(deferred)  # kicks delivery after the callbacks
         elif self._delivery.outbox:
             self._delivery.kick()
+        if self.executor is not None and self._core.started:
+            self.pump()
 
     def _run_deferred(self, deferred: list[Callable[[], object]]) -> None:
         for callback in deferred:

@@ -38,6 +38,8 @@ if TYPE_CHECKING:
 
 S = TaskState
 log = logging.getLogger("taskloom.engine")
+# Builds a NamedTuple from ALL its fields, without its Python-level __new__ (hot path).
+_new_tuple: Callable[..., Any] = tuple.__new__
 
 
 def error_text(exc: BaseException) -> str:
@@ -77,16 +79,17 @@ class Lifecycle:
     # ------------------------------------------------------------------ states
     def set_state(self, task: Task, new: TaskState, error: str | None = None) -> None:
         old = task.state
-        check_transition(task.id, old, new)
+        if not old.allowed & new.bit:  # check_transition's test, inline on the hot path
+            check_transition(task.id, old, new)
         task.state = new
-        if not task.repeats:
+        if not task.repeats and old.settled is not new.settled:
             core = self._core
-            if old.settled and not new.settled:
+            if old.settled:
                 core.unsettled += 1
-            elif new.settled and not old.settled:
+            else:
                 core.unsettled -= 1
                 core.notify_if_settled()
-        self._events.emit(task, new.value, error)
+        self._events.emit(task, new.kind, error)
 
     def make_ready(self, task: Task) -> None:
         if task.state is not S.READY and not task.runs:
@@ -610,17 +613,22 @@ class Lifecycle:
     ) -> None:
         """The attempt's final record; its outcome rides on the next event of the task."""
         ctx = run.ctx
-        record = Attempt(
-            run.attempt,
-            run.started,
-            self._clock.now(),
-            outcome,
-            text,
-            tb,
-            ctx.output,
-            ctx.log_path,
-            ctx.exit_code,
-            ctx.worker,
+        record: Attempt = _new_tuple(  # Attempt(...) without its Python-level __new__
+            Attempt,
+            (
+                run.attempt,
+                run.started,
+                self._clock.now(),
+                outcome,
+                text,
+                tb,
+                ctx.output,
+                ctx.log_path,
+                ctx.exit_code,
+                ctx.worker,
+                None,  # task_id
+                None,  # run
+            ),
         )
         history = task.history
         assert history is not None  # an attempt that started has a history

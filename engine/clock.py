@@ -39,6 +39,9 @@ class SystemClock:
         """The wall-clock time, an aware UTC datetime (for cron and absolute times)."""
         return datetime.now(UTC)
 
+    # ``wall().timestamp()`` without building a datetime: the store stamps every row.
+    wall_seconds = staticmethod(time.time)
+
 
 class ManualClock:
     """A clock that only moves when ``advance`` is called.
@@ -67,6 +70,10 @@ class ManualClock:
     def wall(self) -> datetime:
         """The wall-clock time: the start wall plus elapsed seconds plus ``jump_wall`` steps."""
         return self._wall0 + timedelta(seconds=self._now + self._wall_offset)
+
+    def wall_seconds(self) -> float:
+        """``wall().timestamp()``: epoch seconds, as the store keeps them."""
+        return self.wall().timestamp()
 
     def advance(self, seconds: float) -> None:
         """Move time forward; returns once the work that came due has been dispatched."""

@@ -218,13 +218,15 @@ class SQLiteStore:
         self._lazy_due: float | None = None
         # Guards the queue, the counters, the failure and its listeners; never held
         # during a commit, nor together with _read_lock.
-        self._cond = threading.Condition()
+        self._queue_lock = threading.RLock()  # _put takes it directly: no Condition frames
+        self._cond = threading.Condition(self._queue_lock)
         self._queued = 0  # ops queued so far
         self._committed = 0  # ops committed so far
         self._closed = False
         self._committing = False  # one commit at a time, by the writer or a flushing caller
         self._failure: BaseException | None = None
         self._failure_listeners: list = []
+        self._commit_listeners: list = []
         self._failure_told = False
         self._thread = threading.Thread(target=self._writer, name="taskloom-store", daemon=True)
         self._thread.start()
@@ -275,7 +277,7 @@ class SQLiteStore:
 
     # ------------------------------------------------------------------ queueing
     def _put(self, op, lazy: bool = False) -> None:
-        with self._cond:
+        with self._queue_lock:
             self._queued += 1
             if lazy:
                 self._lazy.append(op)
@@ -361,6 +363,13 @@ class SQLiteStore:
         if told:
             callback(self.failure_error())
 
+    def add_commit_listener(self, callback) -> None:
+        """``callback()`` is called on the committing thread after each committed batch,
+        once the batch's ``on_commit`` callbacks ran: what those only collected can be
+        handled in one go (the engine finishes a batch's runs under one lock)."""
+        with self._cond:
+            self._commit_listeners.append(callback)
+
     def _take_batch(self) -> list:
         """Under the condition: claim the queue for one commit."""
         self._committing = True
@@ -390,6 +399,11 @@ class SQLiteStore:
                     op[2]()
                 except Exception:
                     log.exception("store commit callback failed")
+        for callback in self._commit_listeners:
+            try:
+                callback()
+            except Exception:
+                log.exception("store commit listener failed")
 
     # ------------------------------------------------------------------ writer
     def _writer(self) -> None:

@@ -15,8 +15,10 @@ import logging
 import os
 import threading
 import traceback
+from collections import deque
 from collections.abc import Callable
 from concurrent.futures import Executor, Future, ThreadPoolExecutor
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from .._jobs.context import RemoteResult, RunContext, _current, run_in_context
@@ -73,8 +75,8 @@ class Dispatcher:
 
     Fields are guarded by the core lock (``local`` is per thread). The thread
     entry points (``worker_loop``, ``pump``, the done-callbacks, ``after``,
-    ``on_store_failure``, ``durable_done``) are called without the lock and take
-    it; every other method is called with it held."""
+    ``on_store_failure``, ``durable_done``, ``durable_batch_done``) are called
+    without the lock and take it; every other method is called with it held."""
 
     def __init__(
         self,
@@ -113,6 +115,9 @@ class Dispatcher:
         self.running = 0  # runs whose code has not returned yet
         self._pumping = False  # one thread runs pump()'s loop at a time
         self.durable: set[Run] = set()  # runs whose success waits for its commit
+        # Of those, committed: noted by the store's writer (a deque's append is atomic,
+        # no lock), finished by durable_batch_done under one lock acquisition.
+        self._durable_committed: deque[Run] = deque()
         # Written under the core lock by start() (and its undo); shutdown() joins them
         # once stopping is set, when nothing adds to the list any more.
         self.threads: list[threading.Thread] = []
@@ -305,11 +310,13 @@ class Dispatcher:
             ),
         )
         row = self._journal.attempt_row(run.task, record)
-        self.durable.add(run)  # finished by durable_done, or failed by on_store_failure
+        self.durable.add(run)  # finished by durable_[batch_]done, or by on_store_failure
         if self.sync:
             self._store.put_attempt(row)
         else:
-            self._store.put_attempt(row, on_commit=lambda: self.durable_done(run))
+            # Only noted here, on the writer thread; durable_batch_done finishes the
+            # batch's runs after the commit, under one lock acquisition.
+            self._store.put_attempt(row, on_commit=partial(self._durable_committed.append, run))
 
     def durable_done(self, run: Run) -> None:
         """The run's success is on disk: finish it (unless a store failure already did)."""
@@ -322,6 +329,28 @@ class Dispatcher:
                 self.finish(run, None, None)
             except Exception as exc:
                 self._lifecycle.engine_error("finishing a committed run", exc, run)
+            deferred = core.take_deferred()
+        self.after(deferred)
+
+    def durable_batch_done(self) -> None:
+        """After a commit, on the committing thread (``SQLiteStore.add_commit_listener``):
+        finish the runs whose success it made durable, in commit order, under one lock
+        acquisition instead of one per run (the writer no longer queues for the lock
+        per run)."""
+        committed = self._durable_committed
+        if not committed:
+            return
+        core = self._core
+        with core.lock:
+            while committed:
+                run = committed.popleft()
+                if run not in self.durable:  # a store failure failed it already
+                    continue
+                self.durable.discard(run)
+                try:
+                    self.finish(run, None, None)
+                except Exception as exc:
+                    self._lifecycle.engine_error("finishing a committed run", exc, run)
             deferred = core.take_deferred()
         self.after(deferred)
 

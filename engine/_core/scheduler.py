@@ -184,6 +184,7 @@ class Scheduler:
                 what = f"{type(exc).__name__}: {exc}"
                 raise damaged(Path(store.path), what) from exc
         store.add_failure_listener(self._dispatcher.on_store_failure)
+        store.add_commit_listener(self._dispatcher.durable_batch_done)
 
     # ------------------------------------------------------------------ lifecycle
     def __enter__(self) -> Scheduler:

@@ -113,6 +113,7 @@ class Dispatcher:
         # Guarded by the core lock:
         self.ready = ReadyHeap()
         self.running = 0  # runs whose code has not returned yet
+        self._idle_workers = 0  # own workers waiting in core.work_cond (worker_loop)
         self._pumping = False  # one thread runs pump()'s loop at a time
         self.durable: set[Run] = set()  # runs whose success waits for its commit
         # Of those, committed: noted by the store's writer (a deque's append is atomic,
@@ -168,7 +169,7 @@ class Dispatcher:
         if task.run_at is not None and task.run_at < due:
             due = task.run_at
         task.ready = self.ready.add(task.priority, due, task.order, task, "run")
-        if self.executor is None:
+        if self._idle_workers:  # a busy worker comes back for it: no Condition call
             self._core.work_cond.notify()
 
     def drop_ready(self, task: Task) -> None:
@@ -437,7 +438,11 @@ class Dispatcher:
                     ):
                         if self._delivery.outbox:  # threaded delivery: only sets an Event
                             self._delivery.kick()
-                        core.work_cond.wait()
+                        self._idle_workers += 1
+                        try:
+                            core.work_cond.wait()
+                        finally:
+                            self._idle_workers -= 1
                     stopping = core.stopping
                     if not stopping and not core.paused_all and self.ready:
                         run = self._take_ready()

@@ -101,4 +101,6 @@ class ReadyHeap(_LazyHeap):
         super().__init__(ALIVE_R, 4)
 
     def add(self, priority: int, due: float, task_order: int, task: Any, kind: str) -> list:
-        return self.push([-priority, due, task_order, next(_order), task, kind, True])
+        entry = [-priority, due, task_order, next(_order), task, kind, True]
+        heapq.heappush(self._heap, entry)  # push(), inline: once per task run
+        return entry

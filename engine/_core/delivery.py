@@ -32,6 +32,9 @@ class EventDelivery:
         # (kind or None, callback) pairs. Replaced whole under _listeners_lock, never
         # mutated, so the drain loop reads it without the lock.
         self._listeners: tuple[tuple[str | None, Callable[[Event], object]], ...] = ()
+        # bool(_listeners), read per event under the core lock: a plain attribute, not
+        # a property. Written with _listeners under _listeners_lock.
+        self.has_listeners = False
         self._listeners_lock = threading.Lock()  # serialises add/remove
         self._threaded = threaded
         # One drain loop at a time; held while listeners run (they may take the core lock).
@@ -53,6 +56,7 @@ class EventDelivery:
     def add(self, kind: str | None, callback: Callable[[Event], object]) -> None:
         with self._listeners_lock:
             self._listeners = self._listeners + ((kind, callback),)
+            self.has_listeners = True
 
     def remove(self, kind: str | None, callback: Callable[[Event], object]) -> None:
         with self._listeners_lock:
@@ -60,10 +64,7 @@ class EventDelivery:
             if (kind, callback) in items:
                 items.remove((kind, callback))
             self._listeners = tuple(items)
-
-    @property
-    def has_listeners(self) -> bool:
-        return bool(self._listeners)
+            self.has_listeners = bool(items)
 
     # delivery ------------------------------------------------------------
     def kick(self) -> None:

@@ -43,6 +43,9 @@ if TYPE_CHECKING:
     from .lifecycle import Lifecycle
 
 S = TaskState
+# Plain module names for the states: ``TaskState.X`` goes through the Enum metaclass
+# (~50 ns a read), and this module reads them several times per task run.
+READY, RUNNING = S.READY, S.RUNNING
 log = logging.getLogger("taskloom.engine")
 # Builds a NamedTuple from ALL its fields (defaults are not filled in) without its
 # Python-level __new__: a frame per record, and the hot path makes two Attempts a run.
@@ -189,7 +192,7 @@ class Dispatcher:
                 return None
             task = entry[4]
             task.ready = None
-            if task.state is not S.RUNNING and not task.state.allowed & S.RUNNING.bit:
+            if task.state is not RUNNING and not task.state.allowed & RUNNING.bit:
                 # A bookkeeping bug queued it: starting would raise IllegalTransition
                 # half-way through and kill the thread. Drop the entry, say so.
                 log.error(
@@ -207,7 +210,8 @@ class Dispatcher:
         if task.retry_pending:
             task.retry_pending = False
         else:
-            task.waiting_runs = max(0, task.waiting_runs - 1)
+            if task.waiting_runs > 0:  # not max(): a builtin call per run
+                task.waiting_runs -= 1
             if task.repeats:  # each occurrence gets a fresh retry budget
                 task.budget_base = task.attempt
         tasks = self._graph.tasks
@@ -238,10 +242,10 @@ class Dispatcher:
         if self._journal is not None:
             self._journal.put_attempt(task, record)
             self._journal.record_processes(run)
-        if task.state is S.RUNNING:
+        if task.state is RUNNING:
             self._events.emit(task, "running")  # another parallel run of a recurring task
         else:
-            self._lifecycle.set_state(task, S.RUNNING)
+            self._lifecycle.set_state(task, RUNNING)
         if task.overlap == Overlap.PARALLEL and task.waiting_runs > 0:
             self.push_ready(task)
         return run
@@ -275,7 +279,7 @@ class Dispatcher:
             self._lifecycle.record_outcome(run, error, tb)
         if task.held and not task.start_held:  # a start waited for this run to end
             task.held = False
-            if task.state is S.READY or task.waiting_runs > 0 or task.retry_pending:
+            if task.state is READY or task.waiting_runs > 0 or task.retry_pending:
                 self._lifecycle.make_ready(task)
 
     # ------------------------------------------------------------------ durable successes

@@ -557,7 +557,8 @@ class Lifecycle:
             return
         if error is None:
             task.successes += 1
-            task.error = None
+            if task.error is not None:  # a write, even of the default, is a Python call
+                task.error = None
             self.set_state(task, SUCCEEDED)
             if task.recurrence is not None:
                 self._after_recurring_run(task)

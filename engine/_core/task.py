@@ -38,8 +38,11 @@ MAX_ATTEMPTS_KEPT = 50  # per task, in memory; the store keeps them all
 # side record (``_Cold``) that every task still at the defaults shares, and a task
 # gets its own copy on its first change (``_cold_field``). Reads stay C-level
 # (``attrgetter``), so the hot path pays ~30 ns a read and never allocates; a
-# pending task drops 18 slots.
+# pending task drops 20 slots (with the timer entry that borrows the task's order,
+# heaps.py).
 COLD_DEFAULTS: dict[str, Any] = {
+    "deps": NO_DEPS,  # a list once it has one
+    "dependents": NO_DEPENDENTS,  # a dict used as an ordered set once it has one
     "priority": 0,
     "retry": None,  # RetryPolicy
     "timeout": None,  # seconds per attempt
@@ -71,6 +74,8 @@ class _Cold:
     __slots__ = tuple(COLD_DEFAULTS)
 
     def __init__(self) -> None:
+        self.deps: list[str] | tuple[str, ...] = NO_DEPS
+        self.dependents: dict[str, None] | MappingProxyType[str, None] = NO_DEPENDENTS
         self.priority = 0
         self.retry: RetryPolicy | None = None
         self.timeout: float | None = None
@@ -124,8 +129,6 @@ class Task:
         "id",
         "fn",
         "state",
-        "deps",
-        "dependents",
         "run_at",
         "order",
         "attempt",
@@ -141,6 +144,8 @@ class Task:
     )
 
     if TYPE_CHECKING:  # properties onto _cold (made below), typed as the fields they read
+        deps: _Field[list[str] | tuple[str, ...]] = _Field()
+        dependents: _Field[dict[str, None] | MappingProxyType[str, None]] = _Field()  # a set
         priority: _Field[int] = _Field()
         retry: _Field[RetryPolicy | None] = _Field()
         timeout: _Field[float | None] = _Field()
@@ -179,8 +184,6 @@ class Task:
         self.id = task_id
         self.fn = fn
         self.state = TaskState.PENDING
-        self.deps: list[str] | tuple[str, ...] = NO_DEPS
-        self.dependents: dict[str, None] | MappingProxyType[str, None] = NO_DEPENDENTS  # a set
         self.run_at = run_at  # next due time on the scheduler clock, if any
         self.order = order  # scheduling order, the last tie-breaker
         self.attempt = 0  # attempts started, ever

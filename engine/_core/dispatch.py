@@ -440,7 +440,7 @@ class Dispatcher:
                         and (core.paused_all or not self.ready)
                         and not core.deferred
                     ):
-                        if self._delivery.outbox:  # threaded delivery: only sets an Event
+                        if self._delivery.outbox:  # threaded delivery: only queues a wake-up token
                             self._delivery.kick()
                         self._idle_workers += 1
                         try:

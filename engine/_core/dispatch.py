@@ -14,6 +14,7 @@ import concurrent.futures
 import logging
 import os
 import threading
+import time
 import traceback
 from collections import deque
 from collections.abc import Callable
@@ -63,6 +64,33 @@ def _task_traceback(exc: BaseException) -> str:
     while tb is not None and tb.tb_frame.f_code.co_filename.startswith((_ENGINE_DIR, _FUTURES_DIR)):
         tb = tb.tb_next
     return "".join(traceback.format_exception(type(exc), exc, tb))
+
+
+def _acquire_politely(lock: threading.Lock) -> None:
+    """Take the core lock without ever holding it while waiting for the GIL.
+
+    A blocking acquire sleeps in the kernel, is handed the lock there and then waits
+    for the GIL, lock in hand: every other thread that wants the lock blocks in turn
+    and each hand-over costs two context switches (a lock convoy). Yielding the GIL
+    instead lets the holder run to its release.
+    """
+    while not lock.acquire(False):
+        time.sleep(0)
+
+
+class _Held:
+    """``with`` for a lock already acquired: releases it on the way out."""
+
+    __slots__ = ("_lock",)
+
+    def __init__(self, lock: threading.Lock) -> None:
+        self._lock = lock
+
+    def __enter__(self) -> _Held:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._lock.release()
 
 
 def _needs_durable_start(run: Run) -> bool:
@@ -424,7 +452,8 @@ class Dispatcher:
         tb: str | None = None
         while True:
             try:
-                with lock:
+                _acquire_politely(lock)  # a worker never waits for the GIL, lock in hand
+                with _Held(lock):
                     if run is not None:
                         ended, run = run, None
                         try:

@@ -152,15 +152,21 @@ class Lifecycle:
 
     def drop_queued(self, task: Task) -> None:
         """Forget every timer and ready entry of a task (cancel, remove)."""
-        timers = self._timers
-        timers.discard(task.timer)
-        timers.discard(task.retry_timer)
+        self._timers.discard(task.timer)
         self.dispatcher.drop_ready(task)
-        task.timer = task.retry_timer = None
-        task.cron_next = None
+        task.timer = None
         task.waiting_runs = 0
-        task.retry_pending = False
-        task.held = False
+        # Written only when set: these live on the task's shared defaults record
+        # (task.py), where a write is a Python call even when it changes nothing.
+        if task.retry_timer is not None:
+            self._timers.discard(task.retry_timer)
+            task.retry_timer = None
+        if task.cron_next is not None:
+            task.cron_next = None
+        if task.retry_pending:
+            task.retry_pending = False
+        if task.held:
+            task.held = False
 
     # ------------------------------------------------------------------ new tasks
     def add_task(

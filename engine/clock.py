@@ -31,13 +31,16 @@ class SystemClock:
 
     manual = False
 
-    def now(self) -> float:
-        """Monotonic seconds: the time timers are kept in."""
-        return time.monotonic()
+    # Monotonic seconds: the time timers are kept in. The builtin itself, not a method
+    # wrapping it: the engine reads the clock several times per task run.
+    now = staticmethod(time.monotonic)
 
     def wall(self) -> datetime:
         """The wall-clock time, an aware UTC datetime (for cron and absolute times)."""
         return datetime.now(UTC)
+
+    # ``wall().timestamp()`` without building a datetime: the store stamps every row.
+    wall_seconds = staticmethod(time.time)
 
 
 class ManualClock:
@@ -67,6 +70,10 @@ class ManualClock:
     def wall(self) -> datetime:
         """The wall-clock time: the start wall plus elapsed seconds plus ``jump_wall`` steps."""
         return self._wall0 + timedelta(seconds=self._now + self._wall_offset)
+
+    def wall_seconds(self) -> float:
+        """``wall().timestamp()``: epoch seconds, as the store keeps them."""
+        return self.wall().timestamp()
 
     def advance(self, seconds: float) -> None:
         """Move time forward; returns once the work that came due has been dispatched."""

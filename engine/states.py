@@ -23,6 +23,7 @@ class TaskState(Enum):
     bit: int  # this state's bit in ``allowed`` masks
     settled: bool  # a final state (SETTLED)
     allowed: int  # bits of the states it may change to (TRANSITIONS)
+    kind: str  # the event kind: ``value`` as a plain attribute (``.value`` is a property)
 
     def __repr__(self) -> str:
         return f"TaskState.{self.name}"
@@ -54,6 +55,7 @@ TRANSITIONS: dict[TaskState, frozenset[TaskState]] = {
 for _i, _state in enumerate(TaskState):
     _state.bit = 1 << _i
     _state.settled = _state in SETTLED
+    _state.kind = _state.value
 for _state, _targets in TRANSITIONS.items():
     _state.allowed = sum(t.bit for t in _targets)
 

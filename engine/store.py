@@ -271,7 +271,8 @@ class SQLiteStore:
         self._lazy_due: float | None = None
         # Guards the queue, the counters, the failure and its listeners; never held
         # during a commit, nor together with _read_lock.
-        self._cond = threading.Condition()
+        self._queue_lock = threading.RLock()  # _put takes it directly: no Condition frames
+        self._cond = threading.Condition(self._queue_lock)
         self._feeds: list = []  # the watchers' feed writes (put_feed): every commit takes all
         # Ops queued and committed so far: engine ops (committed in order), lazy ops
         # and feed writes. Each kind is committed in its own order, not all in one.
@@ -281,6 +282,7 @@ class SQLiteStore:
         self._committing = False  # one commit at a time, by the writer or a flushing caller
         self._failure: BaseException | None = None
         self._failure_listeners: list = []
+        self._commit_listeners: list = []
         self._failure_told = False
         self._thread = threading.Thread(target=self._writer, name="taskloom-store", daemon=True)
         self._thread.start()
@@ -331,7 +333,7 @@ class SQLiteStore:
 
     # ------------------------------------------------------------------ queueing
     def _put(self, op, lazy: bool = False) -> None:
-        with self._cond:
+        with self._queue_lock:
             if op[0] == "feed":
                 self._queued[2] += 1
                 self._feeds.append(op)
@@ -431,6 +433,13 @@ class SQLiteStore:
         if told:
             callback(self.failure_error())
 
+    def add_commit_listener(self, callback) -> None:
+        """``callback()`` is called on the committing thread after each committed batch,
+        once the batch's ``on_commit`` callbacks ran: what those only collected can be
+        handled in one go (the engine finishes a batch's runs under one lock)."""
+        with self._cond:
+            self._commit_listeners.append(callback)
+
     def _covers(self, target: tuple) -> bool:
         """Under the condition: whether every op counted in ``target`` is committed."""
         return all(done >= wanted for done, wanted in zip(self._committed, target, strict=True))
@@ -473,6 +482,11 @@ class SQLiteStore:
                     op[2]()
                 except Exception:
                     log.exception("store commit callback failed")
+        for callback in self._commit_listeners:
+            try:
+                callback()
+            except Exception:
+                log.exception("store commit listener failed")
 
     # ------------------------------------------------------------------ writer
     def _writer(self) -> None:

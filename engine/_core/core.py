@@ -28,6 +28,7 @@ class Core:
         self.work_cond = threading.Condition(self.lock)  # own workers wait for ready work
         self.timer_cond = threading.Condition(self.lock)  # the timer thread sleeps here
         self.settled_cond = threading.Condition(self.lock)  # wait() and shutdown() sleep here
+        self.settle_waiters = 0  # threads in settled_cond (wait_settled): notify only if any
         self.started = False
         self.closed = False  # shutdown() was called: no more scheduling calls
         self.stopping = False  # no new runs start
@@ -46,8 +47,21 @@ class Core:
             self.deferred = []
         return deferred
 
+    def wait_settled(self, predicate: Callable[[], bool], timeout: float | None = None) -> bool:
+        """``settled_cond.wait_for``, counted in ``settle_waiters`` (under the lock)."""
+        self.settle_waiters += 1
+        try:
+            return self.settled_cond.wait_for(predicate, timeout)
+        finally:
+            self.settle_waiters -= 1
+
+    def notify_settled(self) -> None:
+        """Wake wait()/shutdown(), if any waits: the hot path asks on every run's end."""
+        if self.settle_waiters:
+            self.settled_cond.notify_all()
+
     def notify_if_settled(self) -> None:
-        if self.unsettled == 0:
+        if self.unsettled == 0 and self.settle_waiters:
             self.settled_cond.notify_all()
 
     def wake_all(self) -> None:

@@ -13,6 +13,7 @@ in ``seq`` order) and calls ``kick()`` after releasing it. Two modes:
 from __future__ import annotations
 
 import logging
+import queue
 import threading
 from collections import deque
 from collections.abc import Callable
@@ -32,11 +33,20 @@ class EventDelivery:
         # (kind or None, callback) pairs. Replaced whole under _listeners_lock, never
         # mutated, so the drain loop reads it without the lock.
         self._listeners: tuple[tuple[str | None, Callable[[Event], object]], ...] = ()
+        # bool(_listeners), read per event under the core lock: a plain attribute, not
+        # a property. Written with _listeners under _listeners_lock.
+        self.has_listeners = False
         self._listeners_lock = threading.Lock()  # serialises add/remove
         self._threaded = threaded
         # One drain loop at a time; held while listeners run (they may take the core lock).
         self._drain_lock = threading.Lock()
-        self._wakeup = threading.Event()  # the delivery thread sleeps here
+        # Wake-ups for the delivery thread: a token in a C-level queue, at most one
+        # pending (_wake_pending: set by kick(), cleared by the thread before it
+        # drains, so a later kick sends a new token). A threading.Event here cost a
+        # Python-level Condition per kick, whose lock the kickers and the delivery
+        # thread queued on (lock convoys under load).
+        self._wakeups: queue.SimpleQueue[None] = queue.SimpleQueue()
+        self._wake_pending = False
         # seq of the last event handed to the listeners: written by the drain loop
         # (under _drain_lock), waited for under _progress.
         self._delivered = 0
@@ -53,6 +63,7 @@ class EventDelivery:
     def add(self, kind: str | None, callback: Callable[[Event], object]) -> None:
         with self._listeners_lock:
             self._listeners = self._listeners + ((kind, callback),)
+            self.has_listeners = True
 
     def remove(self, kind: str | None, callback: Callable[[Event], object]) -> None:
         with self._listeners_lock:
@@ -60,24 +71,22 @@ class EventDelivery:
             if (kind, callback) in items:
                 items.remove((kind, callback))
             self._listeners = tuple(items)
-
-    @property
-    def has_listeners(self) -> bool:
-        return bool(self._listeners)
+            self.has_listeners = bool(items)
 
     # delivery ------------------------------------------------------------
     def kick(self) -> None:
         if self._threaded:
-            if not self._wakeup.is_set():  # set() takes a lock even when already set
-                self._wakeup.set()
+            if not self._wake_pending:  # a token is already on its way otherwise
+                self._wake_pending = True
+                self._wakeups.put(None)
         else:
             self._drain()
 
     def _run(self) -> None:
         while True:
             try:
-                self._wakeup.wait()
-                self._wakeup.clear()
+                self._wakeups.get()
+                self._wake_pending = False  # before draining: a later kick sends a token
                 self._drain()
             except BaseException:  # noqa: BLE001 - delivery must outlive a bug
                 log.exception("event delivery failed")
@@ -129,7 +138,7 @@ class EventDelivery:
     def close(self, wait: bool = True) -> None:
         self._closed = True
         if self._thread is not None:
-            self._wakeup.set()
+            self._wakeups.put(None)
             if wait and self._thread is not threading.current_thread():
                 self._thread.join()
         else:

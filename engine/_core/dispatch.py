@@ -14,9 +14,12 @@ import concurrent.futures
 import logging
 import os
 import threading
+import time
 import traceback
+from collections import deque
 from collections.abc import Callable
 from concurrent.futures import Executor, Future, ThreadPoolExecutor
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from .._jobs.context import RemoteResult, RunContext, _current, run_in_context
@@ -41,7 +44,13 @@ if TYPE_CHECKING:
     from .lifecycle import Lifecycle
 
 S = TaskState
+# Plain module names for the states: ``TaskState.X`` goes through the Enum metaclass
+# (~50 ns a read), and this module reads them several times per task run.
+READY, RUNNING = S.READY, S.RUNNING
 log = logging.getLogger("taskloom.engine")
+# Builds a NamedTuple from ALL its fields (defaults are not filled in) without its
+# Python-level __new__: a frame per record, and the hot path makes two Attempts a run.
+_new_tuple: Callable[..., Any] = tuple.__new__
 
 _ENGINE_DIR = os.path.dirname(os.path.dirname(__file__))
 _FUTURES_DIR = os.path.dirname(concurrent.futures.__file__)
@@ -57,6 +66,33 @@ def _task_traceback(exc: BaseException) -> str:
     return "".join(traceback.format_exception(type(exc), exc, tb))
 
 
+def _acquire_politely(lock: threading.Lock) -> None:
+    """Take the core lock without ever holding it while waiting for the GIL.
+
+    A blocking acquire sleeps in the kernel, is handed the lock there and then waits
+    for the GIL, lock in hand: every other thread that wants the lock blocks in turn
+    and each hand-over costs two context switches (a lock convoy). Yielding the GIL
+    instead lets the holder run to its release.
+    """
+    while not lock.acquire(False):
+        time.sleep(0)
+
+
+class _Held:
+    """``with`` for a lock already acquired: releases it on the way out."""
+
+    __slots__ = ("_lock",)
+
+    def __init__(self, lock: threading.Lock) -> None:
+        self._lock = lock
+
+    def __enter__(self) -> _Held:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._lock.release()
+
+
 def _needs_durable_start(run: Run) -> bool:
     """A command's attempt is on disk before the command starts, so that after a crash
     recovery knows it ran and ends what it left behind. In-process code needs no such
@@ -70,8 +106,8 @@ class Dispatcher:
 
     Fields are guarded by the core lock (``local`` is per thread). The thread
     entry points (``worker_loop``, ``pump``, the done-callbacks, ``after``,
-    ``on_store_failure``, ``durable_done``) are called without the lock and take
-    it; every other method is called with it held."""
+    ``on_store_failure``, ``durable_done``, ``durable_batch_done``) are called
+    without the lock and take it; every other method is called with it held."""
 
     def __init__(
         self,
@@ -108,8 +144,12 @@ class Dispatcher:
         # Guarded by the core lock:
         self.ready = ReadyHeap()
         self.running = 0  # runs whose code has not returned yet
+        self._idle_workers = 0  # own workers waiting in core.work_cond (worker_loop)
         self._pumping = False  # one thread runs pump()'s loop at a time
         self.durable: set[Run] = set()  # runs whose success waits for its commit
+        # Of those, committed: noted by the store's writer (a deque's append is atomic,
+        # no lock), finished by durable_batch_done under one lock acquisition.
+        self._durable_committed: deque[Run] = deque()
         # Written under the core lock by start() (and its undo); shutdown() joins them
         # once stopping is set, when nothing adds to the list any more.
         self.threads: list[threading.Thread] = []
@@ -156,9 +196,11 @@ class Dispatcher:
         if task.start_held:
             task.held = True  # made ready when the run in the way ends (finish)
             return
-        due = self._clock.now() if task.run_at is None else min(task.run_at, self._clock.now())
+        due = self._clock.now()  # read once
+        if task.run_at is not None and task.run_at < due:
+            due = task.run_at
         task.ready = self.ready.add(task.priority, due, task.order, task, "run")
-        if self.executor is None:
+        if self._idle_workers:  # a busy worker comes back for it: no Condition call
             self._core.work_cond.notify()
 
     def drop_ready(self, task: Task) -> None:
@@ -178,7 +220,7 @@ class Dispatcher:
                 return None
             task = entry[4]
             task.ready = None
-            if task.state is not S.RUNNING and not task.state.allowed & S.RUNNING.bit:
+            if task.state is not RUNNING and not task.state.allowed & RUNNING.bit:
                 # A bookkeeping bug queued it: starting would raise IllegalTransition
                 # half-way through and kill the thread. Drop the entry, say so.
                 log.error(
@@ -196,7 +238,8 @@ class Dispatcher:
         if task.retry_pending:
             task.retry_pending = False
         else:
-            task.waiting_runs = max(0, task.waiting_runs - 1)
+            if task.waiting_runs > 0:  # not max(): a builtin call per run
+                task.waiting_runs -= 1
             if task.repeats:  # each occurrence gets a fresh retry budget
                 task.budget_base = task.attempt
         tasks = self._graph.tasks
@@ -216,15 +259,21 @@ class Dispatcher:
             run.timeout_entry = self._timers.add_timeout(now + task.timeout, run)
         if task.history is None:
             task.history = []
-        record = Attempt(run.attempt, now, None, Outcome.RUNNING, None, None, None, None, None)
+        # Every field: no end, error, output, log, exit code or worker yet; task_id and
+        # run are None on the engine's own records.
+        record: Attempt = _new_tuple(
+            Attempt,
+            (run.attempt, now, None, Outcome.RUNNING, None, None, None, None, None, None,
+             None, None),
+        )  # fmt: skip
         task.history.append(record)
         if self._journal is not None:
             self._journal.put_attempt(task, record)
             self._journal.record_processes(run)
-        if task.state is S.RUNNING:
+        if task.state is RUNNING:
             self._events.emit(task, "running")  # another parallel run of a recurring task
         else:
-            self._lifecycle.set_state(task, S.RUNNING)
+            self._lifecycle.set_state(task, RUNNING)
         if task.overlap == Overlap.PARALLEL and task.waiting_runs > 0:
             self.push_ready(task)
         return run
@@ -239,7 +288,7 @@ class Dispatcher:
             run.released = True
             self.running -= 1
             if self.running == 0:
-                self._core.settled_cond.notify_all()
+                self._core.notify_settled()
 
     def finish(self, run: Run, error: BaseException | None, tb: str | None) -> None:
         """The run's code returned: free its slot, record its outcome (under the lock)."""
@@ -248,7 +297,7 @@ class Dispatcher:
         run.released = True
         self.running -= 1
         if self.running == 0:
-            self._core.settled_cond.notify_all()
+            self._core.notify_settled()
         task = run.task
         if run.done:  # timed out: its outcome is recorded, the task's next start waited
             if run.lingers:
@@ -258,7 +307,7 @@ class Dispatcher:
             self._lifecycle.record_outcome(run, error, tb)
         if task.held and not task.start_held:  # a start waited for this run to end
             task.held = False
-            if task.state is S.READY or task.waiting_runs > 0 or task.retry_pending:
+            if task.state is READY or task.waiting_runs > 0 or task.retry_pending:
                 self._lifecycle.make_ready(task)
 
     # ------------------------------------------------------------------ durable successes
@@ -276,24 +325,31 @@ class Dispatcher:
         self._timers.discard(run.timeout_entry)
         run.timeout_entry = None
         ctx = run.ctx
-        record = Attempt(
-            run.attempt,
-            run.started,
-            self._clock.now(),
-            Outcome.SUCCEEDED,
-            None,
-            None,
-            ctx.output,
-            ctx.log_path,
-            ctx.exit_code,
-            ctx.worker,
+        record: Attempt = _new_tuple(  # Attempt(...) without its Python-level __new__
+            Attempt,
+            (
+                run.attempt,
+                run.started,
+                self._clock.now(),
+                Outcome.SUCCEEDED,
+                None,
+                None,
+                ctx.output,
+                ctx.log_path,
+                ctx.exit_code,
+                ctx.worker,
+                None,  # task_id
+                None,  # run
+            ),
         )
         row = self._journal.attempt_row(run.task, record)
-        self.durable.add(run)  # finished by durable_done, or failed by on_store_failure
+        self.durable.add(run)  # finished by durable_[batch_]done, or by on_store_failure
         if self.sync:
             self._store.put_attempt(row)
         else:
-            self._store.put_attempt(row, on_commit=lambda: self.durable_done(run))
+            # Only noted here, on the writer thread; durable_batch_done finishes the
+            # batch's runs after the commit, under one lock acquisition.
+            self._store.put_attempt(row, on_commit=partial(self._durable_committed.append, run))
 
     def durable_done(self, run: Run) -> None:
         """The run's success is on disk: finish it (unless a store failure already did)."""
@@ -306,6 +362,28 @@ class Dispatcher:
                 self.finish(run, None, None)
             except Exception as exc:
                 self._lifecycle.engine_error("finishing a committed run", exc, run)
+            deferred = core.take_deferred()
+        self.after(deferred)
+
+    def durable_batch_done(self) -> None:
+        """After a commit, on the committing thread (``SQLiteStore.add_commit_listener``):
+        finish the runs whose success it made durable, in commit order, under one lock
+        acquisition instead of one per run (the writer no longer queues for the lock
+        per run)."""
+        committed = self._durable_committed
+        if not committed:
+            return
+        core = self._core
+        with core.lock:
+            while committed:
+                run = committed.popleft()
+                if run not in self.durable:  # a store failure failed it already
+                    continue
+                self.durable.discard(run)
+                try:
+                    self.finish(run, None, None)
+                except Exception as exc:
+                    self._lifecycle.engine_error("finishing a committed run", exc, run)
             deferred = core.take_deferred()
         self.after(deferred)
 
@@ -332,11 +410,12 @@ class Dispatcher:
     # ------------------------------------------------------------------ after the lock
     def after(self, deferred: list[Callable[[], object]]) -> None:
         """Run what had to wait for the lock to be released, then deliver and dispatch."""
-        self._run_deferred(deferred)
-        if self.executor is not None and self._core.started:
-            self.pump()
+        if deferred:
+            self._run_deferred(deferred)  # kicks delivery after the callbacks
         elif self._delivery.outbox:
             self._delivery.kick()
+        if self.executor is not None and self._core.started:
+            self.pump()
 
     def _run_deferred(self, deferred: list[Callable[[], object]]) -> None:
         for callback in deferred:
@@ -373,7 +452,8 @@ class Dispatcher:
         tb: str | None = None
         while True:
             try:
-                with lock:
+                _acquire_politely(lock)  # a worker never waits for the GIL, lock in hand
+                with _Held(lock):
                     if run is not None:
                         ended, run = run, None
                         try:
@@ -389,9 +469,13 @@ class Dispatcher:
                         and (core.paused_all or not self.ready)
                         and not core.deferred
                     ):
-                        if self._delivery.outbox:  # threaded delivery: only sets an Event
+                        if self._delivery.outbox:  # threaded delivery: only queues a wake-up token
                             self._delivery.kick()
-                        core.work_cond.wait()
+                        self._idle_workers += 1
+                        try:
+                            core.work_cond.wait()
+                        finally:
+                            self._idle_workers -= 1
                     stopping = core.stopping
                     if not stopping and not core.paused_all and self.ready:
                         run = self._take_ready()

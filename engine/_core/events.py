@@ -7,12 +7,17 @@ listeners after the lock is released (see ``delivery.py``).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 from .._store.journal import Journal
 from ..clock import Clock
 from ..models import Event
 from ..options import Outcome
 from .delivery import EventDelivery
 from .task import Task
+
+_new_tuple: Callable[..., Any] = tuple.__new__  # a NamedTuple from all its fields, no frame
 
 
 class Events:
@@ -35,28 +40,33 @@ class Events:
         self.seq = seq
 
     def emit(self, task: Task, kind: str, error: str | None = None) -> None:
-        self.seq += 1
+        seq = self.seq = self.seq + 1
         outcome = None
         ending = self.ending
         if ending is not None and ending[0] is task:
             outcome = ending[1]
             self.ending = None
         if self._journal is not None:
-            self._journal.persist_state(self.seq, task, kind, error)
+            self._journal.persist_state(seq, task, kind, error)
         delivery = self._delivery
         if delivery.has_listeners:
-            delivery.last_queued = self.seq
+            delivery.last_queued = seq
+            # tuple.__new__ fills every field, as Event(...) would, without its
+            # Python-level __new__ (this runs three times per task run).
             delivery.outbox.append(
-                Event(
-                    self.seq,
-                    kind,
-                    task.id,
-                    task.state,
-                    self._clock.now(),
-                    task.attempt,
-                    task.run_at,
-                    error,
-                    outcome,
+                _new_tuple(
+                    Event,
+                    (
+                        seq,
+                        kind,
+                        task.id,
+                        task.state,
+                        self._clock.now(),
+                        task.attempt,
+                        task.run_at,
+                        error,
+                        outcome,
+                    ),
                 )
             )
 

@@ -107,7 +107,7 @@ class TaskGraph:
                 task.add_dependent(dependent)
         for dep in deps:
             self.link(task, dep)
-        if not task.repeats:
+        if deps and not task.repeats:  # no generator for a task without deps
             task.repeats = any(tasks[d].repeats for d in deps if d in tasks)
         return bool(waiting)
 

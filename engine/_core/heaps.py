@@ -18,11 +18,18 @@ from itertools import count
 from typing import Any
 
 _order = count()  # global tie-breaker: scheduling order, never compares past it
+# A timer for a run (a timeout) has no task order: these count down, apart from them.
+_run_order = count(-1, -1)
 
 # Entry layout (a list, so it can be marked dead in place):
-#   timer: [run_at, order, task, kind, alive]
+#   timer: [run_at, order, alive, target, kind]
 #   ready: [-priority, due, task order, order, task, kind, alive]
-ALIVE_T = 4
+# A task's timers break ties with the task's own order (no int of their own: 28
+# bytes per pending task). Two entries can then tie on (run_at, order) only if
+# they are the same task's: ``alive`` comes next, so a dead and a live one compare
+# there, and two live ones (a timer and a retry) compare equal targets and then
+# their kinds; nothing ever compares a task with a task.
+ALIVE_T = 2
 ALIVE_R = 6
 
 
@@ -78,10 +85,12 @@ class TimerHeap(_LazyHeap):
     __slots__ = ()
 
     def __init__(self) -> None:
-        super().__init__(ALIVE_T, 2)
+        super().__init__(ALIVE_T, 3)
 
-    def add(self, run_at: float, task: Any, kind: str) -> list:
-        return self.push([run_at, next(_order), task, kind, True])
+    def add(self, run_at: float, target: Any, kind: str) -> list:
+        """``target`` is a Task (its ``order`` breaks ties) or, for a timeout, a Run."""
+        order = next(_run_order) if kind == "timeout" else target.order
+        return self.push([run_at, order, True, target, kind])
 
     def next_due(self) -> float | None:
         entry = self.peek()
@@ -101,4 +110,6 @@ class ReadyHeap(_LazyHeap):
         super().__init__(ALIVE_R, 4)
 
     def add(self, priority: int, due: float, task_order: int, task: Any, kind: str) -> list:
-        return self.push([-priority, due, task_order, next(_order), task, kind, True])
+        entry = [-priority, due, task_order, next(_order), task, kind, True]
+        heapq.heappush(self._heap, entry)  # push(), inline: once per task run
+        return entry

@@ -37,7 +37,14 @@ if TYPE_CHECKING:
     from .dispatch import Dispatcher
 
 S = TaskState
+# Plain module names for the states: ``TaskState.X`` goes through the Enum metaclass
+# (~50 ns a read), and this module reads them several times per task run.
+PENDING, SCHEDULED, READY, RUNNING = S.PENDING, S.SCHEDULED, S.READY, S.RUNNING
+RETRY_WAIT, SUCCEEDED, FAILED, SKIPPED = S.RETRY_WAIT, S.SUCCEEDED, S.FAILED, S.SKIPPED
+CANCELLED = S.CANCELLED
 log = logging.getLogger("taskloom.engine")
+# Builds a NamedTuple from ALL its fields, without its Python-level __new__ (hot path).
+_new_tuple: Callable[..., Any] = tuple.__new__
 
 
 def error_text(exc: BaseException) -> str:
@@ -77,20 +84,21 @@ class Lifecycle:
     # ------------------------------------------------------------------ states
     def set_state(self, task: Task, new: TaskState, error: str | None = None) -> None:
         old = task.state
-        check_transition(task.id, old, new)
+        if not old.allowed & new.bit:  # check_transition's test, inline on the hot path
+            check_transition(task.id, old, new)
         task.state = new
-        if not task.repeats:
+        if not task.repeats and old.settled is not new.settled:
             core = self._core
-            if old.settled and not new.settled:
+            if old.settled:
                 core.unsettled += 1
-            elif new.settled and not old.settled:
+            else:
                 core.unsettled -= 1
                 core.notify_if_settled()
-        self._events.emit(task, new.value, error)
+        self._events.emit(task, new.kind, error)
 
     def make_ready(self, task: Task) -> None:
-        if task.state is not S.READY and not task.runs:
-            self.set_state(task, S.READY)
+        if task.state is not READY and not task.runs:
+            self.set_state(task, READY)
         self.dispatcher.push_ready(task)
 
     def release(self, task: Task, first: bool = False) -> None:
@@ -100,11 +108,11 @@ class Lifecycle:
                 self._timers.set_timer(task, task.run_at)
             else:
                 self._timers.start_cadence(task)
-            self.set_state(task, S.SCHEDULED)
+            self.set_state(task, SCHEDULED)
             return
         if task.run_at is not None and task.run_at > self._clock.now():
             self._timers.set_timer(task, task.run_at)
-            self.set_state(task, S.SCHEDULED)
+            self.set_state(task, SCHEDULED)
             return
         task.waiting_runs = 1
         self.make_ready(task)
@@ -120,18 +128,18 @@ class Lifecycle:
             if task is None or task.runs or task.ready is not None:
                 continue
             state = task.state
-            if state is S.PENDING:
+            if state is PENDING:
                 decision = decide(task)
                 if decision == RELEASE:
                     self.release(task, first=task.attempt == 0)
                 elif decision == SKIP:
-                    self.set_state(task, S.SKIPPED)
+                    self.set_state(task, SKIPPED)
                     stack.extend(task.dependents)
             elif (  # downstream of a recurring task: runs again after each upstream success
                 task.repeats
                 and task.recurrence is None
                 and state.settled
-                and state is not S.CANCELLED
+                and state is not CANCELLED
                 and decide(task) == RELEASE
             ):
                 task.waiting_runs = 1
@@ -144,15 +152,21 @@ class Lifecycle:
 
     def drop_queued(self, task: Task) -> None:
         """Forget every timer and ready entry of a task (cancel, remove)."""
-        timers = self._timers
-        timers.discard(task.timer)
-        timers.discard(task.retry_timer)
+        self._timers.discard(task.timer)
         self.dispatcher.drop_ready(task)
-        task.timer = task.retry_timer = None
-        task.cron_next = None
+        task.timer = None
         task.waiting_runs = 0
-        task.retry_pending = False
-        task.held = False
+        # Written only when set: these live on the task's shared defaults record
+        # (task.py), where a write is a Python call even when it changes nothing.
+        if task.retry_timer is not None:
+            self._timers.discard(task.retry_timer)
+            task.retry_timer = None
+        if task.cron_next is not None:
+            task.cron_next = None
+        if task.retry_pending:
+            task.retry_pending = False
+        if task.held:
+            task.held = False
 
     # ------------------------------------------------------------------ new tasks
     def add_task(
@@ -239,7 +253,7 @@ class Lifecycle:
         if decision == RELEASE:
             self.release(task, first=True)
         elif decision == SKIP:
-            self.set_state(task, S.SKIPPED)
+            self.set_state(task, SKIPPED)
             self.evaluate_many(task.dependents)
         else:
             self._events.emit(task, "pending")
@@ -273,7 +287,7 @@ class Lifecycle:
             raise KeyError(f"task {task.id!r} does not depend on {dep_id!r}")
         decidable = self._graph.unlink(task, dep_id)
         self._events.emit(task, "dependency_removed")
-        pending = [task.id] if task.state is S.PENDING else []
+        pending = [task.id] if task.state is PENDING else []
         self.evaluate_many([*pending, *decidable])
 
     def _reconsider_not_started(self, task: Task) -> None:
@@ -283,10 +297,10 @@ class Lifecycle:
             return
         self.drop_queued(task)  # a retry that came due too: it waits for the deps now
         if decision == SKIP:
-            self.set_state(task, S.SKIPPED)
+            self.set_state(task, SKIPPED)
             self.evaluate_many(task.dependents)
-        elif task.state is not S.PENDING:
-            self.set_state(task, S.PENDING)
+        elif task.state is not PENDING:
+            self.set_state(task, PENDING)
 
     def remove(self, task: Task) -> bool:
         if task.runs:
@@ -314,12 +328,12 @@ class Lifecycle:
             for run in task.runs:
                 self.dispatcher.stop_run(run)
         else:
-            self.set_state(task, S.CANCELLED)
+            self.set_state(task, CANCELLED)
             self.after_settled(task)
         return True
 
     def retry(self, task: Task) -> bool:
-        if task.state not in (S.FAILED, S.SKIPPED, S.CANCELLED) or task.runs:
+        if task.state not in (FAILED, SKIPPED, CANCELLED) or task.runs:
             return False
         task.cancel_requested = False
         task.budget_base = task.attempt
@@ -335,9 +349,9 @@ class Lifecycle:
             if decision == RELEASE:
                 self.release(task)
             else:
-                self.set_state(task, S.PENDING)
+                self.set_state(task, PENDING)
                 if decision == SKIP:
-                    self.set_state(task, S.SKIPPED)
+                    self.set_state(task, SKIPPED)
         self.evaluate_many(rearmed)
         return True
 
@@ -372,8 +386,8 @@ class Lifecycle:
         rearmed, stack = [], list(task.dependents)
         while stack:
             dependent = tasks[stack.pop()]
-            if dependent.state is S.SKIPPED:
-                self.set_state(dependent, S.PENDING)
+            if dependent.state is SKIPPED:
+                self.set_state(dependent, PENDING)
                 rearmed.append(dependent.id)
                 stack.extend(dependent.dependents)
         return rearmed
@@ -382,19 +396,19 @@ class Lifecycle:
         if not self.run_now_acts(task):
             return False
         timers = self._timers
-        if task.recurrence is not None and task.state is S.RETRY_WAIT and not task.runs:
+        if task.recurrence is not None and task.state is RETRY_WAIT and not task.runs:
             # the retry, now: its timer must not start another run later
             timers.discard(task.retry_timer)
             task.retry_timer = None
             task.retry_pending = True
             self.make_ready(task)
-        elif task.recurrence is not None and task.state is not S.PENDING:
+        elif task.recurrence is not None and task.state is not PENDING:
             task.waiting_runs = max(task.waiting_runs, 0) + 1
             if task.overlap == Overlap.QUEUE and task.runs:
                 task.waiting_runs = 1
             else:
                 self.make_ready(task)
-        elif task.state is S.SCHEDULED:
+        elif task.state is SCHEDULED:
             timers.discard(task.timer)
             task.timer = None
             task.waiting_runs = 1
@@ -410,9 +424,9 @@ class Lifecycle:
         """Whether ``run_now`` does anything to the task (the one test for both)."""
         if task.cancel_requested or task.state.settled and task.recurrence is None:
             return False
-        if task.recurrence is not None and task.state is not S.PENDING:
+        if task.recurrence is not None and task.state is not PENDING:
             return not (task.runs and task.overlap == Overlap.SKIP)
-        return task.state is S.SCHEDULED or task.state is S.RETRY_WAIT
+        return task.state is SCHEDULED or task.state is RETRY_WAIT
 
     def pause(self, task: Task | None) -> None:
         core = self._core
@@ -445,7 +459,7 @@ class Lifecycle:
         if not (state.settled or task.cancel_requested):
             allowed.append(Action.CANCEL)
         if (
-            state in (S.FAILED, S.SKIPPED, S.CANCELLED)
+            state in (FAILED, SKIPPED, CANCELLED)
             and not task.runs
             and (task.recurrence is not None or self._graph.decide(task) != SKIP)
         ):
@@ -470,8 +484,8 @@ class Lifecycle:
             target.retry_pending = True
             # A parallel occurrence may have run and settled the task since: from
             # SCHEDULED too, the retry makes it READY (while one still runs, it is RUNNING).
-            if target.state in (S.RETRY_WAIT, S.SCHEDULED) and not target.runs:
-                self.set_state(target, S.READY)
+            if target.state in (RETRY_WAIT, SCHEDULED) and not target.runs:
+                self.set_state(target, READY)
             self.dispatcher.push_ready(target)
         elif kind == "recurring":
             target.timer = None
@@ -519,7 +533,7 @@ class Lifecycle:
             if fixed_delay:
                 assert isinstance(recurrence, IntervalRecurrence)
                 timers.set_timer(task, now + recurrence.interval)
-            if task.state is S.SCHEDULED:
+            if task.state is SCHEDULED:
                 self._events.emit(task, "scheduled")  # same state, a new next run time
             return
         if task.busy:
@@ -527,7 +541,7 @@ class Lifecycle:
                 return
             if task.overlap == Overlap.QUEUE:
                 task.waiting_runs = 1
-                if task.runs or task.state is S.RETRY_WAIT:
+                if task.runs or task.state is RETRY_WAIT:
                     return  # made ready when that run (or its retry) ends
                 self.make_ready(task)  # only a lingering run: held until it ends
                 return
@@ -570,13 +584,14 @@ class Lifecycle:
             if not task.runs:
                 task.cancel_requested = False
                 self.drop_queued(task)
-                self.set_state(task, S.CANCELLED, text)
+                self.set_state(task, CANCELLED, text)
                 self.after_settled(task)
             return
         if error is None:
             task.successes += 1
-            task.error = None
-            self.set_state(task, S.SUCCEEDED)
+            if task.error is not None:  # a write, even of the default, is a Python call
+                task.error = None
+            self.set_state(task, SUCCEEDED)
             if task.recurrence is not None:
                 self._after_recurring_run(task)
             elif task.repeats:
@@ -597,9 +612,9 @@ class Lifecycle:
             if task.runs:  # another occurrence still runs (overlap=parallel): still RUNNING
                 self._events.emit(task, "running", text)
                 return
-            self.set_state(task, S.RETRY_WAIT, text)
+            self.set_state(task, RETRY_WAIT, text)
             return
-        self.set_state(task, S.FAILED, text)
+        self.set_state(task, FAILED, text)
         self._after_failed(task)
 
     def _after_failed(self, task: Task) -> None:
@@ -624,29 +639,34 @@ class Lifecycle:
         if task.successes and task.dependents:
             self.evaluate_many(task.dependents)
         if task.runs:
-            self.set_state(task, S.RUNNING)
+            self.set_state(task, RUNNING)
         elif task.waiting_runs > 0:
             self.make_ready(task)
         else:
             task.run_at = task.timer[0] if task.timer is not None else None
-            self.set_state(task, S.SCHEDULED)
+            self.set_state(task, SCHEDULED)
 
     def record_attempt(
         self, task: Task, run: Run, outcome: Outcome, text: str | None, tb: str | None
     ) -> None:
         """The attempt's final record; its outcome rides on the next event of the task."""
         ctx = run.ctx
-        record = Attempt(
-            run.attempt,
-            run.started,
-            self._clock.now(),
-            outcome,
-            text,
-            tb,
-            ctx.output,
-            ctx.log_path,
-            ctx.exit_code,
-            ctx.worker,
+        record: Attempt = _new_tuple(  # Attempt(...) without its Python-level __new__
+            Attempt,
+            (
+                run.attempt,
+                run.started,
+                self._clock.now(),
+                outcome,
+                text,
+                tb,
+                ctx.output,
+                ctx.log_path,
+                ctx.exit_code,
+                ctx.worker,
+                None,  # task_id
+                None,  # run
+            ),
         )
         history = task.history
         assert history is not None  # an attempt that started has a history
@@ -705,8 +725,8 @@ class Lifecycle:
             text = f"engine error: {error_text(exc)}"
             task.error = text
             self.record_attempt(task, run, Outcome.FAILED, text, None)
-            if task.state is not S.FAILED and task.state.allowed & S.FAILED.bit and not task.runs:
-                self.set_state(task, S.FAILED, text)
+            if task.state is not FAILED and task.state.allowed & FAILED.bit and not task.runs:
+                self.set_state(task, FAILED, text)
                 self._after_failed(task)
         if returned:
             self.dispatcher.release_slot(run)
@@ -715,5 +735,5 @@ class Lifecycle:
                 task.lingering -= 1
             if task.held and not task.start_held:
                 task.held = False
-                if task.state is S.READY or task.waiting_runs > 0 or task.retry_pending:
+                if task.state is READY or task.waiting_runs > 0 or task.retry_pending:
                     self.make_ready(task)

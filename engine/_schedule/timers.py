@@ -82,9 +82,9 @@ class TimerQueue:
         import heapq
 
         entries = heapq.nsmallest(
-            limit, (e for e in self.heap.alive() if e[3] in _TIMER_KINDS), key=lambda e: e[:2]
+            limit, (e for e in self.heap.alive() if e[4] in _TIMER_KINDS), key=lambda e: e[:2]
         )
-        return [Entry(e[0], e[2].priority, e[2].id, e[3]) for e in entries]
+        return [Entry(e[0], e[3].priority, e[3].id, e[4]) for e in entries]
 
     # recurrence ----------------------------------------------------------
     def add_cron(self, task: Task) -> None:
@@ -128,7 +128,7 @@ class TimerQueue:
             if entry is None:
                 return moved
             moved = True
-            due, _, target, kind, _ = entry
+            due, _, _, target, kind = entry
             try:
                 on_due(due, target, kind, now)
             except Exception as exc:  # a bug fails what it was handling, not the thread

@@ -7,6 +7,7 @@ a restart ``restore`` rebuilds the tasks from those rows (see ``recovery.py``).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from ..clock import Clock
@@ -33,6 +34,11 @@ class Journal:
     def __init__(self, store: SQLiteStore, clock: Clock) -> None:
         self.store = store
         self._clock = clock
+        # Epoch seconds for every row: ``wall_seconds`` where the clock has it (time.time
+        # for the real one, no datetime per row); any other Clock still works.
+        self._wall_seconds: Callable[[], float] = getattr(
+            clock, "wall_seconds", lambda: clock.wall().timestamp()
+        )
         # Attempt numbers already used by tasks that left the engine (removed, or
         # redefined by their workflow file): a task added again under the same name
         # numbers on from there, so its stored attempts are never overwritten.
@@ -41,7 +47,7 @@ class Journal:
     def to_wall(self, mono: float | None) -> float | None:
         if mono is None:
             return None
-        return mono + self._clock.wall().timestamp() - self._clock.now()
+        return mono + self._wall_seconds() - self._clock.now()
 
     def state_row(self, task: Task) -> StateRow:
         return StateRow.of(task, self.to_wall)
@@ -54,8 +60,8 @@ class Journal:
         if kind == "removed":
             self.store.delete_task(task.id)
             return
-        at = self._clock.wall().timestamp()
-        event = (seq, task.id, kind, task.state.value, at, task.attempt, error)
+        at = self._wall_seconds()
+        event = (seq, task.id, kind, task.state.kind, at, task.attempt, error)
         self.store.update_task(self.state_row(task).update_row(task.id), event)
 
     def update_state(self, task: Task) -> None:

@@ -66,7 +66,7 @@ class StateRow(NamedTuple):
         cursor = task.cron_next
         next_wall = to_wall(task.run_at) if cursor is None else cursor.timestamp()
         return cls(
-            task.state.value,
+            task.state.kind,  # .value, as a plain attribute (states.py)
             task.attempt,
             task.budget_base,
             next_wall,

@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from taskloom.engine import Event, RetryPolicy, TaskState
+from taskloom.engine import Attempt, Event, RetryPolicy, TaskState
 
 S = TaskState
 STATE_KINDS = {state.value for state in TaskState}
@@ -137,3 +137,14 @@ def test_events_after_snapshot_have_larger_seq(sched, clock, runs, recorder):
     rec = recorder(sched)
     clock.advance(1.0)
     assert rec.events and all(e.seq > seq for e in rec.events)
+
+
+def test_engine_records_have_every_field(sched, clock, build, recorder):
+    """The hot path builds Event and Attempt with tuple.__new__, which fills in no
+    defaults: a field added to either must be added there too."""
+    rec = recorder(sched)
+    _busy_history(sched, clock, build)
+    assert rec.events and all(len(e) == len(Event._fields) for e in rec.events)
+    attempts = [a for info in sched.tasks() for a in sched.attempts(info.id)]
+    assert attempts and all(len(a) == len(Attempt._fields) for a in attempts)
+    assert all(a.task_id is None and a.run is None for a in attempts)

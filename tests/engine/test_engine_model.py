@@ -304,3 +304,29 @@ EngineMachine.TestCase.settings = settings(
     suppress_health_check=[HealthCheck.too_slow],
 )
 test_engine_against_model = EngineMachine.TestCase
+
+
+def test_a_task_copies_the_shared_defaults_record_on_its_first_change():
+    """Rarely changed fields live on one record all default tasks share: a change
+    must give the task its own copy and leave every other task at the defaults."""
+    from taskloom.engine._core.task import COLD_DEFAULTS, SHARED_COLD, Task
+    from taskloom.engine.options import TriggerRule
+
+    def new(name: str, priority: int = 0, timeout: float | None = None) -> Task:
+        return Task(
+            name, print, order=0, priority=priority, retry=None, timeout=timeout,
+            trigger_rule=TriggerRule.ALL_SUCCESS, run_at=None,
+        )  # fmt: skip
+
+    a, b = new("a"), new("b")
+    a.held = False  # writing a default keeps sharing
+    assert a._cold is SHARED_COLD and b._cold is SHARED_COLD
+    a.held = True
+    a.error = "boom"
+    assert a._cold is not SHARED_COLD and (a.held, a.error) == (True, "boom")
+    assert (b.held, b.error) == (False, None)
+    assert {name: getattr(SHARED_COLD, name) for name in COLD_DEFAULTS} == COLD_DEFAULTS
+    c = new("c", priority=3, timeout=2.0)
+    assert (c.priority, c.timeout, b.priority, b.timeout) == (3, 2.0, 0, None)
+    a.held = False  # back to the default: the task keeps its own copy
+    assert a._cold is not SHARED_COLD and not a.held and not SHARED_COLD.held

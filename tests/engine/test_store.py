@@ -359,3 +359,48 @@ def test_a_feed_time_that_is_infinite_reaches_sqlite_as_one():
         (text,),
     ).fetchone()
     assert row == (math.inf, -math.inf, None, 0.25, "words")
+
+
+def test_commit_listeners_run_after_the_batchs_on_commit_callbacks(db):
+    """The engine's on_commit only notes a run; its commit listener finishes the
+    noted runs together, so it must run after every callback of the batch."""
+    store = SQLiteStore(db)
+    calls: list[str] = []
+    store.add_commit_listener(lambda: calls.append("listener"))
+    row = ("t", 1, 0.0, 1.0, "succeeded", None, None, None, None, None, None)
+    store.put_attempt(row, on_commit=lambda: calls.append("a"))
+    store.put_attempt(row[:1] + (2,) + row[2:], on_commit=lambda: calls.append("b"))
+    store.flush()
+    store.close()
+    # One batch or two: each callback is followed by a listener call, none precedes them.
+    assert calls[0] == "a" and calls[-1] == "listener"
+    assert "listener" in calls[calls.index("b") :]
+    assert [c for c in calls if c != "listener"] == ["a", "b"]
+
+
+def test_a_clock_without_wall_seconds_still_stamps_rows(db):
+    """``wall_seconds`` is a shortcut the engine's clocks have, not part of ``Clock``."""
+    import time
+    from datetime import UTC, datetime
+
+    from taskloom.engine import SyncExecutor
+
+    class WallOnly:
+        manual = False
+
+        def now(self) -> float:
+            return time.monotonic()
+
+        def wall(self) -> datetime:
+            return datetime.now(UTC)
+
+    store = SQLiteStore(db)
+    s = Scheduler(clock=WallOnly(), executor=SyncExecutor(), store=store)
+    s.add(Call(f"{JOBS}:noop"), name="t")
+    before = time.time()
+    assert s.wait(10)
+    s.shutdown()
+    events = store.events(limit=10)
+    store.close()
+    assert [e[2] for e in events] == ["ready", "running", "succeeded"]
+    assert all(abs(e[4] - before) < 60 for e in events)  # epoch seconds, not monotonic

@@ -72,10 +72,18 @@ def _acquire_politely(lock: threading.Lock) -> None:
     A blocking acquire sleeps in the kernel, is handed the lock there and then waits
     for the GIL, lock in hand: every other thread that wants the lock blocks in turn
     and each hand-over costs two context switches (a lock convoy). Yielding the GIL
-    instead lets the holder run to its release.
+    instead lets the holder run to its release. The tries are bounded: a holder
+    that sleeps with the lock (nothing in the engine does) must not turn the
+    waiting workers into busy loops, so after ``POLITE_TRIES`` they block.
     """
-    while not lock.acquire(False):
+    for _ in range(POLITE_TRIES):
+        if lock.acquire(False):
+            return
         time.sleep(0)
+    lock.acquire()
+
+
+POLITE_TRIES = 200  # each try yields the GIL: up to a switch interval while Python runs
 
 
 class _Held:

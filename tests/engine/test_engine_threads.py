@@ -599,3 +599,29 @@ def test_a_parallel_occurrence_failing_beside_a_running_one_does_not_break_the_t
     assert outcomes[:3] == ["failed", "succeeded", "succeeded"], outcomes
     assert all(t.is_alive() for t in s._dispatcher.threads)  # no worker died
     s.shutdown(wait=True, cancel_running=True)
+
+
+def test_a_worker_waiting_politely_for_the_core_lock_blocks_after_a_bounded_number_of_tries(
+    monkeypatch,
+):
+    """A holder that sleeps with the lock must not turn a waiting worker into a busy loop."""
+    from taskloom.engine._core import dispatch
+
+    yields = []
+    monkeypatch.setattr(dispatch.time, "sleep", lambda s: yields.append(s))
+    lock = threading.Lock()
+    lock.acquire()
+    got = threading.Event()
+
+    def worker():
+        dispatch._acquire_politely(lock)
+        got.set()
+        lock.release()
+
+    thread = threading.Thread(target=worker)
+    thread.start()
+    assert not got.wait(0.2)  # still waiting: the holder has not released
+    assert len(yields) == dispatch.POLITE_TRIES  # then blocked, not spinning on
+    lock.release()
+    assert got.wait(5)
+    thread.join(5)

@@ -38,10 +38,10 @@ from pathlib import Path
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")  # before anything imports Qt
 
-from PySide6.QtCore import QEvent, QEventLoop, QObject, QSettings, Qt, QTimer, Signal  # noqa: E402
-from PySide6.QtWidgets import QApplication  # noqa: E402
+from PySide6.QtCore import QEvent, QEventLoop, QObject, QSettings, Qt, QTimer, Signal
+from PySide6.QtWidgets import QApplication
 
-from taskloom.engine import ManualClock, Scheduler, SyncExecutor, TaskState  # noqa: E402
+from taskloom.engine import ManualClock, Scheduler, SyncExecutor, TaskState
 
 RESULTS = Path(__file__).resolve().parent / "results"
 WINDOW_SIZE = (1400, 900)

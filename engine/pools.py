@@ -106,7 +106,7 @@ def _run_here(call, meta: _RunMeta, worker: str, token: str | None = None, cance
         if ctx.cancelled:
             raise TaskCancelled("cancelled before it started")
         value = run_in_context(ctx, call)
-    except BaseException as exc:  # noqa: BLE001 - every failure goes back as the outcome
+    except BaseException as exc:  # every failure goes back as the outcome
         error = _portable_error(exc, worker)
     finally:
         if token is not None:
@@ -221,7 +221,7 @@ def _run_in_child(payload: bytes, meta: _RunMeta, cancel_event) -> RemoteResult:
     worker = f"pid {os.getpid()}"
     try:
         call = pickle.loads(payload)
-    except BaseException as exc:  # noqa: BLE001 - e.g. its module cannot be imported here
+    except BaseException as exc:  # e.g. its module cannot be imported here
         return RemoteResult(worker=worker, error=_portable_error(exc, worker))
     return _run_here(call, meta, worker, cancel_event=cancel_event)
 

@@ -511,7 +511,7 @@ class SQLiteStore:
                         return  # closed and drained
                     batch, counts = self._take_batch()
                 self._commit_batch(batch, counts)
-            except BaseException as exc:  # noqa: BLE001 - the store is failed, not the thread lost
+            except BaseException as exc:  # the store is failed, not the thread lost
                 with self._cond:
                     if self._failure is None:
                         log.error("store writer failed", exc_info=exc)

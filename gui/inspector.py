@@ -36,7 +36,7 @@ from taskloom.engine import Attempt, Outcome, TaskInfo, TaskState
 
 from .live_output import LogTail
 from .run_history import store_of, wall_offset
-from .run_summary import RunSummary, describe_delay  # noqa: F401 - describe_delay re-exported
+from .run_summary import RunSummary, describe_delay
 from .style import (
     RECURRING_MARK,
     STATE_GLYPHS,

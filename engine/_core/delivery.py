@@ -88,7 +88,7 @@ class EventDelivery:
                 self._wakeups.get()
                 self._wake_pending = False  # before draining: a later kick sends a token
                 self._drain()
-            except BaseException:  # noqa: BLE001 - delivery must outlive a bug
+            except BaseException:  # delivery must outlive a bug
                 log.exception("event delivery failed")
             if self._closed and not self.outbox:
                 return

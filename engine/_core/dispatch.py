@@ -489,7 +489,7 @@ class Dispatcher:
                         run = self._take_ready()
                     deferred = core.take_deferred()
                 self.after(deferred)
-            except BaseException as exc:  # noqa: BLE001 - an engine bug must not end the thread
+            except BaseException as exc:  # an engine bug must not end the thread
                 with lock:
                     self._lifecycle.engine_error("a worker", exc, run)
                 run = None
@@ -508,7 +508,7 @@ class Dispatcher:
                     continue
             try:
                 self.invoke(run)
-            except BaseException as exc:  # noqa: BLE001 - any failure is the task's outcome
+            except BaseException as exc:  # any failure is the task's outcome
                 error, tb = exc, _task_traceback(exc)
 
     # ------------------------------------------------------------------ executor mode
@@ -567,7 +567,7 @@ class Dispatcher:
             else:  # an executor wrapper learns the task id, attempt and log_dir from current_run()
                 fn = run.task.fn
                 future = run_in_context(run.ctx, lambda: submit(fn))
-        except BaseException as exc:  # noqa: BLE001 - a broken pool fails the attempt
+        except BaseException as exc:  # a broken pool fails the attempt
             self._on_done(run, exc, traceback.format_exc())
             if isinstance(exc, KeyboardInterrupt):
                 raise
@@ -583,14 +583,14 @@ class Dispatcher:
         """A done-callback: on the executor's thread, or inline with ``SyncExecutor``."""
         try:
             error = self._future_result(run, future)
-        except BaseException as exc:  # noqa: BLE001 - an engine bug must not kill a pool thread
+        except BaseException as exc:  # an engine bug must not kill a pool thread
             try:
                 core = self._core
                 with core.lock:
                     self._lifecycle.engine_error("an executor callback", exc, run)
                     deferred = core.take_deferred()
                 self.after(deferred)
-            except BaseException:  # noqa: BLE001
+            except BaseException:
                 log.exception("engine error while handling an engine error")
             return
         if isinstance(error, KeyboardInterrupt) and self.sync:

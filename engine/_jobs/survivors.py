@@ -47,7 +47,7 @@ def start_time(pid: int) -> float | None:
         import psutil
 
         return psutil.Process(pid).create_time()
-    except Exception:  # noqa: BLE001 - psutil missing, or no such process
+    except Exception:  # psutil missing, or no such process
         return None
 
 

@@ -205,7 +205,7 @@ class TimerQueue:
                         return
                     deferred = core.take_deferred()
                 after(deferred)
-            except BaseException as exc:  # noqa: BLE001 - the timer thread must outlive a bug
+            except BaseException as exc:  # the timer thread must outlive a bug
                 with lock:
                     self.wait_deadline = None
                     on_error("the timer thread", exc)

@@ -12,13 +12,13 @@ import pytest
 
 pytest.importorskip("distributed")
 
-import dask  # noqa: E402
-from distributed import Client, LocalCluster  # noqa: E402
+import dask
+from distributed import Client, LocalCluster
 
-from taskloom.engine import Call, RetryPolicy, Scheduler, TaskState  # noqa: E402
-from taskloom.engine.command import Command  # noqa: E402
-from taskloom.engine.pools import DaskExecutor, make_executor  # noqa: E402
-from tests.engine import _remote_tasks as remote  # noqa: E402
+from taskloom.engine import Call, RetryPolicy, Scheduler, TaskState
+from taskloom.engine.command import Command
+from taskloom.engine.pools import DaskExecutor, make_executor
+from tests.engine import _remote_tasks as remote
 
 S = TaskState
 TASKS = "tests.engine._remote_tasks"

@@ -261,7 +261,7 @@ class ThreadExecutor(Executor):
             future.set_running_or_notify_cancel()
             try:
                 future.set_result(fn())
-            except BaseException as exc:  # noqa: BLE001
+            except BaseException as exc:
                 future.set_exception(exc)
 
         threading.Thread(target=run, daemon=True).start()

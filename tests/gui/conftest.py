@@ -6,11 +6,11 @@ import os
 
 os.environ["QT_QPA_PLATFORM"] = "offscreen"  # before anything imports Qt
 
-import pytest  # noqa: E402
-from PySide6.QtCore import QSettings  # noqa: E402
-from PySide6.QtWidgets import QApplication  # noqa: E402
+import pytest
+from PySide6.QtCore import QSettings
+from PySide6.QtWidgets import QApplication
 
-from taskloom.engine import ManualClock, Scheduler, SyncExecutor  # noqa: E402
+from taskloom.engine import ManualClock, Scheduler, SyncExecutor
 
 
 @pytest.fixture(autouse=True)

@@ -30,6 +30,7 @@ from PySide6.QtCore import QEvent, QObject
 
 from taskloom import example_path
 from taskloom.engine.store import StoreBusy
+from taskloom.gui.run_choice import ask_resume_or_new
 
 log = logging.getLogger(__name__)
 
@@ -124,7 +125,9 @@ class WorkflowSession:
     Without ``db_path`` the engine has no store (nothing is kept after closing).
     """
 
-    def __init__(self, workflow, settings=None, *, db_path=None, fresh=False, log_dir=None):
+    def __init__(
+        self, workflow, settings=None, *, db_path=None, fresh=False, log_dir=None, decide=None
+    ):
         from taskloom.gui.main_window import MainWindow
 
         self.workflow = workflow
@@ -136,7 +139,8 @@ class WorkflowSession:
         self.hand_off = False  # on stop, a headless ``taskloom run`` takes the run over
         self.quiet = False  # stopping without asking (Quit from a signal, a replaced window)
         self.background_owner = None  # the Popen of that headless owner
-        self.scheduler, self.store = self._open_run(fresh, log_dir)
+        # decide(differences): resume a stored run that differs from the file? (runs.open_run)
+        self.scheduler, self.store = self._open_run(fresh, log_dir, decide)
         self._stopper: threading.Thread | None = None
         self._reader = None  # the window's history reader: joined before the store closes
         try:
@@ -156,7 +160,7 @@ class WorkflowSession:
         if message:
             self.window.statusBar().showMessage(message, 15000 if self.executor_problem else 8000)
 
-    def _open_run(self, fresh: bool, log_dir):
+    def _open_run(self, fresh: bool, log_dir, decide=None):
         from taskloom.engine.pools import make_executor
 
         log_dir = None if log_dir is None else str(log_dir)
@@ -180,7 +184,7 @@ class WorkflowSession:
         from taskloom.engine.feed import FeedWriter
         from taskloom.runs import open_run
 
-        opened = open_run(self.workflow, self.db_path, fresh=fresh, **options)
+        opened = open_run(self.workflow, self.db_path, fresh=fresh, decide=decide, **options)
         self.resumed, self.note = opened.resumed, opened.note
         self.feed = FeedWriter(opened.scheduler, opened.store).start()  # for watchers
         return opened.scheduler, opened.store
@@ -290,6 +294,8 @@ class Sessions:
         self.data_dir = data_dir
         self.current: WorkflowSession | None = None
         self.closing: list[WorkflowSession] = []  # replaced sessions still stopping
+        # Asked (parent, name, differences) before resuming a stored run the file differs from.
+        self.choose_run = ask_resume_or_new
 
     def open(self, path) -> bool:
         from taskloom.engine.workflow import WorkflowError, load
@@ -355,10 +361,20 @@ class Sessions:
 
         from .watching import WatchSession
 
+        parent = None if self.current is None else self.current.window
+
+        def decide(differences) -> bool:
+            return self.choose_run(parent, workflow.name, differences)
+
         for _ in range(3):  # an owner may stop (or start) between the two tries
             try:
                 return WorkflowSession(
-                    workflow, self.settings, db_path=db_path, fresh=fresh, log_dir=log_dir
+                    workflow,
+                    self.settings,
+                    db_path=db_path,
+                    fresh=fresh,
+                    log_dir=log_dir,
+                    decide=decide,
                 )
             except StoreBusy:
                 try:
@@ -366,7 +382,7 @@ class Sessions:
                 except OwnerGone:
                     continue
         return WorkflowSession(
-            workflow, self.settings, db_path=db_path, fresh=fresh, log_dir=log_dir
+            workflow, self.settings, db_path=db_path, fresh=fresh, log_dir=log_dir, decide=decide
         )
 
     def open_broken(self, path, error) -> None:

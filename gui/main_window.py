@@ -65,6 +65,7 @@ class MainWindow(QMainWindow):
         settings: QSettings | None = None,
         title: str = "",
         workflow=None,
+        early_events=None,
     ):
         super().__init__(parent)
         self.setObjectName("mainWindow")
@@ -72,7 +73,8 @@ class MainWindow(QMainWindow):
         self.settings = settings if settings is not None else QSettings("Taskloom", "Taskloom")
         self.setWindowTitle(f"{title} — Taskloom" if title else "Taskloom")
         self.setWindowIcon(icon("app"))
-        self.bridge = EngineBridge(scheduler, self)
+        # early_events (bridge.EarlyEvents): what the engine said before this window existed.
+        self.bridge = EngineBridge(scheduler, self, early=early_events)
         self.controller = Controller(scheduler, self)
         self._title = title
         self.dispatcher_paused = False

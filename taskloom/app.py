@@ -139,6 +139,11 @@ class WorkflowSession:
         self.hand_off = False  # on stop, a headless ``taskloom run`` takes the run over
         self.quiet = False  # stopping without asking (Quit from a signal, a replaced window)
         self.background_owner = None  # the Popen of that headless owner
+        from taskloom.gui.bridge import EarlyEvents
+
+        # The run's first events (tasks added, a resumed run restored) come before the
+        # window exists: recorded from the start, so that its event log has them all.
+        self._early = EarlyEvents()
         # decide(differences): resume a stored run that differs from the file? (runs.open_run)
         self.scheduler, self.store = self._open_run(fresh, log_dir, decide)
         self._stopper: threading.Thread | None = None
@@ -146,7 +151,11 @@ class WorkflowSession:
         try:
             # The window subscribes before the engine starts, so its log has every run.
             self.window = MainWindow(
-                self.scheduler, settings=settings, title=workflow.name, workflow=workflow
+                self.scheduler,
+                settings=settings,
+                title=workflow.name,
+                workflow=workflow,
+                early_events=self._early,
             )
             self._reader = self.window.history_reader
             self.scheduler.start()
@@ -178,13 +187,21 @@ class WorkflowSession:
             from taskloom.engine import Scheduler
 
             scheduler = Scheduler(**options)
+            self._early.attach(scheduler)
             self.workflow.schedule_into(scheduler)
             self.resumed, self.note = False, ""
             return scheduler, None
         from taskloom.engine.feed import FeedWriter
         from taskloom.runs import open_run
 
-        opened = open_run(self.workflow, self.db_path, fresh=fresh, decide=decide, **options)
+        opened = open_run(
+            self.workflow,
+            self.db_path,
+            fresh=fresh,
+            decide=decide,
+            before_tasks=self._early.attach,
+            **options,
+        )
         self.resumed, self.note = opened.resumed, opened.note
         self.feed = FeedWriter(opened.scheduler, opened.store).start()  # for watchers
         return opened.scheduler, opened.store

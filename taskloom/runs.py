@@ -75,7 +75,13 @@ class RunDifferences:
 
 
 def open_run(
-    workflow, db_path: Path, *, fresh: bool = False, decide=None, **scheduler_kwargs
+    workflow,
+    db_path: Path,
+    *,
+    fresh: bool = False,
+    decide=None,
+    before_tasks=None,
+    **scheduler_kwargs,
 ) -> OpenedRun:
     """A scheduler on ``db_path`` with the workflow's tasks, not yet started.
 
@@ -84,6 +90,8 @@ def open_run(
     the file says now), False starts a new run from the file. Without it (the
     command line), such a run is resumed. A run the file removed tasks from is
     never resumed; ``decide`` is still called, so that the person is told why.
+    ``before_tasks(scheduler)``, when given, is called before any task is added
+    (to subscribe to the run's first events).
 
     Raises ``engine.store.StoreError`` for a store that cannot be used, and
     ``engine.store.StoreBusy`` when another live process owns it.
@@ -92,13 +100,15 @@ def open_run(
 
     store = SQLiteStore(db_path)
     try:
-        return _open(workflow, store, fresh, scheduler_kwargs, decide)
+        return _open(workflow, store, fresh, scheduler_kwargs, decide, before_tasks)
     except BaseException:
         store.close()
         raise
 
 
-def _open(workflow, store, fresh: bool, scheduler_kwargs: dict, decide=None) -> OpenedRun:
+def _open(
+    workflow, store, fresh: bool, scheduler_kwargs: dict, decide=None, before_tasks=None
+) -> OpenedRun:
     from taskloom.engine import Scheduler
 
     records = {rec["id"]: rec for rec in store.load_tasks()}
@@ -128,6 +138,8 @@ def _open(workflow, store, fresh: bool, scheduler_kwargs: dict, decide=None) -> 
         if redo:
             store.forget_tasks(redo, time.time(), REDEFINED)
         scheduler = Scheduler(store=store, **scheduler_kwargs)
+        if before_tasks is not None:
+            before_tasks(scheduler)
         workflow.schedule_into(scheduler, skip=set(records) - set(redo))
         store.set_meta(DEFINITIONS_KEY, json.dumps(in_file))
         done = sum(1 for tid, rec in records.items() if _done(rec) and tid not in redo)
@@ -141,6 +153,8 @@ def _open(workflow, store, fresh: bool, scheduler_kwargs: dict, decide=None) -> 
     if records:
         store.new_run()
     scheduler = Scheduler(store=store, **scheduler_kwargs)
+    if before_tasks is not None:
+        before_tasks(scheduler)
     workflow.schedule_into(scheduler)
     store.set_meta(DEFINITIONS_KEY, json.dumps(in_file))
     return OpenedRun(scheduler, store, False, f"run {store.run} of {workflow.name} in {store.path}")

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import shiboken6
 from PySide6.QtCore import QPoint, QPointF, QRectF, Qt, QTimer, Signal
-from PySide6.QtGui import QMouseEvent, QPainter, QPainterPath, QWheelEvent
+from PySide6.QtGui import QMouseEvent, QPainter, QWheelEvent
 from PySide6.QtWidgets import QApplication, QGraphicsView
 
 from .items import PORT_RADIUS, ROLE_ID, ROLE_KIND
@@ -355,19 +355,21 @@ class GraphView(QGraphicsView):
         if target is None:
             scene.show_rubber(start, scene_point, None)
             scene.show_target(None, True)
-            scene.cycle_path.setPath(QPainterPath())
+            scene.hide_cycle()
             return
         upstream = self._connect_from
         cycle = scene.would_close_cycle(upstream, target)
         started = not scene.can_gain_dependency(target)
         ok = cycle is None and not started and not scene.graph.has_edge(upstream, target)
-        scene.show_rubber(start, scene.nodes[target].input_point(), ok)
+        # Backwards over a would-be cycle, the rubber band goes round the nodes too.
+        curve = scene.closing_edge(upstream, target) if cycle else None
+        scene.show_rubber(start, scene.nodes[target].input_point(), ok, curve)
         scene.show_target(target, ok)
         if cycle:
             scene.show_cycle(cycle)
             self.connectHint.emit("Would close a cycle: " + " → ".join(cycle))
         else:
-            scene.cycle_path.setPath(QPainterPath())
+            scene.hide_cycle()
             if started:
                 self.connectHint.emit(f"{target} has already started: it cannot gain a dependency")
             elif not ok:

@@ -40,7 +40,9 @@ class GraphView(QGraphicsView):
     deleteEdgeRequested = Signal(str, str)
     activated = Signal(str)  # double-click on a task
     menuRequested = Signal(QPoint)  # right-click on a task (now selected); global position
-    connectHint = Signal(str)  # what releasing here would do, while dragging a connection
+    # What releasing here would do, while dragging a connection; "" once no hint holds
+    # (the pointer left the target, the drag ended).
+    connectHint = Signal(str)
     # One drag of nodes ended: {task id: (pin before or None, (x, y) now)}; already shown.
     nodesMoved = Signal(dict)
     deleteTasksRequested = Signal(list)  # Delete with tasks (and no edge) selected
@@ -356,6 +358,7 @@ class GraphView(QGraphicsView):
             scene.show_rubber(start, scene_point, None)
             scene.show_target(None, True)
             scene.hide_cycle()
+            self.connectHint.emit("")
             return
         upstream = self._connect_from
         cycle = scene.would_close_cycle(upstream, target)
@@ -381,6 +384,7 @@ class GraphView(QGraphicsView):
         self._connect_from = None
         self._connect_target = None
         self.graph_scene.clear_feedback()
+        self.connectHint.emit("")
         self.viewport().unsetCursor()
 
     def flash_cycle(self, cycle, ms: int = 2500) -> None:

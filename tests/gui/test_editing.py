@@ -438,3 +438,27 @@ def test_cycle_preview_follows_the_cycles_edges_and_goes_round_the_nodes(
     assert closing.pointAtPercent(1).x() < end.x()
     qtbot.keyClick(window.graph_view, Qt.Key.Key_Escape)
     assert scene.cycle_route.isEmpty() and scene.cycle_path.path().isEmpty()
+
+
+def test_connect_hints_last_exactly_while_they_hold(qtbot, make_window, manual_scheduler):
+    window = chain_window(make_window, manual_scheduler)
+    bar = window.statusBar()
+    viewport = window.graph_view.viewport()
+    drag(window, port_of(window, "extract"), centre_of(window, "audit"), release=False)
+    assert bar.currentMessage() == "Release to make audit run after extract"
+    # off every node: releasing would do nothing, so no hint says otherwise
+    empty = window.scene.sceneRect().bottomRight() - QPointF(5, 5)
+    send_mouse(viewport, QEvent.Type.MouseMove, viewport_point(window, empty), NONE, LEFT)
+    assert window.scene.node_at(empty) is None
+    assert bar.currentMessage() == ""
+    centre = viewport_point(window, centre_of(window, "audit"))
+    send_mouse(viewport, QEvent.Type.MouseMove, centre, NONE, LEFT)
+    assert bar.currentMessage() == "Release to make audit run after extract"
+    qtbot.keyClick(window.graph_view, Qt.Key.Key_Escape)  # the drag ends: so does its hint
+    assert bar.currentMessage() == ""
+    # a message shown since is not taken away by the end of a later drag
+    bar.showMessage("something else")
+    drag(window, port_of(window, "extract"), empty, release=False)
+    qtbot.keyClick(window.graph_view, Qt.Key.Key_Escape)
+    assert bar.currentMessage() == "something else"
+    assert manual_scheduler.task("audit").deps == ()

@@ -487,6 +487,12 @@ class _StopSignals:
         self._previous.clear()
 
 
+def resume_without_asking(parent, name: str, differences) -> bool:
+    """The choice ``taskloom run`` makes: resume the stored run (see runs.open_run)."""
+    log.info("%s: the file differs from its unfinished run; resuming it", name)
+    return True
+
+
 def _close_without_asking(app) -> None:
     """Quitting closes every window (Qt 6): a signal or a screenshot asks no one."""
     for widget in app.topLevelWidgets():
@@ -556,6 +562,9 @@ def _open_and_run(
     from taskloom.engine.workflow import WorkflowError
 
     sessions = Sessions(settings, db=db, fresh=fresh, data_dir=data_dir)
+    if app.platformName() == "offscreen":
+        # Nobody to ask (a headless box, a CI job): resume, as ``taskloom run`` does.
+        sessions.choose_run = resume_without_asking
     try:
         sessions.open(path or DEFAULT_WORKFLOW)
     except WorkflowError as exc:

@@ -145,3 +145,20 @@ def test_escape_keeps_the_stored_run(qtbot, tmp_path, settings):
     qtbot.addWidget(box)
     assert box.escapeButton() is box.resume and box.defaultButton() is box.resume
     assert isinstance(box, QMessageBox)
+
+
+def test_an_offscreen_window_resumes_without_asking(qtbot, tmp_path, settings):
+    from taskloom.app import run_window
+    from taskloom.engine.store import SQLiteStore
+
+    path, db = tmp_path / "demo.toml", tmp_path / "demo.db"
+    write(path, {"quick": "print(1)", "later": "pass!after"})
+    assert run_window(str(path), quit_after=0.5, db=db) == 0
+    write(path, {"quick": "print(1)", "later": "print(2)!after"})  # differs: nobody to ask
+    assert run_window(str(path), quit_after=0.3, db=db) == 0  # returns: no modal question
+    store = SQLiteStore(db)
+    try:
+        assert store.run == 1  # resumed, as taskloom run would
+    finally:
+        store.close()
+    assert not [w for w in QApplication.topLevelWidgets() if w.isVisible()]

@@ -25,7 +25,7 @@ FINISH_KINDS = frozenset({"succeeded", "failed"})
 
 class EarlyEvents:
     """Records a scheduler's events from before the window exists (its tasks being
-    added, a resumed run restored), so that the event log shows every event from the
+    added), so that the event log shows every event from the
     first. Attach it before any task is added; the bridge takes what its snapshot
     covers and then detaches it."""
 

@@ -141,8 +141,8 @@ class WorkflowSession:
         self.background_owner = None  # the Popen of that headless owner
         from taskloom.gui.bridge import EarlyEvents
 
-        # The run's first events (tasks added, a resumed run restored) come before the
-        # window exists: recorded from the start, so that its event log has them all.
+        # The run's first events (its tasks being added) come before the window
+        # exists: recorded from the start, so that its event log has them.
         self._early = EarlyEvents()
         # decide(differences): resume a stored run that differs from the file? (runs.open_run)
         self.scheduler, self.store = self._open_run(fresh, log_dir, decide)

@@ -23,6 +23,44 @@ PAUSE_KINDS = frozenset({"paused", "resumed"})
 FINISH_KINDS = frozenset({"succeeded", "failed"})
 
 
+class EarlyEvents:
+    """Records a scheduler's events from before the window exists (its tasks being
+    added), so that the event log shows every event from the
+    first. Attach it before any task is added; the bridge takes what its snapshot
+    covers and then detaches it."""
+
+    def __init__(self, limit: int = 5000):
+        self._lock = threading.Lock()
+        self._events: deque[Event] = deque(maxlen=limit)  # the log keeps no more
+        self.last_seq = 0
+        self._unsubscribe = None
+
+    def attach(self, scheduler) -> None:
+        self._unsubscribe = scheduler.subscribe(self._on_event)
+
+    def _on_event(self, event: Event) -> None:  # the engine's delivery thread
+        with self._lock:
+            self._events.append(event)
+            self.last_seq = event.seq
+
+    def take(self, up_to: int) -> tuple[list[Event], bool]:
+        """(events with seq <= ``up_to`` not taken yet, whether all of them arrived);
+        once they all have, the recorder stops listening."""
+        with self._lock:
+            taken = []
+            while self._events and self._events[0].seq <= up_to:
+                taken.append(self._events.popleft())
+            complete = self.last_seq >= up_to
+        if complete:
+            self.detach()
+        return taken, complete
+
+    def detach(self) -> None:
+        if self._unsubscribe is not None:
+            self._unsubscribe()
+            self._unsubscribe = None
+
+
 class EngineBridge(QObject):
     """Coalesces engine events and re-emits them in batches in the GUI thread.
 
@@ -49,6 +87,7 @@ class EngineBridge(QObject):
         interval_ms: int = 33,
         max_events: int = 2000,
         upcoming_limit: int = 200,
+        early: EarlyEvents | None = None,
     ):
         super().__init__(parent)
         app = QCoreApplication.instance()
@@ -72,6 +111,8 @@ class EngineBridge(QObject):
         self._unsubscribe = scheduler.subscribe(self._on_event)
         seq, tasks, upcoming = scheduler.snapshot()
         self.snapshot_seq = seq
+        # Events before we subscribed (the snapshot covers their effect): for the log.
+        self._early = early
         self.tasks: dict[str, TaskInfo] = {t.id: t for t in tasks}
         self.upcoming = list(upcoming)
         self._upcoming_dirty = False
@@ -107,15 +148,21 @@ class EngineBridge(QObject):
     # -- GUI thread ---------------------------------------------------------------
     def drain(self) -> None:
         """Apply everything received since the last call and emit one batch."""
+        early = self._take_early()
         with self._lock:
-            if not self._latest and not self._tail and self._dispatcher_paused is None:
+            if (
+                not early
+                and not self._latest
+                and not self._tail
+                and self._dispatcher_paused is None
+            ):
                 return
             latest, self._latest = self._latest, {}
             tail = list(self._tail)
             self._tail.clear()
             dispatcher_paused, self._dispatcher_paused = self._dispatcher_paused, None
         floor = self.snapshot_seq
-        tail = [e for e in tail if e.seq > floor]
+        tail = early + [e for e in tail if e.seq > floor]
         changed: dict[str, TaskInfo] = {}
         removed: list[str] = []
         requery: set[str] = set()
@@ -151,6 +198,16 @@ class EngineBridge(QObject):
             self.paused = dispatcher_paused
             self.pausedChanged.emit(dispatcher_paused)
         self._upcoming_dirty = True
+
+    def _take_early(self) -> list[Event]:
+        """Events the early recorder has that the snapshot covers (they only go to the
+        log and the timeline: the snapshot already holds their effect)."""
+        if self._early is None:
+            return []
+        events, complete = self._early.take(self.snapshot_seq)
+        if complete:
+            self._early = None
+        return events
 
     def _apply(self, event, changed, removed, requery) -> None:
         tid = event.task_id
@@ -241,6 +298,9 @@ class EngineBridge(QObject):
 
     def close(self) -> None:
         """Stop listening to the engine (idempotent)."""
+        if self._early is not None:
+            self._early.detach()
+            self._early = None
         self._timer.stop()
         self._upcoming_timer.stop()
         if self._unsubscribe is not None:

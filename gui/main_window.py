@@ -65,6 +65,7 @@ class MainWindow(QMainWindow):
         settings: QSettings | None = None,
         title: str = "",
         workflow=None,
+        early_events=None,
     ):
         super().__init__(parent)
         self.setObjectName("mainWindow")
@@ -72,7 +73,8 @@ class MainWindow(QMainWindow):
         self.settings = settings if settings is not None else QSettings("Taskloom", "Taskloom")
         self.setWindowTitle(f"{title} — Taskloom" if title else "Taskloom")
         self.setWindowIcon(icon("app"))
-        self.bridge = EngineBridge(scheduler, self)
+        # early_events (bridge.EarlyEvents): what the engine said before this window existed.
+        self.bridge = EngineBridge(scheduler, self, early=early_events)
         self.controller = Controller(scheduler, self)
         self._title = title
         self.dispatcher_paused = False
@@ -447,7 +449,7 @@ class MainWindow(QMainWindow):
         v.edgeSelected.connect(lambda _edge: self._update_actions())
         v.activated.connect(lambda tid: self.inspector_dock.show())
         v.menuRequested.connect(self._task_menu)
-        v.connectHint.connect(lambda text: self.statusBar().showMessage(text, 2000))
+        v.connectHint.connect(self._show_connect_hint)
         self.timeline.taskClicked.connect(lambda tid: self.select_tasks([tid]))
         self.inspector.taskActivated.connect(lambda tid: self.select_tasks([tid], centre=True))
         b.pausedChanged.connect(self._on_paused_changed)
@@ -626,6 +628,18 @@ class MainWindow(QMainWindow):
         found = self.graph_view.find(self.search.text())
         if found is None:
             self._show_message(f"No task matches “{self.search.text()}”", True)
+
+    def _show_connect_hint(self, text: str) -> None:
+        """A drag's hint stays exactly while it holds: no timeout (it said "Release to
+        connect" for 2 s after the drag ended, and vanished while still true); an empty
+        hint takes it away, but never another message shown since."""
+        bar = self.statusBar()
+        if text:
+            self._connect_hint = text
+            bar.showMessage(text)
+        elif getattr(self, "_connect_hint", "") and bar.currentMessage() == self._connect_hint:
+            bar.clearMessage()
+            self._connect_hint = ""
 
     def _show_message(self, text: str, error: bool) -> None:
         self.statusBar().showMessage(("⚠ " if error else "") + text, 6000 if error else 3000)

@@ -30,6 +30,7 @@ from PySide6.QtCore import QEvent, QObject
 
 from taskloom import example_path
 from taskloom.engine.store import StoreBusy
+from taskloom.gui.run_choice import ask_resume_or_new
 
 log = logging.getLogger(__name__)
 
@@ -124,7 +125,9 @@ class WorkflowSession:
     Without ``db_path`` the engine has no store (nothing is kept after closing).
     """
 
-    def __init__(self, workflow, settings=None, *, db_path=None, fresh=False, log_dir=None):
+    def __init__(
+        self, workflow, settings=None, *, db_path=None, fresh=False, log_dir=None, decide=None
+    ):
         from taskloom.gui.main_window import MainWindow
 
         self.workflow = workflow
@@ -136,13 +139,23 @@ class WorkflowSession:
         self.hand_off = False  # on stop, a headless ``taskloom run`` takes the run over
         self.quiet = False  # stopping without asking (Quit from a signal, a replaced window)
         self.background_owner = None  # the Popen of that headless owner
-        self.scheduler, self.store = self._open_run(fresh, log_dir)
+        from taskloom.gui.bridge import EarlyEvents
+
+        # The run's first events (its tasks being added) come before the window
+        # exists: recorded from the start, so that its event log has them.
+        self._early = EarlyEvents()
+        # decide(differences): resume a stored run that differs from the file? (runs.open_run)
+        self.scheduler, self.store = self._open_run(fresh, log_dir, decide)
         self._stopper: threading.Thread | None = None
         self._reader = None  # the window's history reader: joined before the store closes
         try:
             # The window subscribes before the engine starts, so its log has every run.
             self.window = MainWindow(
-                self.scheduler, settings=settings, title=workflow.name, workflow=workflow
+                self.scheduler,
+                settings=settings,
+                title=workflow.name,
+                workflow=workflow,
+                early_events=self._early,
             )
             self._reader = self.window.history_reader
             self.scheduler.start()
@@ -156,7 +169,7 @@ class WorkflowSession:
         if message:
             self.window.statusBar().showMessage(message, 15000 if self.executor_problem else 8000)
 
-    def _open_run(self, fresh: bool, log_dir):
+    def _open_run(self, fresh: bool, log_dir, decide=None):
         from taskloom.engine.pools import make_executor
 
         log_dir = None if log_dir is None else str(log_dir)
@@ -174,13 +187,21 @@ class WorkflowSession:
             from taskloom.engine import Scheduler
 
             scheduler = Scheduler(**options)
+            self._early.attach(scheduler)
             self.workflow.schedule_into(scheduler)
             self.resumed, self.note = False, ""
             return scheduler, None
         from taskloom.engine.feed import FeedWriter
         from taskloom.runs import open_run
 
-        opened = open_run(self.workflow, self.db_path, fresh=fresh, **options)
+        opened = open_run(
+            self.workflow,
+            self.db_path,
+            fresh=fresh,
+            decide=decide,
+            before_tasks=self._early.attach,
+            **options,
+        )
         self.resumed, self.note = opened.resumed, opened.note
         self.feed = FeedWriter(opened.scheduler, opened.store).start()  # for watchers
         return opened.scheduler, opened.store
@@ -290,6 +311,8 @@ class Sessions:
         self.data_dir = data_dir
         self.current: WorkflowSession | None = None
         self.closing: list[WorkflowSession] = []  # replaced sessions still stopping
+        # Asked (parent, name, differences) before resuming a stored run the file differs from.
+        self.choose_run = ask_resume_or_new
 
     def open(self, path) -> bool:
         from taskloom.engine.workflow import WorkflowError, load
@@ -355,10 +378,20 @@ class Sessions:
 
         from .watching import WatchSession
 
+        parent = None if self.current is None else self.current.window
+
+        def decide(differences) -> bool:
+            return self.choose_run(parent, workflow.name, differences)
+
         for _ in range(3):  # an owner may stop (or start) between the two tries
             try:
                 return WorkflowSession(
-                    workflow, self.settings, db_path=db_path, fresh=fresh, log_dir=log_dir
+                    workflow,
+                    self.settings,
+                    db_path=db_path,
+                    fresh=fresh,
+                    log_dir=log_dir,
+                    decide=decide,
                 )
             except StoreBusy:
                 try:
@@ -366,7 +399,7 @@ class Sessions:
                 except OwnerGone:
                     continue
         return WorkflowSession(
-            workflow, self.settings, db_path=db_path, fresh=fresh, log_dir=log_dir
+            workflow, self.settings, db_path=db_path, fresh=fresh, log_dir=log_dir, decide=decide
         )
 
     def open_broken(self, path, error) -> None:
@@ -454,6 +487,12 @@ class _StopSignals:
         self._previous.clear()
 
 
+def resume_without_asking(parent, name: str, differences) -> bool:
+    """The choice ``taskloom run`` makes: resume the stored run (see runs.open_run)."""
+    log.info("%s: the file differs from its unfinished run; resuming it", name)
+    return True
+
+
 def _close_without_asking(app) -> None:
     """Quitting closes every window (Qt 6): a signal or a screenshot asks no one."""
     for widget in app.topLevelWidgets():
@@ -523,6 +562,9 @@ def _open_and_run(
     from taskloom.engine.workflow import WorkflowError
 
     sessions = Sessions(settings, db=db, fresh=fresh, data_dir=data_dir)
+    if app.platformName() == "offscreen":
+        # Nobody to ask (a headless box, a CI job): resume, as ``taskloom run`` does.
+        sessions.choose_run = resume_without_asking
     try:
         sessions.open(path or DEFAULT_WORKFLOW)
     except WorkflowError as exc:

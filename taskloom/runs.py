@@ -53,8 +53,45 @@ class OpenedRun:
     changed: tuple[str, ...] = ()  # tasks redefined from the file on resume
 
 
-def open_run(workflow, db_path: Path, *, fresh: bool = False, **scheduler_kwargs) -> OpenedRun:
+@dataclass(frozen=True)
+class RunDifferences:
+    """What differs between a workflow file and the unfinished run stored for it,
+    by the definitions' fingerprints (store meta "definitions")."""
+
+    added: tuple[str, ...]  # in the file, not in the stored run
+    removed: tuple[str, ...]  # in the stored run, not in the file
+    changed: tuple[str, ...]  # in both, defined differently
+    kept: tuple[str, ...]  # of ``changed``: succeeded already, so a resume keeps them
+    done: int  # stored tasks settled
+    total: int  # stored tasks
+
+    @property
+    def resumable(self) -> bool:
+        """A stored run with a task the file no longer has is not resumed: a new run starts."""
+        return not self.removed
+
+    def __bool__(self) -> bool:
+        return bool(self.added or self.removed or self.changed)
+
+
+def open_run(
+    workflow,
+    db_path: Path,
+    *,
+    fresh: bool = False,
+    decide=None,
+    before_tasks=None,
+    **scheduler_kwargs,
+) -> OpenedRun:
     """A scheduler on ``db_path`` with the workflow's tasks, not yet started.
+
+    ``decide(differences)``, when given, is asked before an unfinished stored run
+    that differs from the file is resumed: True resumes it (changed tasks run as
+    the file says now), False starts a new run from the file. Without it (the
+    command line), such a run is resumed. A run the file removed tasks from is
+    never resumed; ``decide`` is still called, so that the person is told why.
+    ``before_tasks(scheduler)``, when given, is called before any task is added
+    (to subscribe to the run's first events).
 
     Raises ``engine.store.StoreError`` for a store that cannot be used, and
     ``engine.store.StoreBusy`` when another live process owns it.
@@ -63,13 +100,15 @@ def open_run(workflow, db_path: Path, *, fresh: bool = False, **scheduler_kwargs
 
     store = SQLiteStore(db_path)
     try:
-        return _open(workflow, store, fresh, scheduler_kwargs)
+        return _open(workflow, store, fresh, scheduler_kwargs, decide, before_tasks)
     except BaseException:
         store.close()
         raise
 
 
-def _open(workflow, store, fresh: bool, scheduler_kwargs: dict) -> OpenedRun:
+def _open(
+    workflow, store, fresh: bool, scheduler_kwargs: dict, decide=None, before_tasks=None
+) -> OpenedRun:
     from taskloom.engine import Scheduler
 
     records = {rec["id"]: rec for rec in store.load_tasks()}
@@ -77,16 +116,30 @@ def _open(workflow, store, fresh: bool, scheduler_kwargs: dict) -> OpenedRun:
     missing = set(in_file) - set(records)  # a kill while the run was being set up
     removed = set(records) - set(in_file)  # the file changed since
     finished = not missing and all(_done(rec) for rec in records.values())
+    stored = json.loads(store.meta(DEFINITIONS_KEY) or "{}")
+    changed = sorted(tid for tid in records if tid in in_file and stored.get(tid) != in_file[tid])
+    kept = [tid for tid in changed if _done(records[tid], "succeeded")]
+    if records and not (fresh or finished) and decide is not None:
+        differences = RunDifferences(
+            added=tuple(sorted(missing)),
+            removed=tuple(sorted(removed)),
+            changed=tuple(changed),
+            kept=tuple(kept),
+            done=sum(1 for rec in records.values() if _done(rec)),
+            total=len(records),
+        )
+        # A run missing a task of the file cannot be resumed: the person is told so.
+        if differences and not decide(differences) and not removed:
+            fresh = True
     if records and not (fresh or removed or finished):
-        stored = json.loads(store.meta(DEFINITIONS_KEY) or "{}")
-        changed = sorted(tid for tid in records if stored.get(tid) != in_file[tid])
-        kept = [tid for tid in changed if _done(records[tid], "succeeded")]
         redo = _with_skipped_downstream(
             workflow, records, [tid for tid in changed if tid not in kept]
         )
         if redo:
             store.forget_tasks(redo, time.time(), REDEFINED)
         scheduler = Scheduler(store=store, **scheduler_kwargs)
+        if before_tasks is not None:
+            before_tasks(scheduler)
         workflow.schedule_into(scheduler, skip=set(records) - set(redo))
         store.set_meta(DEFINITIONS_KEY, json.dumps(in_file))
         done = sum(1 for tid, rec in records.items() if _done(rec) and tid not in redo)
@@ -100,6 +153,8 @@ def _open(workflow, store, fresh: bool, scheduler_kwargs: dict) -> OpenedRun:
     if records:
         store.new_run()
     scheduler = Scheduler(store=store, **scheduler_kwargs)
+    if before_tasks is not None:
+        before_tasks(scheduler)
     workflow.schedule_into(scheduler)
     store.set_meta(DEFINITIONS_KEY, json.dumps(in_file))
     return OpenedRun(scheduler, store, False, f"run {store.run} of {workflow.name} in {store.path}")

@@ -224,11 +224,33 @@ def routed_curve(start: QPointF, end: QPointF, via=()) -> QPainterPath:
     return path
 
 
+BACK_EDGE_GAP = 14.0  # how far a back edge clears the ports and the nodes it goes round
+
+
+def back_edge(start: QPointF, end: QPointF, clear_y: float) -> QPainterPath:
+    """An edge from an output port back to an input port at its left, drawn round the
+    nodes rather than through them: out to the right, along ``clear_y`` (above the
+    nodes in between), and into the input from the left."""
+    tip = QPointF(end.x() - ARROW_LENGTH, end.y())
+    out_x = start.x() + BACK_EDGE_GAP
+    in_x = tip.x() - BACK_EDGE_GAP
+    path = QPainterPath(start)
+    for point in (
+        QPointF(out_x, start.y()),
+        QPointF(out_x, clear_y),
+        QPointF(in_x, clear_y),
+        QPointF(in_x, tip.y()),
+        tip,
+    ):
+        path.lineTo(point)
+    return path
+
+
 def add_edge(
-    edges: QPainterPath, heads: QPainterPath, start: QPointF, end: QPointF, via=()
+    edges: QPainterPath, heads: QPainterPath, start: QPointF, end: QPointF, via=(), curve=None
 ) -> None:
-    """Append one edge and its arrow head to the shared paths."""
-    edges.addPath(routed_curve(start, end, via))
+    """Append one edge (``curve``, else the routed curve) and its arrow head to the paths."""
+    edges.addPath(curve if curve is not None else routed_curve(start, end, via))
     head = QPainterPath(end)
     head.lineTo(end.x() - ARROW_LENGTH, end.y() - ARROW_HALF_WIDTH)
     head.lineTo(end.x() - ARROW_LENGTH, end.y() + ARROW_HALF_WIDTH)

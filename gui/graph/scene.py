@@ -17,7 +17,16 @@ from PySide6.QtWidgets import QGraphicsItem, QGraphicsPathItem, QGraphicsScene
 
 from taskloom.engine import Action, TaskInfo, TaskState
 
-from .items import NodeItem, add_edge, cosmetic_pen, edge_curve, routed_curve
+from .items import (
+    ARROW_LENGTH,
+    BACK_EDGE_GAP,
+    NodeItem,
+    add_edge,
+    back_edge,
+    cosmetic_pen,
+    edge_curve,
+    routed_curve,
+)
 from .layout import (
     LAYER_GAP,
     NODE_HEIGHT,
@@ -108,6 +117,7 @@ class GraphScene(QGraphicsScene):
         self.target_ring = QGraphicsPathItem()  # green/red ring on a drag-to-connect target
         self.target_ring.setZValue(2)
         self.cycle_path = QGraphicsPathItem()  # the cycle a refused edge would close
+        self.cycle_route = QPainterPath()  # its edges, as shown_cycle drew them
         self.cycle_path.setZValue(2)
         self.rubber = QGraphicsPathItem()  # the arrow that follows the mouse while connecting
         self.rubber.setZValue(3)
@@ -507,7 +517,9 @@ class GraphScene(QGraphicsScene):
         return None
 
     # -- drag-to-connect feedback --------------------------------------------------
-    def show_rubber(self, start: QPointF | None, end: QPointF | None, ok: bool | None) -> None:
+    def show_rubber(
+        self, start: QPointF | None, end: QPointF | None, ok: bool | None, curve=None
+    ) -> None:
         if start is None or end is None:
             self.rubber.setPath(QPainterPath())
             return
@@ -515,7 +527,7 @@ class GraphScene(QGraphicsScene):
         self.rubber.setPen(cosmetic_pen(colour, 2.0, Qt.PenStyle.DashLine))
         self.rubber.setBrush(Qt.BrushStyle.NoBrush)
         edges, heads = QPainterPath(), QPainterPath()
-        add_edge(edges, heads, start, end)
+        add_edge(edges, heads, start, end, curve=curve)
         edges.setFillRule(Qt.FillRule.WindingFill)
         edges.addPath(heads)
         self.rubber.setPath(edges)
@@ -528,17 +540,33 @@ class GraphScene(QGraphicsScene):
         self.target_ring.setPen(cosmetic_pen(ACCEPT_COLOUR if ok else REFUSE_COLOUR, 3.0))
         self.target_ring.setPath(path)
 
+    def closing_edge(self, up: str, down: str) -> QPainterPath:
+        """The curve of a would-be edge: an S-curve forwards; backwards (``down`` left of
+        ``up``, as the edge closing a cycle usually is), round the nodes in between."""
+        start, end = self.nodes[up].output_point(), self.nodes[down].input_point()
+        if end.x() - ARROW_LENGTH > start.x() + 2 * BACK_EDGE_GAP:
+            return edge_curve(start, end)
+        left, right = end.x() - ARROW_LENGTH - 2 * BACK_EDGE_GAP, start.x() + 2 * BACK_EDGE_GAP
+        tops = [
+            rect.top()
+            for node in self.nodes.values()
+            for rect in (node.sceneBoundingRect(),)
+            if rect.right() >= left and rect.left() <= right
+        ]
+        clear_y = min([*tops, start.y(), end.y()]) - BACK_EDGE_GAP
+        return back_edge(start, end, clear_y)
+
     def show_cycle(self, cycle: list[str] | tuple[str, ...]) -> None:
-        """Draw the would-be cycle (ids in order, first repeated at the end) in red."""
+        """Draw the would-be cycle (ids in order, first repeated at the end) in red, along
+        its edges as drawn; the refused edge that would close it goes round the nodes."""
         path = QPainterPath()
         for up, down in zip(cycle, cycle[1:], strict=False):
             if up in self.nodes and down in self.nodes:
                 if self.graph.has_edge(up, down):
                     path.addPath(self.edge_path(up, down))
                 else:  # the refused edge itself
-                    path.addPath(
-                        edge_curve(self.nodes[up].output_point(), self.nodes[down].input_point())
-                    )
+                    path.addPath(self.closing_edge(up, down))
+        self.cycle_route = QPainterPath(path)  # the edges alone, without the node rings
         for tid in set(cycle):
             if tid in self.nodes:
                 path.addRoundedRect(
@@ -547,10 +575,14 @@ class GraphScene(QGraphicsScene):
         self.cycle_path.setPen(cosmetic_pen(REFUSE_COLOUR, 2.5, Qt.PenStyle.DashLine))
         self.cycle_path.setPath(path)
 
+    def hide_cycle(self) -> None:
+        self.cycle_path.setPath(QPainterPath())
+        self.cycle_route = QPainterPath()
+
     def clear_feedback(self) -> None:
         self.show_rubber(None, None, None)
         self.target_ring.setPath(QPainterPath())
-        self.cycle_path.setPath(QPainterPath())
+        self.hide_cycle()
 
     def can_gain_dependency(self, tid: str) -> bool:
         """Whether the engine lets ``tid`` wait for another task now (it has not

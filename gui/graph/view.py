@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import shiboken6
 from PySide6.QtCore import QPoint, QPointF, QRectF, Qt, QTimer, Signal
-from PySide6.QtGui import QMouseEvent, QPainter, QPainterPath, QWheelEvent
+from PySide6.QtGui import QMouseEvent, QPainter, QWheelEvent
 from PySide6.QtWidgets import QApplication, QGraphicsView
 
 from .items import PORT_RADIUS, ROLE_ID, ROLE_KIND
@@ -40,7 +40,9 @@ class GraphView(QGraphicsView):
     deleteEdgeRequested = Signal(str, str)
     activated = Signal(str)  # double-click on a task
     menuRequested = Signal(QPoint)  # right-click on a task (now selected); global position
-    connectHint = Signal(str)  # what releasing here would do, while dragging a connection
+    # What releasing here would do, while dragging a connection; "" once no hint holds
+    # (the pointer left the target, the drag ended).
+    connectHint = Signal(str)
     # One drag of nodes ended: {task id: (pin before or None, (x, y) now)}; already shown.
     nodesMoved = Signal(dict)
     deleteTasksRequested = Signal(list)  # Delete with tasks (and no edge) selected
@@ -355,19 +357,22 @@ class GraphView(QGraphicsView):
         if target is None:
             scene.show_rubber(start, scene_point, None)
             scene.show_target(None, True)
-            scene.cycle_path.setPath(QPainterPath())
+            scene.hide_cycle()
+            self.connectHint.emit("")
             return
         upstream = self._connect_from
         cycle = scene.would_close_cycle(upstream, target)
         started = not scene.can_gain_dependency(target)
         ok = cycle is None and not started and not scene.graph.has_edge(upstream, target)
-        scene.show_rubber(start, scene.nodes[target].input_point(), ok)
+        # Backwards over a would-be cycle, the rubber band goes round the nodes too.
+        curve = scene.closing_edge(upstream, target) if cycle else None
+        scene.show_rubber(start, scene.nodes[target].input_point(), ok, curve)
         scene.show_target(target, ok)
         if cycle:
             scene.show_cycle(cycle)
             self.connectHint.emit("Would close a cycle: " + " → ".join(cycle))
         else:
-            scene.cycle_path.setPath(QPainterPath())
+            scene.hide_cycle()
             if started:
                 self.connectHint.emit(f"{target} has already started: it cannot gain a dependency")
             elif not ok:
@@ -379,6 +384,7 @@ class GraphView(QGraphicsView):
         self._connect_from = None
         self._connect_target = None
         self.graph_scene.clear_feedback()
+        self.connectHint.emit("")
         self.viewport().unsetCursor()
 
     def flash_cycle(self, cycle, ms: int = 2500) -> None:

@@ -397,3 +397,68 @@ def test_an_undo_step_the_engine_can_no_longer_take_is_explained_and_dropped(
     window.act_undo.trigger()  # would re-add an edge to a task that is gone
     assert "Cannot undo" in window.statusBar().currentMessage()
     assert window.controller.undo_stack.count() == 0
+
+
+def _samples(path, steps: int = 12) -> list[QPointF]:
+    """Points along a path as drawn (curves flattened), each segment cut in ``steps``."""
+    points = []
+    for polygon in path.toSubpathPolygons():
+        corners = [polygon.at(i) for i in range(polygon.count())]
+        for a, b in zip(corners, corners[1:], strict=False):
+            points += [a + (b - a) * (i / steps) for i in range(steps + 1)]
+    return points
+
+
+def test_cycle_preview_follows_the_cycles_edges_and_goes_round_the_nodes(
+    qtbot, make_window, manual_scheduler
+):
+    window = chain_window(make_window, manual_scheduler)
+    scene = window.scene
+    drag(window, port_of(window, "load"), centre_of(window, "extract"), release=False)
+    cycle = scene.would_close_cycle("load", "extract")
+    assert cycle == ["extract", "transform", "load", "extract"]
+    route = _samples(scene.cycle_route)
+    assert route
+    # every edge of the cycle that exists is drawn as the graph draws it
+    for up, down in [("extract", "transform"), ("transform", "load")]:
+        middle = scene.edge_path(up, down).pointAtPercent(0.5)
+        assert min((p - middle).manhattanLength() for p in route) < 2.0, (up, down)
+    # neither the preview nor the rubber band cuts through a node (transform sits
+    # between load and extract: a straight curve back would cross it)
+    rubber = _samples(scene.rubber.path())
+    for tid, node in scene.nodes.items():
+        inside = node.sceneBoundingRect().adjusted(3, 3, -3, -3)
+        assert not [p for p in route if inside.contains(p)], tid
+        assert not [p for p in rubber if inside.contains(p)], tid
+    # the closing edge leaves load's output and enters extract's input
+    closing = scene.closing_edge("load", "extract")
+    assert (closing.pointAtPercent(0) - scene.nodes["load"].output_point()).manhattanLength() < 1
+    end = scene.nodes["extract"].input_point()
+    assert abs(closing.pointAtPercent(1).y() - end.y()) < 1
+    assert closing.pointAtPercent(1).x() < end.x()
+    qtbot.keyClick(window.graph_view, Qt.Key.Key_Escape)
+    assert scene.cycle_route.isEmpty() and scene.cycle_path.path().isEmpty()
+
+
+def test_connect_hints_last_exactly_while_they_hold(qtbot, make_window, manual_scheduler):
+    window = chain_window(make_window, manual_scheduler)
+    bar = window.statusBar()
+    viewport = window.graph_view.viewport()
+    drag(window, port_of(window, "extract"), centre_of(window, "audit"), release=False)
+    assert bar.currentMessage() == "Release to make audit run after extract"
+    # off every node: releasing would do nothing, so no hint says otherwise
+    empty = window.scene.sceneRect().bottomRight() - QPointF(5, 5)
+    send_mouse(viewport, QEvent.Type.MouseMove, viewport_point(window, empty), NONE, LEFT)
+    assert window.scene.node_at(empty) is None
+    assert bar.currentMessage() == ""
+    centre = viewport_point(window, centre_of(window, "audit"))
+    send_mouse(viewport, QEvent.Type.MouseMove, centre, NONE, LEFT)
+    assert bar.currentMessage() == "Release to make audit run after extract"
+    qtbot.keyClick(window.graph_view, Qt.Key.Key_Escape)  # the drag ends: so does its hint
+    assert bar.currentMessage() == ""
+    # a message shown since is not taken away by the end of a later drag
+    bar.showMessage("something else")
+    drag(window, port_of(window, "extract"), empty, release=False)
+    qtbot.keyClick(window.graph_view, Qt.Key.Key_Escape)
+    assert bar.currentMessage() == "something else"
+    assert manual_scheduler.task("audit").deps == ()

@@ -38,7 +38,7 @@ MAX_ATTEMPTS_KEPT = 50  # per task, in memory; the store keeps them all
 # side record (``_Cold``) that every task still at the defaults shares, and a task
 # gets its own copy on its first change (``_cold_field``). Reads stay C-level
 # (``attrgetter``), so the hot path pays ~30 ns a read and never allocates; a
-# pending task drops 20 slots (with the timer entry that borrows the task's order,
+# pending task drops 21 slots (with the timer entry that borrows the task's order,
 # heaps.py).
 COLD_DEFAULTS: dict[str, Any] = {
     "deps": NO_DEPS,  # a list once it has one
@@ -64,6 +64,9 @@ COLD_DEFAULTS: dict[str, Any] = {
     # run's end makes the task ready again (see ``start_held``).
     "lingering": 0,
     "held": False,
+    # Recurring, or downstream of a recurring task: such a task has a copy of its own
+    # already (its recurrence, or its deps), so keeping the flag here costs nothing.
+    "repeats": False,
 }
 
 
@@ -94,6 +97,7 @@ class _Cold:
         self.cancel_requested = False
         self.lingering = 0
         self.held = False
+        self.repeats = False
 
 
 SHARED_COLD = _Cold()  # never written: a task writes its own copy
@@ -137,7 +141,6 @@ class Task:
         "runs",
         "waiting_runs",
         "successes",
-        "repeats",
         "history",
         "definition",
         "_cold",
@@ -164,6 +167,7 @@ class Task:
         cancel_requested: _Field[bool] = _Field()
         lingering: _Field[int] = _Field()
         held: _Field[bool] = _Field()
+        repeats: _Field[bool] = _Field()
     else:
         for _name, _default in COLD_DEFAULTS.items():
             locals()[_name] = _cold_field(_name, _default)
@@ -192,7 +196,6 @@ class Task:
         self.runs: list[Run] | tuple[Run, ...] = NO_RUNS
         self.waiting_runs = 0  # occurrences (or the one-shot run) waiting for a worker
         self.successes = 0
-        self.repeats = False  # recurring, or downstream of a recurring task
         self.history: list[Attempt] | None = None  # Attempt records, newest last
         # Its TaskDefinition (deps as given then), or just its one-shot time (an aware
         # datetime, or a float on the scheduler clock) or None when the fields here

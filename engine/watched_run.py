@@ -321,34 +321,17 @@ class WatchedRun:
                 continue
             if told is None or (told[0], told[1]) != (info.state, info.attempt):
                 kind = "dependency_added" if told is None else info.state.value  # new: read whole
-                events.append(
-                    Event(
-                        self._next_seq(),
-                        kind,
-                        tid,
-                        info.state,
-                        now,
-                        info.attempt,
-                        info.run_at,
-                        info.error,
-                    )
-                )
+                events.append(self._made_up(kind, tid, info, now))
             if told is not None and told[2] != info.paused:
-                kind = "paused" if info.paused else "resumed"
-                events.append(
-                    Event(
-                        self._next_seq(),
-                        kind,
-                        tid,
-                        info.state,
-                        now,
-                        info.attempt,
-                        info.run_at,
-                        info.error,
-                    )
-                )
+                events.append(self._made_up("paused" if info.paused else "resumed", tid, info, now))
             self._told[tid] = _told(info)
         return events
+
+    def _made_up(self, kind: str, tid: str, info: TaskInfo, now: float) -> Event:
+        """An event for a change the feed left out, saying what the task row says."""
+        return Event(
+            self._next_seq(), kind, tid, info.state, now, info.attempt, info.run_at, info.error
+        )
 
     def _next_seq(self) -> int:
         self._seq += 1

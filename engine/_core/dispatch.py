@@ -363,13 +363,7 @@ class Dispatcher:
         """The run's success is on disk: finish it (unless a store failure already did)."""
         core = self._core
         with core.lock:
-            if run not in self.durable:
-                return
-            self.durable.discard(run)
-            try:
-                self.finish(run, None, None)
-            except Exception as exc:
-                self._lifecycle.engine_error("finishing a committed run", exc, run)
+            self._finish_durable(run)
             deferred = core.take_deferred()
         self.after(deferred)
 
@@ -384,16 +378,20 @@ class Dispatcher:
         core = self._core
         with core.lock:
             while committed:
-                run = committed.popleft()
-                if run not in self.durable:  # a store failure failed it already
-                    continue
-                self.durable.discard(run)
-                try:
-                    self.finish(run, None, None)
-                except Exception as exc:
-                    self._lifecycle.engine_error("finishing a committed run", exc, run)
+                self._finish_durable(committed.popleft())
             deferred = core.take_deferred()
         self.after(deferred)
+
+    def _finish_durable(self, run: Run) -> None:
+        """Under the core lock: finish a run whose success is on disk, unless a store
+        failure failed it already."""
+        if run not in self.durable:
+            return
+        self.durable.discard(run)
+        try:
+            self.finish(run, None, None)
+        except Exception as exc:
+            self._lifecycle.engine_error("finishing a committed run", exc, run)
 
     def on_store_failure(self, error: StoreError) -> None:
         """The store cannot be written (any thread, never under the lock): stop starting

@@ -68,7 +68,10 @@ class Overview(QFrame):
         visible = self.view.visible_scene_rect()
         rect = self.scene.sceneRect()
         fits = visible.contains(rect.adjusted(20, 20, -20, -20))
-        wanted = bool(self.scene.nodes) and not fits and viewport.width() > 2 * SIZE.width()
+        # In a small graph pane the overview would hide the graph it maps: it shows
+        # only where it takes at most a quarter of the pane (half of each side).
+        roomy = viewport.width() > 2 * SIZE.width() and viewport.height() > 2 * SIZE.height()
+        wanted = bool(self.scene.nodes) and not fits and roomy
         if wanted and not self.isVisible():
             self.show()
             self.render_now()

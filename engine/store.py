@@ -24,6 +24,7 @@ from collections import deque
 from pathlib import Path
 
 from ._jobs.survivors import start_time
+from ._store.inflight import InflightSlots, inflight_path, left_behind
 from ._store.lock import StoreLock
 from ._store.records import ATTEMPT_COLUMNS, ATTEMPT_WRITE, TASK_COLUMNS
 
@@ -263,6 +264,8 @@ class SQLiteStore:
         self._conn.execute(f"PRAGMA synchronous={durability.upper()}")
         self._migrate()
         self.run = self._stored_run()  # a workflow run: a fresh start counts up
+        self._replay_inflight()
+        self._inflight = InflightSlots(inflight_path(self.path))
         self._read_lock = threading.Lock()  # the writer's connection is shared for reads
         self._queue: deque = deque()
         # Ops that may wait up to LAZY_DELAY to ride along with the next commit, so
@@ -287,6 +290,34 @@ class SQLiteStore:
         self._thread = threading.Thread(target=self._writer, name="taskloom-store", daemon=True)
         self._thread.start()
         self._take_over()
+
+    def _replay_inflight(self) -> None:
+        """Attempts an earlier owner was running in-process when it died, whose start
+        row never reached the disk (``_store/inflight.py``): recovery counts them lost."""
+        rows = left_behind(inflight_path(self.path))
+        if not rows:
+            return
+        columns = ", ".join(ATTEMPT_WRITE)
+        marks = ",".join("?" * len(ATTEMPT_WRITE))
+        self._conn.execute("BEGIN IMMEDIATE")
+        try:
+            self._conn.executemany(  # a committed row of the attempt (even its end) wins
+                f"INSERT OR IGNORE INTO attempts ({columns}) VALUES ({marks})",
+                [row for row in rows if len(row) == len(ATTEMPT_WRITE)],
+            )
+        except BaseException:
+            self._conn.execute("ROLLBACK")
+            raise
+        self._conn.execute("COMMIT")
+
+    def note_running(self, row: tuple) -> int | None:
+        """In-process code is about to run the attempt whose start row (as queued by
+        ``put_attempt``) is ``row``: a slot that outlives a crash says so until
+        ``running_ended(slot)``. None when the row is too long to note (flush instead)."""
+        return self._inflight.note((self.run, *row))
+
+    def running_ended(self, slot: int) -> None:
+        self._inflight.ended(slot)
 
     def _take_over(self) -> None:
         """As the new owner: end whatever an earlier owner left running, and mark the
@@ -633,6 +664,9 @@ class SQLiteStore:
             self._cond.notify_all()
         self._thread.join()
         self._conn.close()
+        # A clean close: nothing runs any more (a failed store leaves the file for
+        # the next owner, which replays what is still noted).
+        self._inflight.close(remove=self._failure is None)
         if self._owner_lock is not None:
             self._owner_lock.release()
 

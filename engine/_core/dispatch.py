@@ -103,9 +103,10 @@ class _Held:
 
 def _needs_durable_start(run: Run) -> bool:
     """A command's attempt is on disk before the command starts, so that after a crash
-    recovery knows it ran and ends what it left behind. In-process code needs no such
-    record: it dies with the process, and an attempt not on disk simply runs again
-    (at-least-once). Skipping the commit halves the store's cost on short calls."""
+    recovery knows it ran and ends what it left behind. In-process code starts at once
+    (the commit would halve the store's speed on short calls): ``invoke`` notes it in a
+    slot that outlives a crash, so recovery still counts it ``lost`` if it brought the
+    process down (``engine/_store/inflight.py``)."""
     return isinstance(run.task.fn, Command)
 
 
@@ -276,7 +277,9 @@ class Dispatcher:
         )  # fmt: skip
         task.history.append(record)
         if self._journal is not None:
-            self._journal.put_attempt(task, record)
+            row = self._journal.put_attempt(task, record)
+            if not _needs_durable_start(run):
+                run.start_row = row
             self._journal.record_processes(run)
         if task.state is RUNNING:
             self._events.emit(task, "running")  # another parallel run of a recurring task
@@ -434,6 +437,23 @@ class Dispatcher:
 
     # ------------------------------------------------------------------ own workers
     def invoke(self, run: Run) -> Any:
+        """Run the attempt's code in this process (a worker or a local executor)."""
+        row = run.start_row
+        if row is None:
+            return self._invoke(run)
+        store = self._store
+        assert store is not None
+        # Noted where a crash cannot erase it (_store/inflight.py); flushed if too long.
+        slot = store.note_running(row)
+        if slot is None:
+            store.flush()
+            return self._invoke(run)
+        try:
+            return self._invoke(run)
+        finally:
+            store.running_ended(slot)
+
+    def _invoke(self, run: Run) -> Any:
         run.ctx.worker = threading.current_thread().name
         token = _current.set(run.ctx)
         local = self.local  # lets wait()/shutdown() see they were called from task code

@@ -267,6 +267,7 @@ class Run:
         "stop_requested",
         "released",
         "lingers",
+        "start_row",
     )
 
     def __init__(self, task: Task, attempt: int, ctx: RunContext, started: float) -> None:
@@ -281,3 +282,6 @@ class Run:
         self.stop_requested = False
         self.released = False  # its code returned and its worker slot was freed (_finish)
         self.lingers = False  # counted in task.lingering: timed out, code still running
+        # The start row queued for the store, for in-process code (``Dispatcher.invoke``
+        # notes it where a crash cannot erase it); None for commands and without a store.
+        self.start_row: tuple | None = None

@@ -71,8 +71,10 @@ class Journal:
     def attempt_row(self, task: Task, record: Attempt) -> tuple:
         return record.to_row(task.id, self.to_wall)
 
-    def put_attempt(self, task: Task, record: Attempt) -> None:
-        self.store.put_attempt(self.attempt_row(task, record))
+    def put_attempt(self, task: Task, record: Attempt) -> tuple:
+        row = self.attempt_row(task, record)
+        self.store.put_attempt(row)
+        return row
 
     def forget(self, task: Task) -> None:
         """The task leaves the engine: a task added again under its id numbers on."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import time
 
 from taskloom.engine import current_run
@@ -39,3 +40,8 @@ def fail_then_block(log: str) -> None:
     if run.attempt == 1:
         raise RuntimeError("the first attempt fails")
     block_until_cancelled(log)
+
+
+def bring_the_process_down() -> None:
+    """In-process code that kills its owner at once, before any commit could land."""
+    os.kill(os.getpid(), signal.SIGKILL)

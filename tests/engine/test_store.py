@@ -201,6 +201,45 @@ def test_a_task_lost_three_times_in_a_row_fails(db, tmp_path):
         store.close()
 
 
+def test_code_that_brings_the_process_down_at_once_is_lost_three_times_then_fails(db):
+    # The call kills its owner before any commit could carry its start row: only the
+    # in-flight slot (engine/_store/inflight.py) tells the next owner it was running.
+    script = (
+        "from taskloom.engine import *; from taskloom.engine.store import SQLiteStore\n"
+        f"s = Scheduler(store=SQLiteStore({str(db)!r}))\n"
+        "if 'down' not in {t.id for t in s.tasks()}:\n"
+        f"    s.add(Call('{JOBS}:bring_the_process_down'), name='down')\n"
+        "s.start(); s.wait()\n"
+    )
+    for _ in range(3):
+        proc = subprocess.run([sys.executable, "-c", script], cwd=ROOT, timeout=60)
+        assert proc.returncode == -signal.SIGKILL
+    store = SQLiteStore(db)
+    s = Scheduler(store=store)
+    try:
+        assert s.task("down").state is TaskState.FAILED
+        assert [a.outcome for a in s.attempts("down")] == ["lost"] * 3
+    finally:
+        s.shutdown()
+        store.close()
+    assert not Path(f"{db}-inflight").exists()  # a clean close leaves no slot file
+
+
+def test_a_clean_run_of_in_process_code_leaves_nothing_to_replay(db):
+    store = SQLiteStore(db)
+    with Scheduler(workers=2, store=store) as s:
+        for i in range(20):
+            s.add(Call(f"{JOBS}:noop"), name=f"n{i}")
+        s.start()
+        assert s.wait(30)
+        assert Path(f"{db}-inflight").exists()  # the owner's slots, while it owns the store
+    store.close()
+    store = SQLiteStore(db)
+    with Scheduler(store=store) as s:
+        assert {a.outcome for t in s.tasks() for a in s.attempts(t.id)} == {"succeeded"}
+    store.close()
+
+
 def _wait_for_line(
     log: Path, prefix: str, proc: subprocess.Popen, timeout: float = 20, count: int = 1
 ) -> None:

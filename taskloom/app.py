@@ -34,7 +34,7 @@ from taskloom.gui.run_choice import ask_resume_or_new
 
 log = logging.getLogger(__name__)
 
-EXIT_BUSY = 3  # as ``taskloom run``: another live process owns the workflow's run
+EXIT_BUSY = 75  # as ``taskloom run`` (EX_TEMPFAIL): another live process owns the workflow's run
 
 DEFAULT_WORKFLOW = example_path("etl")
 READER_JOIN_TIMEOUT = 10.0  # seconds the store waits for a history read still running

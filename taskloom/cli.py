@@ -5,15 +5,15 @@
     taskloom [FILE] [--screenshot PNG] [--quit-after SECONDS]     (opens the window)
     taskloom --version
 
-``run`` exits 0 when every one-shot task succeeded, 1 when any did not, 2 when
-the file is invalid or its run store cannot be used (at open, or when writing it
-fails during the run: the run stops and one line names the store and the cause),
-3 when another live process already runs the workflow (its store is owned: the
-message names the owner). ``validate`` exits 0 for a valid
-file, 1 when it lists problems, 2 when the file cannot be read at all (missing,
-not a regular file, over 32 MiB). Recurring tasks (and tasks downstream of them)
-run until Ctrl-C or ``--for``; they do not decide the exit code. Ctrl-C cancels what is
-running (commands are terminated with their children) and shuts down cleanly.
+Exit codes (README "Exit codes"): 0 ok; 1 a one-shot task did not succeed; 2
+invalid input or usage (a bad file, for ``validate`` too; an unusable store, at
+open or when writing it fails during the run: the run stops and one line names
+the store and the cause); 75 (EX_TEMPFAIL) when another live process already runs
+the workflow (its store is owned: the message names the owner); 128 + the signal
+when stopped by one (Ctrl-C 130, SIGTERM 143). Recurring tasks (and tasks
+downstream of them) run until Ctrl-C or ``--for``; they do not decide the exit
+code. Ctrl-C cancels what is running (commands are terminated with their
+children) and shuts down cleanly.
 
 Only the window imports Qt, and only when asked for.
 """
@@ -31,7 +31,11 @@ from pathlib import Path
 
 import taskloom
 
-EXIT_OK, EXIT_FAILED, EXIT_INVALID, EXIT_BUSY = 0, 1, 2, 3
+# Exit codes (README, "Exit codes"): a script can tell a failed task from a bad file,
+# an interrupt, and a workflow that another process is running right now.
+EXIT_OK, EXIT_FAILED, EXIT_INVALID = 0, 1, 2
+EXIT_BUSY = 75  # EX_TEMPFAIL (sysexits.h): not now, try again when the owner has finished
+EXIT_SIGNAL_BASE = 128  # 128 + the signal's number, as shells report: SIGINT 130, SIGTERM 143
 SUBCOMMANDS = ("run", "validate", "history")
 SIGNAL_CHECK = 0.2  # seconds between looks for Ctrl-C / SIGTERM while waiting
 
@@ -149,6 +153,8 @@ def _window_parser() -> argparse.ArgumentParser:
 
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
+    if argv and argv[0] not in SUBCOMMANDS and _mistyped_command(argv[0]):
+        return EXIT_INVALID
     if argv and argv[0] in SUBCOMMANDS:
         args = _command_parser().parse_args(argv)
         if args.command == "run":
@@ -158,6 +164,23 @@ def main(argv=None) -> int:
         return validate_workflow(args.file)
     args = _window_parser().parse_args(argv)
     return open_window(args)
+
+
+def _mistyped_command(word: str) -> bool:
+    """A word that is no file but close to a command ("histroy"): say which one was
+    meant rather than open the window on a file that does not exist."""
+    import difflib
+
+    if word.startswith("-") or Path(word).exists():
+        return False
+    close = difflib.get_close_matches(word, SUBCOMMANDS, n=1, cutoff=0.6)
+    if not close:
+        return False
+    print(
+        f"taskloom: {word!r} is not a taskloom command nor a file; did you mean {close[0]!r}?",
+        file=sys.stderr,
+    )
+    return True
 
 
 # ---------------------------------------------------------------------- validate, window
@@ -173,7 +196,7 @@ def validate_workflow(path: Path) -> int:
         print(exc)
         count = len(exc.problems)
         print(f"{path}: {count} problem{'s' if count != 1 else ''}", file=sys.stderr)
-        return EXIT_FAILED
+        return EXIT_INVALID
     print(f"{path} is valid ({len(workflow.tasks)} tasks)")
     return EXIT_OK
 
@@ -347,6 +370,8 @@ def run_workflow(args) -> int:
     if store_error is not None:
         print(f"taskloom: {store_error}; the run stopped", file=sys.stderr)
         return EXIT_INVALID
+    if interrupted:  # stopped from outside, whatever the tasks did: 128 + the signal
+        return EXIT_SIGNAL_BASE + stop_signals.signal_number
     return code
 
 
@@ -374,6 +399,7 @@ class StopSignals:
 
     def __init__(self):
         self.reason: str | None = None
+        self.signal_number = 2  # SIGINT: a KeyboardInterrupt that no handler of ours raised
 
     def install(self) -> None:
         import signal
@@ -394,6 +420,7 @@ class StopSignals:
         if signum == signal.SIGHUP:  # the terminal is gone: writing to it would fail
             _silence_output()
         self.reason = f"interrupted by {name}"
+        self.signal_number = int(signum)
         raise KeyboardInterrupt
 
     def should_stop(self) -> bool:
@@ -408,6 +435,7 @@ class StopSignals:
         _silence_output()
         if self.reason is None:
             self.reason = "interrupted: the output was closed"
+            self.signal_number = 13  # SIGPIPE, which a reader going away means
 
 
 def _output_closed(stream) -> bool:

@@ -21,6 +21,7 @@ Only the window imports Qt, and only when asked for.
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import sys
 import tempfile
@@ -38,6 +39,7 @@ EXIT_BUSY = 75  # EX_TEMPFAIL (sysexits.h): not now, try again when the owner ha
 EXIT_SIGNAL_BASE = 128  # 128 + the signal's number, as shells report: SIGINT 130, SIGTERM 143
 SUBCOMMANDS = ("run", "validate", "history")
 SIGNAL_CHECK = 0.2  # seconds between looks for Ctrl-C / SIGTERM while waiting
+log = logging.getLogger("taskloom.cli")
 
 
 # ---------------------------------------------------------------------- arguments
@@ -72,12 +74,47 @@ def _version() -> str:
         return taskloom.__version__
 
 
+OUTPUT_FLAGS = ("-q", "--quiet", "-v", "--verbose", "-vv")
+
+
+def _output_options(top: bool) -> argparse.ArgumentParser:
+    """-q/-v, accepted before the command and after it (``taskloom -v run F``,
+    ``taskloom run F -v``). Only the top level has defaults: a subcommand's would
+    overwrite what was given before it."""
+    parent = argparse.ArgumentParser(add_help=False)
+    default = {} if top else {"default": argparse.SUPPRESS}
+    group = parent.add_argument_group("output")
+    group.add_argument(
+        "-q",
+        "--quiet",
+        action="store_true",
+        help="print only what went wrong (and the data asked for)",
+        **({"default": False} if top else default),
+    )
+    group.add_argument(
+        "-v",
+        "--verbose",
+        action="count",
+        help="log what Taskloom does (-vv: debug, with tracebacks)",
+        **({"default": 0} if top else default),
+    )
+    return parent
+
+
+def verbosity(args) -> int:
+    """-1 quiet, 0 default, 1 -v, 2 -vv; ``-q`` with ``-v`` is a usage error (caught earlier)."""
+    return -1 if args.quiet else min(2, args.verbose or 0)
+
+
 def _command_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="taskloom", description="Run and check workflows.")
+    parser = argparse.ArgumentParser(
+        prog="taskloom", description="Run and check workflows.", parents=[_output_options(True)]
+    )
     parser.add_argument("--version", action="version", version=f"taskloom {_version()}")
     sub = parser.add_subparsers(dest="command", required=True)
+    each = [_output_options(False)]
 
-    run = sub.add_parser("run", help="run a workflow headless, with live progress")
+    run = sub.add_parser("run", help="run a workflow headless, with live progress", parents=each)
     run.add_argument("file", type=Path, help="workflow file (TOML)")
     run.add_argument("--workers", type=_positive_int, help="worker threads (default: the file's)")
     run.add_argument(
@@ -102,12 +139,16 @@ def _command_parser() -> argparse.ArgumentParser:
         help="start a new run even if the last one did not finish (default: resume it)",
     )
 
-    history = sub.add_parser("history", help="print the recent runs of a workflow's tasks")
+    history = sub.add_parser(
+        "history", help="print the recent runs of a workflow's tasks", parents=each
+    )
     history.add_argument("file", type=Path, help="workflow file (TOML)")
     _store_arguments(history)
     history.add_argument("--limit", type=_positive_int, default=30, help="attempts to show")
 
-    validate = sub.add_parser("validate", help="check a workflow file and list every problem")
+    validate = sub.add_parser(
+        "validate", help="check a workflow file and list every problem", parents=each
+    )
     validate.add_argument("file", type=Path, help="workflow file (TOML)")
     return parser
 
@@ -127,6 +168,7 @@ def _window_parser() -> argparse.ArgumentParser:
         description="Open the Taskloom window on a workflow (the bundled ETL example if none).",
         epilog="Also: 'taskloom run FILE' runs headless and 'taskloom validate FILE' checks "
         "a file; add --help to either for their options.",
+        parents=[_output_options(True)],
     )
     parser.add_argument("--version", action="version", version=f"taskloom {_version()}")
     parser.add_argument("file", nargs="?", type=Path, help="workflow file (TOML)")
@@ -153,16 +195,26 @@ def _window_parser() -> argparse.ArgumentParser:
 
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
-    if argv and argv[0] not in SUBCOMMANDS and _mistyped_command(argv[0]):
+    word = next((arg for arg in argv if arg not in OUTPUT_FLAGS), None)
+    if word is not None and word not in SUBCOMMANDS and _mistyped_command(word):
         return EXIT_INVALID
-    if argv and argv[0] in SUBCOMMANDS:
-        args = _command_parser().parse_args(argv)
+    if word in SUBCOMMANDS:
+        parser = _command_parser()
+        args = parser.parse_args(argv)
+        if args.quiet and args.verbose:
+            parser.error("-q/--quiet and -v/--verbose cannot be used together")
+        from taskloom import logs
+
+        logs.configure(verbosity(args))  # once, for every command
         if args.command == "run":
             return run_workflow(args)
         if args.command == "history":
             return show_history(args)
-        return validate_workflow(args.file)
+        return validate_workflow(args.file, quiet=args.quiet)
     args = _window_parser().parse_args(argv)
+    from taskloom import logs
+
+    logs.configure(verbosity(args))
     return open_window(args)
 
 
@@ -184,7 +236,7 @@ def _mistyped_command(word: str) -> bool:
 
 
 # ---------------------------------------------------------------------- validate, window
-def validate_workflow(path: Path) -> int:
+def validate_workflow(path: Path, quiet: bool = False) -> int:
     from taskloom.engine.workflow import WorkflowError, load
 
     try:
@@ -197,7 +249,8 @@ def validate_workflow(path: Path) -> int:
         count = len(exc.problems)
         print(f"{path}: {count} problem{'s' if count != 1 else ''}", file=sys.stderr)
         return EXIT_INVALID
-    print(f"{path} is valid ({len(workflow.tasks)} tasks)")
+    if not quiet:
+        print(f"{path} is valid ({len(workflow.tasks)} tasks)")
     return EXIT_OK
 
 
@@ -234,7 +287,8 @@ def show_history(args) -> int:
     name = workflow.name
     db_path = args.db or default_db_path(workflow)
     if not db_path.exists():
-        print(f"no runs of {name} yet ({db_path} does not exist)")
+        if not args.quiet:
+            print(f"no runs of {name} yet ({db_path} does not exist)")
         return EXIT_OK
     try:
         store = SQLiteStore.reader(db_path)  # a run may be going on: read beside it
@@ -249,7 +303,8 @@ def show_history(args) -> int:
     finally:
         store.close()
     if not rows:
-        print(f"no runs of {name} yet")
+        if not args.quiet:
+            print(f"no runs of {name} yet")
         return EXIT_OK
     header = f"{'started':19}  {'run':>3}  {'task':<18} {'try':>3}  {'outcome':<9} {'took':>7}"
     print(header + "  detail")
@@ -306,8 +361,11 @@ def run_workflow(args) -> int:
     os.environ["TASKLOOM_RUN_ID"] = uuid.uuid4().hex[:12]
     log_dir = args.log_dir or Path(tempfile.mkdtemp(prefix=f"taskloom-{workflow.name}-"))
     log_dir.mkdir(parents=True, exist_ok=True)
-    _log_engine_to(log_dir / "taskloom.log")
+    from taskloom import logs
+
+    logs.log_to_file(log_dir / "taskloom.log")
     db_path = args.db or default_db_path(workflow)
+    log.info("store %s, task logs in %s, %d workers", db_path, log_dir, workers)
     try:
         opened = open_run(
             workflow,
@@ -333,7 +391,12 @@ def run_workflow(args) -> int:
     counted = counted_tasks(workflow)
     monitor = RunMonitor(workflow, counted)
     scheduler.subscribe(monitor.on_event)
-    reporter = LiveReport(scheduler, monitor) if sys.stdout.isatty() else PlainReport(monitor)
+    if args.quiet:
+        reporter = QuietReport(monitor)
+    elif sys.stdout.isatty():
+        reporter = LiveReport(scheduler, monitor)
+    else:
+        reporter = PlainReport(monitor)
 
     interrupted = False
     stop_signals = StopSignals()
@@ -373,18 +436,6 @@ def run_workflow(args) -> int:
     if interrupted:  # stopped from outside, whatever the tasks did: 128 + the signal
         return EXIT_SIGNAL_BASE + stop_signals.signal_number
     return code
-
-
-def _log_engine_to(path: Path) -> None:
-    """Engine and store errors (with tracebacks) go to a file beside the task logs:
-    the terminal gets the one line that matters (e.g. the store failed)."""
-    import logging
-
-    handler = logging.FileHandler(path, delay=True)
-    handler.setFormatter(logging.Formatter("%(asctime)s %(name)s %(levelname)s %(message)s"))
-    logger = logging.getLogger("taskloom")
-    logger.addHandler(handler)
-    logger.propagate = False
 
 
 class StopSignals:
@@ -588,6 +639,30 @@ class PlainReport:
     def summary(self, scheduler, log_dir: Path, interrupted: bool) -> int:
         for line in _summary_lines(scheduler, self.monitor, log_dir):
             self._print(line)
+        return self.monitor.exit_code()
+
+
+class QuietReport(PlainReport):
+    """-q: nothing while it runs, nothing when all went well; what failed (and the
+    log to read) goes to stderr."""
+
+    def __enter__(self):
+        return self
+
+    def on_event(self, event) -> None:
+        pass
+
+    def note(self, text: str) -> None:
+        pass
+
+    def summary(self, scheduler, log_dir: Path, interrupted: bool) -> int:
+        lines = _summary_lines(scheduler, self.monitor, log_dir)
+        failed = [line.strip() for line in lines[1:-1]]
+        try:
+            for line in failed:
+                print(f"taskloom: {line}", file=sys.stderr)
+        except OSError:
+            pass
         return self.monitor.exit_code()
 
 

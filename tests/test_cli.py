@@ -605,3 +605,33 @@ def test_a_failed_task_exits_1_and_an_unknown_option_exits_2(tmp_path):
     usage = taskloom("run", path, "--no-such-option")
     assert usage.returncode == 2
     assert "unrecognized arguments: --no-such-option" in usage.stderr
+
+
+# ---------------------------------------------------------------- -q / -v
+def test_quiet_run_prints_nothing_when_all_went_well():
+    result = taskloom("run", "-q", EXAMPLES / "etl.toml")
+    assert result.returncode == 0, result.stderr
+    assert (result.stdout, result.stderr) == ("", "")
+
+
+def test_quiet_run_says_only_what_failed_on_stderr(tmp_path):
+    path = write(tmp_path, '[tasks.ok]\ncommand = ["true"]\n[tasks.bad]\ncommand = ["false"]\n')
+    result = taskloom("-q", "run", path)
+    assert result.returncode == 1
+    assert result.stdout == ""
+    lines = result.stderr.splitlines()
+    assert lines[0] == "taskloom: FAILED bad: CommandFailed: exit code 1"
+    assert lines[1].startswith("taskloom: log: ") and lines[1].endswith(".log")
+    assert len(lines) == 2
+
+
+def test_verbose_logs_the_store_and_log_folder_and_quiet_validate_is_silent(tmp_path):
+    path = write(tmp_path, '[tasks.ok]\ncommand = ["true"]\n')
+    ran = taskloom("run", path, "-v")
+    assert ran.returncode == 0
+    (info,) = [line for line in ran.stderr.splitlines() if line.startswith("taskloom: info: ")]
+    assert "store " in info and ".db, task logs in " in info and "4 workers" in info
+    assert "taskloom: info:" not in taskloom("run", path).stderr  # not without -v
+    assert taskloom("validate", "-q", path).stdout == ""
+    both = taskloom("validate", "-q", "-v", path)
+    assert both.returncode == 2 and "cannot be used together" in both.stderr

@@ -37,7 +37,7 @@ import taskloom
 EXIT_OK, EXIT_FAILED, EXIT_INVALID = 0, 1, 2
 EXIT_BUSY = 75  # EX_TEMPFAIL (sysexits.h): not now, try again when the owner has finished
 EXIT_SIGNAL_BASE = 128  # 128 + the signal's number, as shells report: SIGINT 130, SIGTERM 143
-SUBCOMMANDS = ("run", "validate", "history")
+SUBCOMMANDS = ("run", "validate", "history", "list", "next")
 SIGNAL_CHECK = 0.2  # seconds between looks for Ctrl-C / SIGTERM while waiting
 log = logging.getLogger("taskloom.cli")
 
@@ -138,6 +138,38 @@ def _command_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="start a new run even if the last one did not finish (default: resume it)",
     )
+    run.add_argument(
+        "--task",
+        dest="tasks",
+        action="append",
+        metavar="NAME",
+        help="run only this task, once and now (repeat for more); in a store of its own",
+    )
+    run.add_argument(
+        "--with-upstream",
+        action="store_true",
+        help="with --task: also the tasks it depends on, first",
+    )
+    run.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="say what would run, in what order; run nothing, write no store",
+    )
+
+    listing = sub.add_parser(
+        "list", help="the tasks of a workflow: trigger, dependencies, next fire", parents=each
+    )
+    listing.add_argument("file", type=Path, help="workflow file (TOML)")
+    _json_argument(listing)
+
+    upcoming = sub.add_parser(
+        "next", help="the next fire times across a workflow's tasks", parents=each
+    )
+    upcoming.add_argument("file", type=Path, help="workflow file (TOML)")
+    upcoming.add_argument(
+        "-n", dest="count", type=_positive_int, default=10, help="how many (default 10)"
+    )
+    _json_argument(upcoming)
 
     history = sub.add_parser(
         "history", help="print the recent runs of a workflow's tasks", parents=each
@@ -145,12 +177,20 @@ def _command_parser() -> argparse.ArgumentParser:
     history.add_argument("file", type=Path, help="workflow file (TOML)")
     _store_arguments(history)
     history.add_argument("--limit", type=_positive_int, default=30, help="attempts to show")
+    _json_argument(history)
 
     validate = sub.add_parser(
         "validate", help="check a workflow file and list every problem", parents=each
     )
     validate.add_argument("file", type=Path, help="workflow file (TOML)")
+    _json_argument(validate)
     return parser
+
+
+def _json_argument(parser) -> None:
+    parser.add_argument(
+        "--json", action="store_true", help="print one JSON document (shape in the README)"
+    )
 
 
 def _store_arguments(parser) -> None:
@@ -166,8 +206,8 @@ def _window_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="taskloom",
         description="Open the Taskloom window on a workflow (the bundled ETL example if none).",
-        epilog="Also: 'taskloom run FILE' runs headless and 'taskloom validate FILE' checks "
-        "a file; add --help to either for their options.",
+        epilog="Also: 'taskloom run FILE' runs headless, 'taskloom validate FILE' checks a "
+        "file, 'taskloom list|next|history FILE' tell about it; add --help to any of them.",
         parents=[_output_options(True)],
     )
     parser.add_argument("--version", action="version", version=f"taskloom {_version()}")
@@ -210,7 +250,11 @@ def main(argv=None) -> int:
             return run_workflow(args)
         if args.command == "history":
             return show_history(args)
-        return validate_workflow(args.file, quiet=args.quiet)
+        if args.command in ("list", "next"):
+            from taskloom import listing
+
+            return listing.main(args)
+        return validate_workflow(args.file, quiet=args.quiet, as_json=args.json)
     args = _window_parser().parse_args(argv)
     from taskloom import logs
 
@@ -236,9 +280,13 @@ def _mistyped_command(word: str) -> bool:
 
 
 # ---------------------------------------------------------------------- validate, window
-def validate_workflow(path: Path, quiet: bool = False) -> int:
+def validate_workflow(path: Path, quiet: bool = False, as_json: bool = False) -> int:
     from taskloom.engine.workflow import WorkflowError, load
 
+    if as_json:
+        from taskloom import listing
+
+        return listing.validate_json(path)
     try:
         workflow = load(path)
     except WorkflowError as exc:
@@ -287,7 +335,11 @@ def show_history(args) -> int:
     name = workflow.name
     db_path = args.db or default_db_path(workflow)
     if not db_path.exists():
-        if not args.quiet:
+        if args.json:
+            from taskloom.listing import history_json
+
+            history_json(workflow, db_path, [])
+        elif not args.quiet:
             print(f"no runs of {name} yet ({db_path} does not exist)")
         return EXIT_OK
     try:
@@ -302,6 +354,11 @@ def show_history(args) -> int:
         return EXIT_INVALID
     finally:
         store.close()
+    if args.json:
+        from taskloom.listing import history_json
+
+        history_json(workflow, db_path, rows)
+        return EXIT_OK
     if not rows:
         if not args.quiet:
             print(f"no runs of {name} yet")
@@ -350,6 +407,23 @@ def run_workflow(args) -> int:
     except WorkflowError as exc:
         print(exc, file=sys.stderr)
         return EXIT_INVALID
+    if args.with_upstream and not args.tasks:
+        print("taskloom run: --with-upstream needs --task NAME", file=sys.stderr)
+        return EXIT_INVALID
+    db_path = args.db or default_db_path(workflow)
+    if args.tasks:
+        from taskloom import plan
+
+        try:
+            workflow = plan.select(workflow, args.tasks, args.with_upstream)
+        except KeyError as exc:
+            known = ", ".join(workflow.tasks)
+            print(f"{args.file}: no task {exc.args[0]!r} (it has: {known})", file=sys.stderr)
+            return EXIT_INVALID
+        # A store of its own: a task run neither resumes nor disturbs the workflow's run.
+        db_path = args.db or db_path.with_name(db_path.stem + ".tasks.db")
+    if args.dry_run:
+        return dry_run(workflow, db_path, selected=bool(args.tasks))
     workers = args.workers or workflow.workers
     try:
         executor = build_executor(args.executor or workflow.executor, workers)
@@ -364,13 +438,12 @@ def run_workflow(args) -> int:
     from taskloom import logs
 
     logs.log_to_file(log_dir / "taskloom.log")
-    db_path = args.db or default_db_path(workflow)
     log.info("store %s, task logs in %s, %d workers", db_path, log_dir, workers)
     try:
         opened = open_run(
             workflow,
             db_path,
-            fresh=args.fresh,
+            fresh=args.fresh or bool(args.tasks),
             workers=workers,
             executor=executor,
             log_dir=str(log_dir),
@@ -436,6 +509,23 @@ def run_workflow(args) -> int:
     if interrupted:  # stopped from outside, whatever the tasks did: 128 + the signal
         return EXIT_SIGNAL_BASE + stop_signals.signal_number
     return code
+
+
+def dry_run(workflow, db_path: Path, selected: bool) -> int:
+    """What ``run`` would do: the tasks in the order the engine gets them, and what
+    starts each. Nothing runs and no store is opened or written."""
+    from taskloom import plan
+
+    order = plan.run_order(workflow)
+    what = "the selected tasks, once and now" if selected else f"{len(order)} tasks"
+    print(f"dry run of {workflow.name}: would run {what}, in this order (nothing is run):")
+    width = max(len(tid) for tid, _ in order)
+    for number, (tid, when) in enumerate(order, 1):
+        task = workflow.tasks[tid]
+        after = f"; needs {', '.join(task.deps)}" if task.deps else ""
+        print(f"{number:>3}. {tid:<{width}}  {when}{after}")
+    print(f"store: {db_path} (not opened)")
+    return EXIT_OK
 
 
 class StopSignals:

@@ -24,11 +24,11 @@ def private_store_dir(tmp_path, monkeypatch):
     monkeypatch.setitem(ENV, "XDG_DATA_HOME", str(tmp_path / "xdg-data"))
 
 
-def taskloom(*args, timeout: float = 90) -> subprocess.CompletedProcess:
+def taskloom(*args, timeout: float = 90, **env) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "-m", "taskloom", *map(str, args)],
         cwd=ROOT,
-        env=ENV,
+        env={**ENV, **env},
         capture_output=True,
         text=True,
         timeout=timeout,

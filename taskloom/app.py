@@ -182,6 +182,9 @@ class WorkflowSession:
         except (ValueError, OSError) as exc:
             self.executor = None
             self.executor_problem = f"⚠ {exc}: running tasks on threads instead"
+        from taskloom.imports import use_workflow_folder
+
+        use_workflow_folder(self.workflow, self.executor)  # calls import from beside the file
         options = dict(workers=workers, log_dir=log_dir, executor=self.executor)
         if self.db_path is None:
             from taskloom.engine import Scheduler

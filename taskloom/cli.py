@@ -293,13 +293,23 @@ def validate_workflow(path: Path, quiet: bool = False, as_json: bool = False) ->
         if exc.unreadable:  # nothing was checked: one line, like a usage error
             print(exc, file=sys.stderr)
             return EXIT_INVALID
-        print(exc)
-        count = len(exc.problems)
-        print(f"{path}: {count} problem{'s' if count != 1 else ''}", file=sys.stderr)
-        return EXIT_INVALID
+        return _print_problems(path, exc.problems)
+    from taskloom.imports import call_problems
+
+    problems = call_problems(workflow)  # each call imports, beside the file too
+    if problems:
+        return _print_problems(path, problems)
     if not quiet:
         print(f"{path} is valid ({len(workflow.tasks)} tasks)")
     return EXIT_OK
+
+
+def _print_problems(path: Path, problems) -> int:
+    for problem in problems:
+        print(problem)
+    count = len(problems)
+    print(f"{path}: {count} problem{'s' if count != 1 else ''}", file=sys.stderr)
+    return EXIT_INVALID
 
 
 def open_window(args) -> int:
@@ -430,6 +440,9 @@ def run_workflow(args) -> int:
     except (ValueError, OSError) as exc:
         print(f"{args.file}: {exc}", file=sys.stderr)
         return EXIT_INVALID
+    from taskloom.imports import use_workflow_folder
+
+    use_workflow_folder(workflow, executor)  # a call's module may sit beside the file
 
     # Lets a run's commands share state safely (see examples/scripts/attempts.py).
     os.environ["TASKLOOM_RUN_ID"] = uuid.uuid4().hex[:12]

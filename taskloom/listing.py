@@ -116,9 +116,13 @@ def next_fires(workflow, count: int, as_json: bool, now: datetime | None = None)
 def validate_json(path: Path) -> int:
     """``validate --json``: valid or not, with every problem; exit codes as without."""
     from taskloom.engine.workflow import WorkflowError, load
+    from taskloom.imports import call_problems
 
     try:
         workflow = load(path)
+        found = call_problems(workflow)
+        if found:
+            raise WorkflowError(found)
     except WorkflowError as exc:
         problems = [
             {

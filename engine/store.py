@@ -723,6 +723,40 @@ class SQLiteStore:
             )
             self._conn.execute("COMMIT")
 
+    def prune_runs(self, keep_runs: int, keep_logs: int) -> list[str]:
+        """Forget all but the last ``keep_runs`` runs (the current one included): their
+        attempts and events are deleted. The attempts of runs before the last
+        ``keep_logs`` lose their ``log_path``. Returns those log paths, for the
+        caller to delete the files (the store does not touch files it did not write).
+        Freed pages are reused, so a store pruned at every run stops growing."""
+        for name, value in (("keep_runs", keep_runs), ("keep_logs", keep_logs)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
+        self.flush()
+        first_run = self.run - keep_runs + 1
+        first_logged = self.run - min(keep_logs, keep_runs) + 1
+        with self._read_lock:
+            self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                paths = [
+                    row[0]
+                    for row in self._conn.execute(
+                        "SELECT log_path FROM attempts WHERE run < ? AND log_path IS NOT NULL",
+                        (first_logged,),
+                    )
+                ]
+                self._conn.execute(
+                    "UPDATE attempts SET log_path = NULL WHERE run < ? AND log_path IS NOT NULL",
+                    (first_logged,),
+                )
+                self._conn.execute("DELETE FROM attempts WHERE run < ?", (first_run,))
+                self._conn.execute("DELETE FROM events WHERE run < ?", (first_run,))
+                self._conn.execute("COMMIT")
+            except BaseException:
+                self._conn.execute("ROLLBACK")
+                raise
+        return paths
+
     # ------------------------------------------------------------------ owner's records
     def meta(self, key: str) -> str | None:
         rows = self._query("SELECT value FROM meta WHERE key = ?", (key,))

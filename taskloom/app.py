@@ -58,8 +58,10 @@ def store_paths(workflow, db: Path | None = None, data_dir: Path | None = None):
     if db is None:
         default = default_db_path(workflow)
         db = default if data_dir is None else Path(data_dir) / default.name
+    from taskloom.places import log_dir_for
+
     db = Path(db).expanduser()
-    return db, db.parent / "logs" / db.stem
+    return db, log_dir_for(db)
 
 
 class _CloseWatcher(QObject):
@@ -195,6 +197,7 @@ class WorkflowSession:
             self.resumed, self.note = False, ""
             return scheduler, None
         from taskloom.engine.feed import FeedWriter
+        from taskloom.places import retention
         from taskloom.runs import open_run
 
         opened = open_run(
@@ -203,6 +206,7 @@ class WorkflowSession:
             fresh=fresh,
             decide=decide,
             before_tasks=self._early.attach,
+            retention=retention(),  # as taskloom run: the last runs and their logs
             **options,
         )
         self.resumed, self.note = opened.resumed, opened.note
@@ -540,8 +544,11 @@ def run_window(
     except ValueError as exc:
         print(exc, file=sys.stderr)
         return 2
-    settings = None
-    data_dir = None
+    from taskloom.places import window_settings_file
+
+    # One folder, one case: <user config dir>/taskloom (was ~/.config/Taskloom).
+    settings = QSettings(str(window_settings_file()), QSettings.Format.IniFormat)
+    data_dir = scratch = None
     if screenshot:  # a reproducible picture: default geometry, not the user's saved one
         scratch = Path(tempfile.mkdtemp(prefix="taskloom-"))
         settings = QSettings(str(scratch / "screenshot.ini"), QSettings.Format.IniFormat)
@@ -555,6 +562,11 @@ def run_window(
         )
     finally:
         stop_signals.restore()
+        if scratch is not None:  # the throwaway store, its logs and settings
+            import shutil
+
+            settings.sync()  # written now, not when Qt destroys it (into a removed folder)
+            shutil.rmtree(scratch, ignore_errors=True)
 
 
 def _open_and_run(

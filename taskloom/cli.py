@@ -24,7 +24,6 @@ import argparse
 import logging
 import os
 import sys
-import tempfile
 import threading
 import time
 import uuid
@@ -130,7 +129,9 @@ def _command_parser() -> argparse.ArgumentParser:
         help="where tasks run (default: the file's)",
     )
     run.add_argument(
-        "--log-dir", type=Path, help="where captured output goes (default: a temp dir)"
+        "--log-dir",
+        type=Path,
+        help="where captured output goes (default: beside the run store, old runs' pruned)",
     )
     _store_arguments(run)
     run.add_argument(
@@ -434,6 +435,16 @@ def run_workflow(args) -> int:
         db_path = args.db or db_path.with_name(db_path.stem + ".tasks.db")
     if args.dry_run:
         return dry_run(workflow, db_path, selected=bool(args.tasks))
+    from taskloom import places
+
+    try:
+        retention = places.retention()
+    except ValueError as exc:
+        print(exc, file=sys.stderr)
+        return EXIT_INVALID
+    # Logs live beside the workflow's store, per workflow, pruned with its old runs;
+    # the folder is made once the store opened (a store's own problem is named first).
+    log_dir = args.log_dir or places.log_dir_for(db_path)
     workers = args.workers or workflow.workers
     try:
         executor = build_executor(args.executor or workflow.executor, workers)
@@ -446,17 +457,12 @@ def run_workflow(args) -> int:
 
     # Lets a run's commands share state safely (see examples/scripts/attempts.py).
     os.environ["TASKLOOM_RUN_ID"] = uuid.uuid4().hex[:12]
-    log_dir = args.log_dir or Path(tempfile.mkdtemp(prefix=f"taskloom-{workflow.name}-"))
-    log_dir.mkdir(parents=True, exist_ok=True)
-    from taskloom import logs
-
-    logs.log_to_file(log_dir / "taskloom.log")
-    log.info("store %s, task logs in %s, %d workers", db_path, log_dir, workers)
     try:
         opened = open_run(
             workflow,
             db_path,
             fresh=args.fresh or bool(args.tasks),
+            retention=retention,
             workers=workers,
             executor=executor,
             log_dir=str(log_dir),
@@ -471,6 +477,17 @@ def run_workflow(args) -> int:
         print(exc if isinstance(exc, StoreError) else f"{args.file}: {exc}", file=sys.stderr)
         return EXIT_INVALID
     scheduler = opened.scheduler
+    try:
+        log_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        print(f"taskloom: cannot make the log folder {log_dir}: {exc}", file=sys.stderr)
+        _stop(scheduler, executor)
+        opened.store.close()
+        return EXIT_INVALID
+    from taskloom import logs
+
+    logs.log_to_file(log_dir / "taskloom.log")
+    log.info("store %s, task logs in %s, %d workers", db_path, log_dir, workers)
     from taskloom.engine.feed import FeedWriter
 
     feed = FeedWriter(scheduler, opened.store).start()  # for windows that watch this run

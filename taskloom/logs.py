@@ -23,6 +23,7 @@ from pathlib import Path
 
 ROOT = "taskloom"
 _OURS = "_taskloom_handler"  # marks the handlers this module added
+MAX_LOG_BYTES = 1 << 20  # taskloom.log, then taskloom.log.1: at most 2 MiB per workflow
 
 
 class _OneLine(logging.Formatter):
@@ -75,7 +76,10 @@ def log_to_file(path: Path) -> None:
     verbosity the terminal then gets none (see the module's docstring)."""
     logger = logging.getLogger(ROOT)
     verbosity = getattr(logger, "taskloom_verbosity", 0)
-    handler = logging.FileHandler(path, delay=True)
+    from logging.handlers import RotatingFileHandler
+
+    # Appended run after run: rotated, so that it is bounded like the rest.
+    handler = RotatingFileHandler(path, maxBytes=MAX_LOG_BYTES, backupCount=1, delay=True)
     handler.setFormatter(logging.Formatter("%(asctime)s %(name)s %(levelname)s %(message)s"))
     setattr(handler, _OURS, True)
     logger.addHandler(handler)

@@ -81,6 +81,7 @@ def open_run(
     fresh: bool = False,
     decide=None,
     before_tasks=None,
+    retention=None,
     **scheduler_kwargs,
 ) -> OpenedRun:
     """A scheduler on ``db_path`` with the workflow's tasks, not yet started.
@@ -92,6 +93,9 @@ def open_run(
     never resumed; ``decide`` is still called, so that the person is told why.
     ``before_tasks(scheduler)``, when given, is called before any task is added
     (to subscribe to the run's first events).
+    ``retention`` (``places.Retention``), when given, prunes the store of all but
+    its last runs and deletes the pruned runs' task logs, only those inside the
+    ``log_dir`` scheduler argument (a folder Taskloom manages).
 
     Raises ``engine.store.StoreError`` for a store that cannot be used, and
     ``engine.store.StoreBusy`` when another live process owns it.
@@ -100,10 +104,38 @@ def open_run(
 
     store = SQLiteStore(db_path)
     try:
-        return _open(workflow, store, fresh, scheduler_kwargs, decide, before_tasks)
+        opened = _open(workflow, store, fresh, scheduler_kwargs, decide, before_tasks)
+        if retention is not None:
+            prune(store, retention, scheduler_kwargs.get("log_dir"))
+        return opened
     except BaseException:
         store.close()
         raise
+
+
+def prune(store, retention, log_dir) -> int:
+    """Keep the store's last ``retention.runs`` runs and the task logs of its last
+    ``retention.logs``; a log file is deleted only if it lies in ``log_dir``.
+    Returns how many files were deleted."""
+    paths = store.prune_runs(retention.runs, retention.logs)
+    if not log_dir:
+        return 0
+    folder = Path(log_dir).resolve()
+    deleted = 0
+    for text in paths:
+        path = Path(text)
+        if path.suffix != ".log" or path.resolve().parent != folder:
+            continue  # written somewhere else (--log-dir, an executor's own folder)
+        try:
+            path.unlink()
+            deleted += 1
+        except FileNotFoundError:
+            pass
+        except OSError as exc:  # left behind (its row no longer names it): say so
+            import logging
+
+            logging.getLogger("taskloom.cli").warning("cannot delete old log %s: %s", path, exc)
+    return deleted
 
 
 def _open(

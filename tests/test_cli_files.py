@@ -1,0 +1,125 @@
+"""Files in their place: task logs beside the workflow's store, pruned with its old
+runs; a store that keeps its last runs and stops growing; no temp folders left."""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from taskloom import places
+from tests.test_cli import ENV, EXAMPLES, ROOT, private_store_dir, taskloom, write  # noqa: F401
+
+
+@pytest.fixture
+def private_tmp(tmp_path):
+    folder = tmp_path / "tmp"
+    folder.mkdir()
+    return folder
+
+
+def _runs_dir(tmp_path: Path) -> Path:
+    return tmp_path / "xdg-data" / "taskloom" / "runs"
+
+
+def test_run_writes_logs_beside_its_store_and_no_temp_folder(tmp_path, private_tmp):
+    path = write(tmp_path, '[tasks.say]\ncommand = ["sh", "-c", "echo hello; exit 3"]\n')
+    result = taskloom("run", path, TMPDIR=str(private_tmp))
+    assert result.returncode == 1
+    (store,) = _runs_dir(tmp_path).glob("*.db")
+    logs = _runs_dir(tmp_path) / "logs" / store.stem
+    assert f"logs: {logs}" in result.stdout
+    (log,) = logs.glob("say-1-*.log")
+    assert log.read_text() == "hello\n"
+    assert f"log: {log}" in result.stdout
+    assert list(private_tmp.iterdir()) == []
+
+
+def test_a_screenshot_leaves_no_temp_folder(tmp_path, private_tmp):
+    picture = tmp_path / "shot.png"
+    env = {**ENV, "QT_QPA_PLATFORM": "offscreen", "TMPDIR": str(private_tmp)}
+    shot = subprocess.run(
+        [sys.executable, "-m", "taskloom", EXAMPLES / "etl.toml", "--screenshot", picture],
+        cwd=ROOT,
+        env={**env, "XDG_CONFIG_HOME": str(tmp_path / "config")},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert shot.returncode == 0, shot.stderr
+    assert picture.exists()
+    assert list(private_tmp.iterdir()) == []
+    assert not (tmp_path / "xdg-data").exists()  # a throwaway store, not the user's
+
+
+def _size(store: Path) -> int:
+    wal = store.with_name(store.name + "-wal")
+    return store.stat().st_size + (wal.stat().st_size if wal.exists() else 0)
+
+
+def test_the_store_keeps_its_last_runs_and_stops_growing(tmp_path):
+    config = tmp_path / "config"
+    (config / "taskloom").mkdir(parents=True)
+    (config / "taskloom" / "settings.toml").write_text("keep_runs = 3\nkeep_logs = 2\n")
+    # 40 tasks a run: about 12 kB of attempts and events, enough to need new pages
+    tasks = "".join(f'[tasks.t{i}]\ncommand = ["sh", "-c", "echo {i}"]\n' for i in range(40))
+    path = write(tmp_path, tasks)
+    sizes = []
+    for _ in range(3 + 5):
+        result = taskloom("run", path, XDG_CONFIG_HOME=str(config))
+        assert result.returncode == 0, result.stdout + result.stderr
+        (store,) = _runs_dir(tmp_path).glob("*.db")
+        sizes.append(_size(store))
+    history = json.loads(taskloom("history", path, "--json", "--limit", "1000").stdout)
+    assert sorted({row["run"] for row in history["attempts"]}) == [6, 7, 8]
+    with sqlite3.connect(store) as conn:
+        assert conn.execute("SELECT DISTINCT run FROM events ORDER BY run").fetchall() == [
+            (6,),
+            (7,),
+            (8,),
+        ]
+    logged = [row for row in history["attempts"] if row["log_path"]]
+    assert sorted({row["run"] for row in logged}) == [7, 8]  # the last 2 runs' logs
+    on_disk = sorted((_runs_dir(tmp_path) / "logs" / store.stem).glob("*.log"))
+    assert sorted(str(p) for p in on_disk) == sorted(row["log_path"] for row in logged)
+    assert len(on_disk) == 2 * 40
+    assert sizes[0] < sizes[2], sizes  # it grows while it has fewer runs than it keeps
+    assert sizes[-1] == sizes[-2] == sizes[-3], sizes  # then pruned pages are reused
+
+
+def test_bad_retention_settings_are_refused_naming_the_file(tmp_path):
+    config = tmp_path / "config"
+    (config / "taskloom").mkdir(parents=True)
+    settings = config / "taskloom" / "settings.toml"
+    settings.write_text("keep_runs = 0\n")
+    path = write(tmp_path, '[tasks.a]\ncommand = ["true"]\n')
+    result = taskloom("run", path, XDG_CONFIG_HOME=str(config))
+    assert result.returncode == 2
+    assert result.stderr.strip() == f"{settings}: keep_runs must be an integer >= 1, got 0"
+    settings.write_text("keep_rusn = 3\n")
+    typo = taskloom("run", path, XDG_CONFIG_HOME=str(config))
+    assert typo.returncode == 2 and "unknown setting 'keep_rusn'" in typo.stderr
+
+
+def test_retention_defaults_and_keeps_logs_within_runs(tmp_path):
+    assert places.retention(tmp_path / "none.toml") == places.Retention(20, 20)
+    (tmp_path / "s.toml").write_text("keep_runs = 5\nkeep_logs = 50\n")
+    assert places.retention(tmp_path / "s.toml") == places.Retention(5, 5)
+
+
+def test_window_settings_live_in_the_lowercase_folder_and_old_ones_move_over(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))
+    old = tmp_path / "Taskloom" / "Taskloom.conf"
+    old.parent.mkdir()
+    old.write_text("[General]\ntheme=dark\n")
+    target = places.window_settings_file()
+    assert target == tmp_path / "taskloom" / "window.ini"
+    assert target.read_text() == old.read_text()
+    old.write_text("[General]\ntheme=light\n")
+    assert places.window_settings_file().read_text() == "[General]\ntheme=dark\n"  # once only
+    assert os.path.samefile(places.config_dir(), tmp_path / "taskloom")

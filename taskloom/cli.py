@@ -491,6 +491,10 @@ def run_workflow(args) -> int:
     from taskloom.engine.feed import FeedWriter
 
     feed = FeedWriter(scheduler, opened.store).start()  # for windows that watch this run
+    from .runs import AttemptPruner
+
+    # A long run keeps each task's last attempts only (places.Retention.attempts).
+    pruner = AttemptPruner(opened.store, retention.attempts, log_dir).start()
     counted = counted_tasks(workflow)
     monitor = RunMonitor(workflow, counted)
     scheduler.subscribe(monitor.on_event)
@@ -514,6 +518,7 @@ def run_workflow(args) -> int:
             reporter.note(f"{args.file}: {exc}")
             _stop(scheduler, executor)
             feed.close()
+            pruner.stop()
             opened.store.close()
             return EXIT_INVALID
         store_error = None
@@ -531,6 +536,7 @@ def run_workflow(args) -> int:
         finally:
             store_error = _stop(scheduler, executor)
             feed.close()  # watchers learn that the owner stopped
+            pruner.stop()
             opened.store.close()
     code = reporter.summary(scheduler, log_dir, interrupted)
     if store_error is not None:

@@ -8,11 +8,12 @@ the platform's places (platformdirs: XDG on Linux).
   theme), which Qt used to keep in ``~/.config/Taskloom/Taskloom.conf``: that file
   is copied over once, so nobody loses their layout.
 
-Retention (``settings.toml``; both are counts of the workflow's runs, the current
-one included):
+Retention (``settings.toml``; the first two count the workflow's runs, the
+current one included):
 
-    keep_runs = 20   # runs whose attempts and events the store keeps
-    keep_logs = 20   # runs whose task logs are kept (at most keep_runs)
+    keep_runs = 20        # runs whose attempts and events the store keeps
+    keep_logs = 20        # runs whose task logs are kept (at most keep_runs)
+    keep_attempts = 1000  # within a run, each task's last attempts kept (>= 50)
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ from pathlib import Path
 
 APP = "taskloom"
 DEFAULT_KEEP = 20
+DEFAULT_KEEP_ATTEMPTS = 1000
+MIN_KEEP_ATTEMPTS = 50  # what the engine keeps in memory per task (and recovery reads)
 
 
 def data_dir() -> Path:
@@ -67,12 +70,13 @@ class Retention:
 
     runs: int = DEFAULT_KEEP
     logs: int = DEFAULT_KEEP
+    attempts: int = DEFAULT_KEEP_ATTEMPTS
 
     def __post_init__(self):
-        for name in ("runs", "logs"):
+        for name, least in (("runs", 1), ("logs", 1), ("attempts", MIN_KEEP_ATTEMPTS)):
             value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"keep_{name} must be an integer >= 1, got {value!r}")
+            if isinstance(value, bool) or not isinstance(value, int) or value < least:
+                raise ValueError(f"keep_{name} must be an integer >= {least}, got {value!r}")
         if self.logs > self.runs:  # a log whose attempt is gone could never be cleaned
             object.__setattr__(self, "logs", self.runs)
 
@@ -87,10 +91,15 @@ def retention(path: Path | None = None) -> Retention:
         return Retention()
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise ValueError(f"{path}: cannot read: {exc}") from None
-    unknown = sorted(set(data) - {"keep_runs", "keep_logs"})
+    known = ("keep_runs", "keep_logs", "keep_attempts")
+    unknown = sorted(set(data) - set(known))
     if unknown:
-        raise ValueError(f"{path}: unknown setting {unknown[0]!r} (known: keep_runs, keep_logs)")
+        raise ValueError(f"{path}: unknown setting {unknown[0]!r} (known: {', '.join(known)})")
     try:
-        return Retention(data.get("keep_runs", DEFAULT_KEEP), data.get("keep_logs", DEFAULT_KEEP))
+        return Retention(
+            data.get("keep_runs", DEFAULT_KEEP),
+            data.get("keep_logs", DEFAULT_KEEP),
+            data.get("keep_attempts", DEFAULT_KEEP_ATTEMPTS),
+        )
     except ValueError as exc:
         raise ValueError(f"{path}: {exc}") from None

@@ -123,3 +123,71 @@ def test_window_settings_live_in_the_lowercase_folder_and_old_ones_move_over(tmp
     old.write_text("[General]\ntheme=light\n")
     assert places.window_settings_file().read_text() == "[General]\ntheme=dark\n"  # once only
     assert os.path.samefile(places.config_dir(), tmp_path / "taskloom")
+
+
+def test_a_long_run_keeps_each_tasks_last_attempts(tmp_path):
+    """A task every 10 ms: the run's own history is capped per task (keep_attempts),
+    with the events and log files of the attempts it drops."""
+    config = tmp_path / "config"
+    (config / "taskloom").mkdir(parents=True)
+    (config / "taskloom" / "settings.toml").write_text("keep_attempts = 50\n")
+    path = write(
+        tmp_path,
+        '[tasks.tick]\ncall = "time:time"\nevery = "10ms"\n'
+        '[tasks.say]\ncommand = ["echo", "hi"]\nevery = "20ms"\n',
+    )
+    result = taskloom("run", path, "--for", "3s", XDG_CONFIG_HOME=str(config))
+    assert result.returncode == 0, result.stdout + result.stderr
+    (store,) = _runs_dir(tmp_path).glob("*.db")
+    with sqlite3.connect(store) as conn:
+        counts = dict(conn.execute("SELECT task_id, COUNT(*) FROM attempts GROUP BY task_id"))
+        last = dict(conn.execute("SELECT task_id, MAX(number) FROM attempts GROUP BY task_id"))
+        oldest_event = dict(
+            conn.execute("SELECT task_id, MIN(attempt) FROM events WHERE attempt > 0 GROUP BY 1")
+        )
+    assert last["tick"] > 50 and last["say"] > 50, last  # it ran more than it keeps
+    assert counts == {"tick": 50, "say": 50}
+    assert oldest_event["tick"] == last["tick"] - 49
+    logs = list((_runs_dir(tmp_path) / "logs" / store.stem).glob("say-*.log"))
+    assert len(logs) == 50
+
+
+def test_prune_attempts_keeps_the_last_per_task_and_refuses_a_bad_count(tmp_path):
+    from taskloom.engine.store import SQLiteStore
+
+    store = SQLiteStore(tmp_path / "s.db")
+    try:
+        with pytest.raises(ValueError, match="keep must be an integer >= 1, got 0"):
+            store.prune_attempts(0)
+        assert store.prune_attempts(5) == []  # nothing stored: nothing to do
+    finally:
+        store.close()
+
+
+def test_the_pruner_prunes_while_the_run_goes_on_and_once_more_at_stop(tmp_path):
+    import threading
+
+    from taskloom.runs import AttemptPruner
+
+    old = tmp_path / "old.log"
+    old.write_text("x")
+
+    class Store:
+        failed = False
+
+        def __init__(self):
+            self.calls = []
+            self.twice = threading.Event()
+
+        def prune_attempts(self, keep):
+            self.calls.append(keep)
+            if len(self.calls) == 2:
+                self.twice.set()
+            return [str(old)] if len(self.calls) == 1 else []
+
+    store = Store()
+    pruner = AttemptPruner(store, 77, tmp_path, interval=0.01).start()
+    assert store.twice.wait(10)  # on its own, while running
+    pruner.stop()
+    assert set(store.calls) == {77} and len(store.calls) >= 3  # and once more at stop
+    assert not old.exists()  # the dropped attempt's log went with it

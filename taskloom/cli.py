@@ -1,9 +1,14 @@
 """The ``taskloom`` command.
 
     taskloom run FILE [--workers N] [--for DURATION] [--executor threads|processes|dask://H:P]
-    taskloom validate FILE
+                      [--task NAME [--with-upstream]] [--dry-run]
+    taskloom validate FILE [--json]
+    taskloom list FILE [--json]          tasks, triggers, dependencies, next fire times
+    taskloom next FILE [-n N] [--json]   the next fire times across tasks
+    taskloom history FILE [--json]
     taskloom [FILE] [--screenshot PNG] [--quit-after SECONDS]     (opens the window)
     taskloom --version
+    -q/--quiet and -v/--verbose (-vv) before or after the command (logs.py)
 
 Exit codes (README "Exit codes"): 0 ok; 1 a one-shot task did not succeed; 2
 invalid input or usage (a bad file, for ``validate`` too; an unusable store, at
@@ -73,7 +78,11 @@ def _version() -> str:
         return taskloom.__version__
 
 
-OUTPUT_FLAGS = ("-q", "--quiet", "-v", "--verbose", "-vv")
+def _output_flag(arg: str) -> bool:
+    """-q, -v, -vv, ... --quiet, --verbose: may come before the command word."""
+    import re
+
+    return re.fullmatch(r"-q|-v+|--quiet|--verbose", arg) is not None
 
 
 def _output_options(top: bool) -> argparse.ArgumentParser:
@@ -236,7 +245,7 @@ def _window_parser() -> argparse.ArgumentParser:
 
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
-    word = next((arg for arg in argv if arg not in OUTPUT_FLAGS), None)
+    word = next((arg for arg in argv if not _output_flag(arg)), None)
     if word is not None and word not in SUBCOMMANDS and _mistyped_command(word):
         return EXIT_INVALID
     if word in SUBCOMMANDS:

@@ -633,5 +633,6 @@ def test_verbose_logs_the_store_and_log_folder_and_quiet_validate_is_silent(tmp_
     assert "store " in info and ".db, task logs in " in info and "4 workers" in info
     assert "taskloom: info:" not in taskloom("run", path).stderr  # not without -v
     assert taskloom("validate", "-q", path).stdout == ""
+    assert "taskloom: info:" in taskloom("-vv", "run", path).stderr  # -vv before the command
     both = taskloom("validate", "-q", "-v", path)
     assert both.returncode == 2 and "cannot be used together" in both.stderr

@@ -138,6 +138,7 @@ class WorkflowSession:
         if log_dir is not None:
             Path(log_dir).mkdir(parents=True, exist_ok=True)
         self.feed = None  # publishes the run for windows that watch it
+        self.pruner = None  # keeps a long run's store bounded (runs.AttemptPruner)
         self.hand_off = False  # on stop, a headless ``taskloom run`` takes the run over
         self.quiet = False  # stopping without asking (Quit from a signal, a replaced window)
         self.background_owner = None  # the Popen of that headless owner
@@ -198,19 +199,21 @@ class WorkflowSession:
             return scheduler, None
         from taskloom.engine.feed import FeedWriter
         from taskloom.places import retention
-        from taskloom.runs import open_run
+        from taskloom.runs import AttemptPruner, open_run
 
+        keep = retention()  # as taskloom run: the last runs, their logs, each task's attempts
         opened = open_run(
             self.workflow,
             self.db_path,
             fresh=fresh,
             decide=decide,
             before_tasks=self._early.attach,
-            retention=retention(),  # as taskloom run: the last runs and their logs
+            retention=keep,
             **options,
         )
         self.resumed, self.note = opened.resumed, opened.note
         self.feed = FeedWriter(opened.scheduler, opened.store).start()  # for watchers
+        self.pruner = AttemptPruner(opened.store, keep.attempts, log_dir).start()
         return opened.scheduler, opened.store
 
     @property
@@ -282,6 +285,8 @@ class WorkflowSession:
                 log.warning("a run-history read is still running; closing the store anyway")
             if self.feed is not None:
                 self.feed.close()
+            if self.pruner is not None:
+                self.pruner.stop()
             if self.store is not None:
                 self.store.close()
             if self.hand_off:

@@ -21,6 +21,7 @@ names a callable, with the file, line and column of its ``call`` key.
 
 from __future__ import annotations
 
+import contextlib
 import re
 import sys
 from pathlib import Path
@@ -87,7 +88,9 @@ def call_problems(workflow, text: str | None = None) -> list:
         if not _is_call(task):
             continue
         try:
-            task.action.resolve()
+            # What a module prints on import must not mix with validate's answer (--json).
+            with contextlib.redirect_stdout(sys.stderr):
+                task.action.resolve()
         except Exception as exc:  # whatever the module raises on import
             message = f"call {task.action.ref!r}: {_why(exc)}"
             line, column = _call_position(text or "", tid)

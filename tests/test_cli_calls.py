@@ -115,3 +115,14 @@ def test_dask_workers_get_the_folder_too(tmp_path):
         sys.path[:] = saved
         client.close()
         cluster.close()
+
+
+def test_validate_json_stays_json_when_a_module_prints_on_import(tmp_path):
+    import json
+
+    (tmp_path / "chatty_mod.py").write_text("print('hello from import')\ndef go():\n    pass\n")
+    path = write(tmp_path, '[tasks.a]\ncall = "chatty_mod:go"\n')
+    result = taskloom("validate", path, "--json")
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["valid"] is True
+    assert "hello from import" in result.stderr

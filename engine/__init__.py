@@ -1,5 +1,7 @@
 """Taskloom's engine: a threaded scheduler library, pure Python, no Qt."""
 
+from taskloom import __version__ as __version__  # one version source: taskloom/__init__.py
+
 from ._core.scheduler import EVENT_KINDS, TRIGGER_RULES, Scheduler
 from ._jobs.context import RemoteResult, RunContext, current_run
 from .actions import Call
@@ -11,8 +13,6 @@ from .models import Action, Attempt, Entry, Event, RetryPolicy, TaskInfo
 from .options import Misfire, Mode, Outcome, Overlap, TriggerRule
 from .states import TaskState
 from .store import StoreError  # raised by a Scheduler whose store failed, and by reads
-
-__version__ = "0.1.0"
 
 __all__ = [
     "Action",

@@ -34,7 +34,7 @@ from taskloom.gui.run_choice import ask_resume_or_new
 
 log = logging.getLogger(__name__)
 
-EXIT_BUSY = 3  # as ``taskloom run``: another live process owns the workflow's run
+EXIT_BUSY = 75  # as ``taskloom run`` (EX_TEMPFAIL): another live process owns the workflow's run
 
 DEFAULT_WORKFLOW = example_path("etl")
 READER_JOIN_TIMEOUT = 10.0  # seconds the store waits for a history read still running
@@ -58,8 +58,10 @@ def store_paths(workflow, db: Path | None = None, data_dir: Path | None = None):
     if db is None:
         default = default_db_path(workflow)
         db = default if data_dir is None else Path(data_dir) / default.name
+    from taskloom.places import log_dir_for
+
     db = Path(db).expanduser()
-    return db, db.parent / "logs" / db.stem
+    return db, log_dir_for(db)
 
 
 class _CloseWatcher(QObject):
@@ -136,6 +138,7 @@ class WorkflowSession:
         if log_dir is not None:
             Path(log_dir).mkdir(parents=True, exist_ok=True)
         self.feed = None  # publishes the run for windows that watch it
+        self.pruner = None  # keeps a long run's store bounded (runs.AttemptPruner)
         self.hand_off = False  # on stop, a headless ``taskloom run`` takes the run over
         self.quiet = False  # stopping without asking (Quit from a signal, a replaced window)
         self.background_owner = None  # the Popen of that headless owner
@@ -182,6 +185,9 @@ class WorkflowSession:
         except (ValueError, OSError) as exc:
             self.executor = None
             self.executor_problem = f"⚠ {exc}: running tasks on threads instead"
+        from taskloom.imports import use_workflow_folder
+
+        use_workflow_folder(self.workflow, self.executor)  # calls import from beside the file
         options = dict(workers=workers, log_dir=log_dir, executor=self.executor)
         if self.db_path is None:
             from taskloom.engine import Scheduler
@@ -192,18 +198,22 @@ class WorkflowSession:
             self.resumed, self.note = False, ""
             return scheduler, None
         from taskloom.engine.feed import FeedWriter
-        from taskloom.runs import open_run
+        from taskloom.places import retention
+        from taskloom.runs import AttemptPruner, open_run
 
+        keep = retention()  # as taskloom run: the last runs, their logs, each task's attempts
         opened = open_run(
             self.workflow,
             self.db_path,
             fresh=fresh,
             decide=decide,
             before_tasks=self._early.attach,
+            retention=keep,
             **options,
         )
         self.resumed, self.note = opened.resumed, opened.note
         self.feed = FeedWriter(opened.scheduler, opened.store).start()  # for watchers
+        self.pruner = AttemptPruner(opened.store, keep.attempts, log_dir).start()
         return opened.scheduler, opened.store
 
     @property
@@ -275,6 +285,8 @@ class WorkflowSession:
                 log.warning("a run-history read is still running; closing the store anyway")
             if self.feed is not None:
                 self.feed.close()
+            if self.pruner is not None:
+                self.pruner.stop()
             if self.store is not None:
                 self.store.close()
             if self.hand_off:
@@ -537,8 +549,11 @@ def run_window(
     except ValueError as exc:
         print(exc, file=sys.stderr)
         return 2
-    settings = None
-    data_dir = None
+    from taskloom.places import window_settings_file
+
+    # One folder, one case: <user config dir>/taskloom (was ~/.config/Taskloom).
+    settings = QSettings(str(window_settings_file()), QSettings.Format.IniFormat)
+    data_dir = scratch = None
     if screenshot:  # a reproducible picture: default geometry, not the user's saved one
         scratch = Path(tempfile.mkdtemp(prefix="taskloom-"))
         settings = QSettings(str(scratch / "screenshot.ini"), QSettings.Format.IniFormat)
@@ -552,6 +567,11 @@ def run_window(
         )
     finally:
         stop_signals.restore()
+        if scratch is not None:  # the throwaway store, its logs and settings
+            import shutil
+
+            settings.sync()  # written now, not when Qt destroys it (into a removed folder)
+            shutil.rmtree(scratch, ignore_errors=True)
 
 
 def _open_and_run(

@@ -1,19 +1,24 @@
 """The ``taskloom`` command.
 
     taskloom run FILE [--workers N] [--for DURATION] [--executor threads|processes|dask://H:P]
-    taskloom validate FILE
+                      [--task NAME [--with-upstream]] [--dry-run]
+    taskloom validate FILE [--json]
+    taskloom list FILE [--json]          tasks, triggers, dependencies, next fire times
+    taskloom next FILE [-n N] [--json]   the next fire times across tasks
+    taskloom history FILE [--json]
     taskloom [FILE] [--screenshot PNG] [--quit-after SECONDS]     (opens the window)
     taskloom --version
+    -q/--quiet and -v/--verbose (-vv) before or after the command (logs.py)
 
-``run`` exits 0 when every one-shot task succeeded, 1 when any did not, 2 when
-the file is invalid or its run store cannot be used (at open, or when writing it
-fails during the run: the run stops and one line names the store and the cause),
-3 when another live process already runs the workflow (its store is owned: the
-message names the owner). ``validate`` exits 0 for a valid
-file, 1 when it lists problems, 2 when the file cannot be read at all (missing,
-not a regular file, over 32 MiB). Recurring tasks (and tasks downstream of them)
-run until Ctrl-C or ``--for``; they do not decide the exit code. Ctrl-C cancels what is
-running (commands are terminated with their children) and shuts down cleanly.
+Exit codes (README "Exit codes"): 0 ok; 1 a one-shot task did not succeed; 2
+invalid input or usage (a bad file, for ``validate`` too; an unusable store, at
+open or when writing it fails during the run: the run stops and one line names
+the store and the cause); 75 (EX_TEMPFAIL) when another live process already runs
+the workflow (its store is owned: the message names the owner); 128 + the signal
+when stopped by one (Ctrl-C 130, SIGTERM 143). Recurring tasks (and tasks
+downstream of them) run until Ctrl-C or ``--for``; they do not decide the exit
+code. Ctrl-C cancels what is running (commands are terminated with their
+children) and shuts down cleanly.
 
 Only the window imports Qt, and only when asked for.
 """
@@ -21,9 +26,9 @@ Only the window imports Qt, and only when asked for.
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import sys
-import tempfile
 import threading
 import time
 import uuid
@@ -31,9 +36,14 @@ from pathlib import Path
 
 import taskloom
 
-EXIT_OK, EXIT_FAILED, EXIT_INVALID, EXIT_BUSY = 0, 1, 2, 3
-SUBCOMMANDS = ("run", "validate", "history")
+# Exit codes (README, "Exit codes"): a script can tell a failed task from a bad file,
+# an interrupt, and a workflow that another process is running right now.
+EXIT_OK, EXIT_FAILED, EXIT_INVALID = 0, 1, 2
+EXIT_BUSY = 75  # EX_TEMPFAIL (sysexits.h): not now, try again when the owner has finished
+EXIT_SIGNAL_BASE = 128  # 128 + the signal's number, as shells report: SIGINT 130, SIGTERM 143
+SUBCOMMANDS = ("run", "validate", "history", "list", "next")
 SIGNAL_CHECK = 0.2  # seconds between looks for Ctrl-C / SIGTERM while waiting
+log = logging.getLogger("taskloom.cli")
 
 
 # ---------------------------------------------------------------------- arguments
@@ -68,12 +78,51 @@ def _version() -> str:
         return taskloom.__version__
 
 
+def _output_flag(arg: str) -> bool:
+    """-q, -v, -vv, ... --quiet, --verbose: may come before the command word."""
+    import re
+
+    return re.fullmatch(r"-q|-v+|--quiet|--verbose", arg) is not None
+
+
+def _output_options(top: bool) -> argparse.ArgumentParser:
+    """-q/-v, accepted before the command and after it (``taskloom -v run F``,
+    ``taskloom run F -v``). Only the top level has defaults: a subcommand's would
+    overwrite what was given before it."""
+    parent = argparse.ArgumentParser(add_help=False)
+    default = {} if top else {"default": argparse.SUPPRESS}
+    group = parent.add_argument_group("output")
+    group.add_argument(
+        "-q",
+        "--quiet",
+        action="store_true",
+        help="print only what went wrong (and the data asked for)",
+        **({"default": False} if top else default),
+    )
+    group.add_argument(
+        "-v",
+        "--verbose",
+        action="count",
+        help="log what Taskloom does (-vv: debug, with tracebacks)",
+        **({"default": 0} if top else default),
+    )
+    return parent
+
+
+def verbosity(args) -> int:
+    """-1 quiet, 0 default, 1 -v, 2 -vv; ``-q`` with ``-v`` is a usage error (caught earlier)."""
+    return -1 if args.quiet else min(2, args.verbose or 0)
+
+
 def _command_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="taskloom", description="Run and check workflows.")
+    parser = argparse.ArgumentParser(
+        prog="taskloom", description="Run and check workflows.", parents=[_output_options(True)]
+    )
     parser.add_argument("--version", action="version", version=f"taskloom {_version()}")
     sub = parser.add_subparsers(dest="command", required=True)
+    each = [_output_options(False)]
 
-    run = sub.add_parser("run", help="run a workflow headless, with live progress")
+    run = sub.add_parser("run", help="run a workflow headless, with live progress", parents=each)
     run.add_argument("file", type=Path, help="workflow file (TOML)")
     run.add_argument("--workers", type=_positive_int, help="worker threads (default: the file's)")
     run.add_argument(
@@ -89,7 +138,9 @@ def _command_parser() -> argparse.ArgumentParser:
         help="where tasks run (default: the file's)",
     )
     run.add_argument(
-        "--log-dir", type=Path, help="where captured output goes (default: a temp dir)"
+        "--log-dir",
+        type=Path,
+        help="where captured output goes (default: beside the run store, old runs' pruned)",
     )
     _store_arguments(run)
     run.add_argument(
@@ -97,15 +148,59 @@ def _command_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="start a new run even if the last one did not finish (default: resume it)",
     )
+    run.add_argument(
+        "--task",
+        dest="tasks",
+        action="append",
+        metavar="NAME",
+        help="run only this task, once and now (repeat for more); in a store of its own",
+    )
+    run.add_argument(
+        "--with-upstream",
+        action="store_true",
+        help="with --task: also the tasks it depends on, first",
+    )
+    run.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="say what would run, in what order; run nothing, write no store",
+    )
 
-    history = sub.add_parser("history", help="print the recent runs of a workflow's tasks")
+    listing = sub.add_parser(
+        "list", help="the tasks of a workflow: trigger, dependencies, next fire", parents=each
+    )
+    listing.add_argument("file", type=Path, help="workflow file (TOML)")
+    _json_argument(listing)
+
+    upcoming = sub.add_parser(
+        "next", help="the next fire times across a workflow's tasks", parents=each
+    )
+    upcoming.add_argument("file", type=Path, help="workflow file (TOML)")
+    upcoming.add_argument(
+        "-n", dest="count", type=_positive_int, default=10, help="how many (default 10)"
+    )
+    _json_argument(upcoming)
+
+    history = sub.add_parser(
+        "history", help="print the recent runs of a workflow's tasks", parents=each
+    )
     history.add_argument("file", type=Path, help="workflow file (TOML)")
     _store_arguments(history)
     history.add_argument("--limit", type=_positive_int, default=30, help="attempts to show")
+    _json_argument(history)
 
-    validate = sub.add_parser("validate", help="check a workflow file and list every problem")
+    validate = sub.add_parser(
+        "validate", help="check a workflow file and list every problem", parents=each
+    )
     validate.add_argument("file", type=Path, help="workflow file (TOML)")
+    _json_argument(validate)
     return parser
+
+
+def _json_argument(parser) -> None:
+    parser.add_argument(
+        "--json", action="store_true", help="print one JSON document (shape in the README)"
+    )
 
 
 def _store_arguments(parser) -> None:
@@ -121,8 +216,9 @@ def _window_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="taskloom",
         description="Open the Taskloom window on a workflow (the bundled ETL example if none).",
-        epilog="Also: 'taskloom run FILE' runs headless and 'taskloom validate FILE' checks "
-        "a file; add --help to either for their options.",
+        epilog="Also: 'taskloom run FILE' runs headless, 'taskloom validate FILE' checks a "
+        "file, 'taskloom list|next|history FILE' tell about it; add --help to any of them.",
+        parents=[_output_options(True)],
     )
     parser.add_argument("--version", action="version", version=f"taskloom {_version()}")
     parser.add_argument("file", nargs="?", type=Path, help="workflow file (TOML)")
@@ -149,33 +245,81 @@ def _window_parser() -> argparse.ArgumentParser:
 
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
-    if argv and argv[0] in SUBCOMMANDS:
-        args = _command_parser().parse_args(argv)
+    word = next((arg for arg in argv if not _output_flag(arg)), None)
+    if word is not None and word not in SUBCOMMANDS and _mistyped_command(word):
+        return EXIT_INVALID
+    if word in SUBCOMMANDS:
+        parser = _command_parser()
+        args = parser.parse_args(argv)
+        if args.quiet and args.verbose:
+            parser.error("-q/--quiet and -v/--verbose cannot be used together")
+        from taskloom import logs
+
+        logs.configure(verbosity(args))  # once, for every command
         if args.command == "run":
             return run_workflow(args)
         if args.command == "history":
             return show_history(args)
-        return validate_workflow(args.file)
+        if args.command in ("list", "next"):
+            from taskloom import listing
+
+            return listing.main(args)
+        return validate_workflow(args.file, quiet=args.quiet, as_json=args.json)
     args = _window_parser().parse_args(argv)
+    from taskloom import logs
+
+    logs.configure(verbosity(args))
     return open_window(args)
 
 
+def _mistyped_command(word: str) -> bool:
+    """A word that is no file but close to a command ("histroy"): say which one was
+    meant rather than open the window on a file that does not exist."""
+    import difflib
+
+    if word.startswith("-") or Path(word).exists():
+        return False
+    close = difflib.get_close_matches(word, SUBCOMMANDS, n=1, cutoff=0.6)
+    if not close:
+        return False
+    print(
+        f"taskloom: {word!r} is not a taskloom command nor a file; did you mean {close[0]!r}?",
+        file=sys.stderr,
+    )
+    return True
+
+
 # ---------------------------------------------------------------------- validate, window
-def validate_workflow(path: Path) -> int:
+def validate_workflow(path: Path, quiet: bool = False, as_json: bool = False) -> int:
     from taskloom.engine.workflow import WorkflowError, load
 
+    if as_json:
+        from taskloom import listing
+
+        return listing.validate_json(path)
     try:
         workflow = load(path)
     except WorkflowError as exc:
         if exc.unreadable:  # nothing was checked: one line, like a usage error
             print(exc, file=sys.stderr)
             return EXIT_INVALID
-        print(exc)
-        count = len(exc.problems)
-        print(f"{path}: {count} problem{'s' if count != 1 else ''}", file=sys.stderr)
-        return EXIT_FAILED
-    print(f"{path} is valid ({len(workflow.tasks)} tasks)")
+        return _print_problems(path, exc.problems)
+    from taskloom.imports import call_problems
+
+    problems = call_problems(workflow)  # each call imports, beside the file too
+    if problems:
+        return _print_problems(path, problems)
+    if not quiet:
+        print(f"{path} is valid ({len(workflow.tasks)} tasks)")
     return EXIT_OK
+
+
+def _print_problems(path: Path, problems) -> int:
+    for problem in problems:
+        print(problem)
+    count = len(problems)
+    print(f"{path}: {count} problem{'s' if count != 1 else ''}", file=sys.stderr)
+    return EXIT_INVALID
 
 
 def open_window(args) -> int:
@@ -211,7 +355,12 @@ def show_history(args) -> int:
     name = workflow.name
     db_path = args.db or default_db_path(workflow)
     if not db_path.exists():
-        print(f"no runs of {name} yet ({db_path} does not exist)")
+        if args.json:
+            from taskloom.listing import history_json
+
+            history_json(workflow, db_path, [])
+        elif not args.quiet:
+            print(f"no runs of {name} yet ({db_path} does not exist)")
         return EXIT_OK
     try:
         store = SQLiteStore.reader(db_path)  # a run may be going on: read beside it
@@ -225,8 +374,14 @@ def show_history(args) -> int:
         return EXIT_INVALID
     finally:
         store.close()
+    if args.json:
+        from taskloom.listing import history_json
+
+        history_json(workflow, db_path, rows)
+        return EXIT_OK
     if not rows:
-        print(f"no runs of {name} yet")
+        if not args.quiet:
+            print(f"no runs of {name} yet")
         return EXIT_OK
     header = f"{'started':19}  {'run':>3}  {'task':<18} {'try':>3}  {'outcome':<9} {'took':>7}"
     print(header + "  detail")
@@ -272,24 +427,51 @@ def run_workflow(args) -> int:
     except WorkflowError as exc:
         print(exc, file=sys.stderr)
         return EXIT_INVALID
+    if args.with_upstream and not args.tasks:
+        print("taskloom run: --with-upstream needs --task NAME", file=sys.stderr)
+        return EXIT_INVALID
+    db_path = args.db or default_db_path(workflow)
+    if args.tasks:
+        from taskloom import plan
+
+        try:
+            workflow = plan.select(workflow, args.tasks, args.with_upstream)
+        except KeyError as exc:
+            known = ", ".join(workflow.tasks)
+            print(f"{args.file}: no task {exc.args[0]!r} (it has: {known})", file=sys.stderr)
+            return EXIT_INVALID
+        # A store of its own: a task run neither resumes nor disturbs the workflow's run.
+        db_path = args.db or db_path.with_name(db_path.stem + ".tasks.db")
+    if args.dry_run:
+        return dry_run(workflow, db_path, selected=bool(args.tasks))
+    from taskloom import places
+
+    try:
+        retention = places.retention()
+    except ValueError as exc:
+        print(exc, file=sys.stderr)
+        return EXIT_INVALID
+    # Logs live beside the workflow's store, per workflow, pruned with its old runs;
+    # the folder is made once the store opened (a store's own problem is named first).
+    log_dir = args.log_dir or places.log_dir_for(db_path)
     workers = args.workers or workflow.workers
     try:
         executor = build_executor(args.executor or workflow.executor, workers)
     except (ValueError, OSError) as exc:
         print(f"{args.file}: {exc}", file=sys.stderr)
         return EXIT_INVALID
+    from taskloom.imports import use_workflow_folder
+
+    use_workflow_folder(workflow, executor)  # a call's module may sit beside the file
 
     # Lets a run's commands share state safely (see examples/scripts/attempts.py).
     os.environ["TASKLOOM_RUN_ID"] = uuid.uuid4().hex[:12]
-    log_dir = args.log_dir or Path(tempfile.mkdtemp(prefix=f"taskloom-{workflow.name}-"))
-    log_dir.mkdir(parents=True, exist_ok=True)
-    _log_engine_to(log_dir / "taskloom.log")
-    db_path = args.db or default_db_path(workflow)
     try:
         opened = open_run(
             workflow,
             db_path,
-            fresh=args.fresh,
+            fresh=args.fresh or bool(args.tasks),
+            retention=retention,
             workers=workers,
             executor=executor,
             log_dir=str(log_dir),
@@ -304,13 +486,33 @@ def run_workflow(args) -> int:
         print(exc if isinstance(exc, StoreError) else f"{args.file}: {exc}", file=sys.stderr)
         return EXIT_INVALID
     scheduler = opened.scheduler
+    try:
+        log_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        print(f"taskloom: cannot make the log folder {log_dir}: {exc}", file=sys.stderr)
+        _stop(scheduler, executor)
+        opened.store.close()
+        return EXIT_INVALID
+    from taskloom import logs
+
+    logs.log_to_file(log_dir / "taskloom.log")
+    log.info("store %s, task logs in %s, %d workers", db_path, log_dir, workers)
     from taskloom.engine.feed import FeedWriter
 
     feed = FeedWriter(scheduler, opened.store).start()  # for windows that watch this run
+    from .runs import AttemptPruner
+
+    # A long run keeps each task's last attempts only (places.Retention.attempts).
+    pruner = AttemptPruner(opened.store, retention.attempts, log_dir).start()
     counted = counted_tasks(workflow)
     monitor = RunMonitor(workflow, counted)
     scheduler.subscribe(monitor.on_event)
-    reporter = LiveReport(scheduler, monitor) if sys.stdout.isatty() else PlainReport(monitor)
+    if args.quiet:
+        reporter = QuietReport(monitor)
+    elif sys.stdout.isatty():
+        reporter = LiveReport(scheduler, monitor)
+    else:
+        reporter = PlainReport(monitor)
 
     interrupted = False
     stop_signals = StopSignals()
@@ -325,6 +527,7 @@ def run_workflow(args) -> int:
             reporter.note(f"{args.file}: {exc}")
             _stop(scheduler, executor)
             feed.close()
+            pruner.stop()
             opened.store.close()
             return EXIT_INVALID
         store_error = None
@@ -342,24 +545,32 @@ def run_workflow(args) -> int:
         finally:
             store_error = _stop(scheduler, executor)
             feed.close()  # watchers learn that the owner stopped
+            pruner.stop()
             opened.store.close()
     code = reporter.summary(scheduler, log_dir, interrupted)
     if store_error is not None:
         print(f"taskloom: {store_error}; the run stopped", file=sys.stderr)
         return EXIT_INVALID
+    if interrupted:  # stopped from outside, whatever the tasks did: 128 + the signal
+        return EXIT_SIGNAL_BASE + stop_signals.signal_number
     return code
 
 
-def _log_engine_to(path: Path) -> None:
-    """Engine and store errors (with tracebacks) go to a file beside the task logs:
-    the terminal gets the one line that matters (e.g. the store failed)."""
-    import logging
+def dry_run(workflow, db_path: Path, selected: bool) -> int:
+    """What ``run`` would do: the tasks in the order the engine gets them, and what
+    starts each. Nothing runs and no store is opened or written."""
+    from taskloom import plan
 
-    handler = logging.FileHandler(path, delay=True)
-    handler.setFormatter(logging.Formatter("%(asctime)s %(name)s %(levelname)s %(message)s"))
-    logger = logging.getLogger("taskloom")
-    logger.addHandler(handler)
-    logger.propagate = False
+    order = plan.run_order(workflow)
+    what = "the selected tasks, once and now" if selected else f"{len(order)} tasks"
+    print(f"dry run of {workflow.name}: would run {what}, in this order (nothing is run):")
+    width = max(len(tid) for tid, _ in order)
+    for number, (tid, when) in enumerate(order, 1):
+        task = workflow.tasks[tid]
+        after = f"; needs {', '.join(task.deps)}" if task.deps else ""
+        print(f"{number:>3}. {tid:<{width}}  {when}{after}")
+    print(f"store: {db_path} (not opened)")
+    return EXIT_OK
 
 
 class StopSignals:
@@ -374,6 +585,7 @@ class StopSignals:
 
     def __init__(self):
         self.reason: str | None = None
+        self.signal_number = 2  # SIGINT: a KeyboardInterrupt that no handler of ours raised
 
     def install(self) -> None:
         import signal
@@ -394,6 +606,7 @@ class StopSignals:
         if signum == signal.SIGHUP:  # the terminal is gone: writing to it would fail
             _silence_output()
         self.reason = f"interrupted by {name}"
+        self.signal_number = int(signum)
         raise KeyboardInterrupt
 
     def should_stop(self) -> bool:
@@ -408,6 +621,7 @@ class StopSignals:
         _silence_output()
         if self.reason is None:
             self.reason = "interrupted: the output was closed"
+            self.signal_number = 13  # SIGPIPE, which a reader going away means
 
 
 def _output_closed(stream) -> bool:
@@ -560,6 +774,30 @@ class PlainReport:
     def summary(self, scheduler, log_dir: Path, interrupted: bool) -> int:
         for line in _summary_lines(scheduler, self.monitor, log_dir):
             self._print(line)
+        return self.monitor.exit_code()
+
+
+class QuietReport(PlainReport):
+    """-q: nothing while it runs, nothing when all went well; what failed (and the
+    log to read) goes to stderr."""
+
+    def __enter__(self):
+        return self
+
+    def on_event(self, event) -> None:
+        pass
+
+    def note(self, text: str) -> None:
+        pass
+
+    def summary(self, scheduler, log_dir: Path, interrupted: bool) -> int:
+        lines = _summary_lines(scheduler, self.monitor, log_dir)
+        failed = [line.strip() for line in lines[1:-1]]
+        try:
+            for line in failed:
+                print(f"taskloom: {line}", file=sys.stderr)
+        except OSError:
+            pass
         return self.monitor.exit_code()
 
 

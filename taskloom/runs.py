@@ -81,6 +81,7 @@ def open_run(
     fresh: bool = False,
     decide=None,
     before_tasks=None,
+    retention=None,
     **scheduler_kwargs,
 ) -> OpenedRun:
     """A scheduler on ``db_path`` with the workflow's tasks, not yet started.
@@ -92,6 +93,9 @@ def open_run(
     never resumed; ``decide`` is still called, so that the person is told why.
     ``before_tasks(scheduler)``, when given, is called before any task is added
     (to subscribe to the run's first events).
+    ``retention`` (``places.Retention``), when given, prunes the store of all but
+    its last runs and deletes the pruned runs' task logs, only those inside the
+    ``log_dir`` scheduler argument (a folder Taskloom manages).
 
     Raises ``engine.store.StoreError`` for a store that cannot be used, and
     ``engine.store.StoreBusy`` when another live process owns it.
@@ -100,10 +104,42 @@ def open_run(
 
     store = SQLiteStore(db_path)
     try:
-        return _open(workflow, store, fresh, scheduler_kwargs, decide, before_tasks)
+        opened = _open(workflow, store, fresh, scheduler_kwargs, decide, before_tasks)
+        if retention is not None:
+            prune(store, retention, scheduler_kwargs.get("log_dir"))
+        return opened
     except BaseException:
         store.close()
         raise
+
+
+def prune(store, retention, log_dir) -> int:
+    """Keep the store's last ``retention.runs`` runs and the task logs of its last
+    ``retention.logs``; a log file is deleted only if it lies in ``log_dir``.
+    Returns how many files were deleted."""
+    return delete_logs(store.prune_runs(retention.runs, retention.logs), log_dir)
+
+
+def delete_logs(paths, log_dir) -> int:
+    """Delete the log files ``paths`` that lie in ``log_dir``; how many were deleted."""
+    if not log_dir:
+        return 0
+    folder = Path(log_dir).resolve()
+    deleted = 0
+    for text in paths:
+        path = Path(text)
+        if path.suffix != ".log" or path.resolve().parent != folder:
+            continue  # written somewhere else (--log-dir, an executor's own folder)
+        try:
+            path.unlink()
+            deleted += 1
+        except FileNotFoundError:
+            pass
+        except OSError as exc:  # left behind (its row no longer names it): say so
+            import logging
+
+            logging.getLogger("taskloom.cli").warning("cannot delete old log %s: %s", path, exc)
+    return deleted
 
 
 def _open(
@@ -188,3 +224,45 @@ def _with_skipped_downstream(workflow, records: dict, roots: list[str]) -> list[
                 result.append(child)
                 stack.append(child)
     return result
+
+
+PRUNE_INTERVAL = 60.0  # seconds between prunes of a running run's own history
+
+
+class AttemptPruner:
+    """Keeps a long run's store bounded: every ``interval`` seconds, and once more at
+    ``stop()``, each task keeps its last ``keep`` attempts (and their events and log
+    files) of the current run (``SQLiteStore.prune_attempts``)."""
+
+    def __init__(self, store, keep: int, log_dir=None, interval: float = PRUNE_INTERVAL):
+        import threading
+
+        self.store, self.keep, self.log_dir, self.interval = store, keep, log_dir, interval
+        self._stopping = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="taskloom-prune", daemon=True)
+
+    def start(self) -> AttemptPruner:
+        self._thread.start()
+        return self
+
+    def _loop(self) -> None:
+        while not self._stopping.wait(self.interval):
+            self.prune()
+
+    def prune(self) -> int:
+        """One prune now; how many log files it deleted. A failing store is left alone
+        (the run reports its failure), and a prune that fails is logged, not raised."""
+        if self.store.failed:
+            return 0
+        try:
+            return delete_logs(self.store.prune_attempts(self.keep), self.log_dir)
+        except Exception as exc:  # the run goes on; its store only grows a while longer
+            import logging
+
+            logging.getLogger("taskloom.cli").warning("pruning old attempts failed: %s", exc)
+            return 0
+
+    def stop(self) -> None:
+        self._stopping.set()
+        self._thread.join()
+        self.prune()

@@ -24,11 +24,11 @@ def private_store_dir(tmp_path, monkeypatch):
     monkeypatch.setitem(ENV, "XDG_DATA_HOME", str(tmp_path / "xdg-data"))
 
 
-def taskloom(*args, timeout: float = 90) -> subprocess.CompletedProcess:
+def taskloom(*args, timeout: float = 90, **env) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "-m", "taskloom", *map(str, args)],
         cwd=ROOT,
-        env=ENV,
+        env={**ENV, **env},
         capture_output=True,
         text=True,
         timeout=timeout,
@@ -53,7 +53,7 @@ def test_validate_a_valid_file():
     assert result.stdout.strip() == f"{EXAMPLES / 'etl.toml'} is valid (6 tasks)"
 
 
-def test_validate_lists_every_problem_and_exits_1(tmp_path):
+def test_validate_lists_every_problem_and_exits_2(tmp_path):
     path = write(
         tmp_path,
         """
@@ -68,7 +68,7 @@ def test_validate_lists_every_problem_and_exits_1(tmp_path):
         """,
     )
     result = taskloom("validate", path)
-    assert result.returncode == 1
+    assert result.returncode == 2  # invalid input, as for run
     lines = result.stdout.strip().splitlines()
     assert lines == [
         f"{path}: tasks.a.prioity: unknown key (did you mean 'priority'?)",
@@ -82,7 +82,7 @@ def test_validate_reports_a_tzdata_folder_as_an_unknown_time_zone(tmp_path):
         tmp_path, '[tasks.a]\ncommand = ["true"]\ncron = "0 2 * * *"\ntimezone = "Europe"\n'
     )
     result = taskloom("validate", path)
-    assert result.returncode == 1
+    assert result.returncode == 2
     assert "Traceback" not in result.stderr
     (line,) = result.stdout.strip().splitlines()
     assert line.startswith(f"{path}: tasks.a.timezone: unknown time zone 'Europe'")
@@ -224,7 +224,7 @@ def test_ctrl_c_terminates_running_commands(tmp_path):
         group = int(stream.read())
     process.send_signal(signal.SIGINT)
     out, err = process.communicate(timeout=30)
-    assert process.returncode == 1, out + err
+    assert process.returncode == 130, out + err  # 128 + SIGINT, not a failed task
     assert "interrupted" in out
     assert "long             ready (attempt 1)" in out  # interrupted, resumable
     assert not group_exists(group)
@@ -253,7 +253,7 @@ def test_sigterm_stops_a_recurring_workflow_cleanly(tmp_path):
         group = int(stream.read())
     process.terminate()
     out, err = process.communicate(timeout=30)
-    assert process.returncode == 0, out + err  # no one-shot task: nothing failed
+    assert process.returncode == 143, out + err  # 128 + SIGTERM
     assert "watch            ready (attempt 1)" in out  # interrupted, resumable
     assert not group_exists(group)
 
@@ -292,7 +292,7 @@ def test_validate_a_missing_file_exits_2(tmp_path):
 def test_deeply_nested_toml_is_a_problem_not_a_crash(tmp_path, value):
     path = write(tmp_path, f'x = {value}\n[tasks.a]\ncommand = ["true"]\n')
     checked = taskloom("validate", path)
-    assert checked.returncode == 1, checked.stderr
+    assert checked.returncode == 2, checked.stderr
     assert f"{path}: nested too deeply" in checked.stdout
     ran = taskloom("run", path)
     assert ran.returncode == 2, ran.stderr
@@ -304,7 +304,7 @@ def test_deeply_nested_toml_is_a_problem_not_a_crash(tmp_path, value):
 def test_a_path_like_workflow_name_is_refused_by_validate_and_run(tmp_path, name):
     path = write(tmp_path, f'[workflow]\nname = "{name}"\n[tasks.a]\ncommand = ["true"]\n')
     checked = taskloom("validate", path)
-    assert checked.returncode == 1
+    assert checked.returncode == 2
     assert f"{path}: workflow.name: must not contain" in checked.stdout
     ran = taskloom("run", path)
     assert ran.returncode == 2
@@ -316,7 +316,7 @@ def test_a_path_like_workflow_name_is_refused_by_validate_and_run(tmp_path, name
 def test_validate_refuses_the_durations_run_refuses(tmp_path, text):
     path = write(tmp_path, f'[tasks.a]\ncommand = ["true"]\nafter = "{text}"\n')
     result = taskloom("validate", path)
-    assert result.returncode == 1
+    assert result.returncode == 2
     assert f"{path}: tasks.a.after: bad duration '{text}'" in result.stdout
 
 
@@ -325,7 +325,7 @@ def test_validate_refuses_a_dask_port_out_of_range(tmp_path):
         tmp_path, '[workflow]\nexecutor = "dask://localhost:99999"\n[tasks.a]\ncommand = ["true"]\n'
     )
     result = taskloom("validate", path)
-    assert result.returncode == 1
+    assert result.returncode == 2
     assert f"{path}: workflow.executor: port must be 1 to 65535" in result.stdout
 
 
@@ -407,7 +407,7 @@ def test_a_second_run_of_a_running_workflow_is_refused_and_the_first_is_untouche
         second = taskloom("run", path, timeout=30)
     finally:
         go.touch()  # whatever happened, the first run may finish
-    assert second.returncode == 3, second.stdout + second.stderr
+    assert second.returncode == 75, second.stdout + second.stderr  # EX_TEMPFAIL
     assert f"is in use by taskloom run (pid {owner.pid} on " in second.stderr
     assert "not starting a second run" in second.stderr
     out, err = owner.communicate(timeout=30)
@@ -446,6 +446,7 @@ def test_a_closed_output_pipe_ends_the_run_promptly(tmp_path):
     process.stdout.readline()  # like `| head -1`: read a line, then go away
     process.stdout.close()
     process.wait(timeout=20)  # it notices at its next line of output or look
+    assert process.returncode == 141  # 128 + SIGPIPE, what a reader going away means
     assert not group_exists(group)
     assert "Traceback" not in process.stderr.read()
 
@@ -472,7 +473,7 @@ def test_stop_signals_end_every_command_and_leave_the_run_resumable(tmp_path, si
         process.send_signal(getattr(signal, name))
     out, err = process.communicate(timeout=60)
     assert "Traceback" not in err, err
-    assert process.returncode == 1, out + err
+    assert process.returncode == 128 + getattr(signal, signals[0]), out + err
     if signals[0] != "SIGHUP":  # a hang-up means no terminal: nothing more is written
         assert f"interrupted by {signals[0]}: stopping running tasks" in out
         assert "long             ready (attempt 1)" in out  # interrupted, resumable
@@ -558,3 +559,80 @@ def test_a_store_that_cannot_be_written_stops_the_run_with_exit_2_and_its_cause(
     assert ".db: writing failed: OperationalError: disk I/O error; the run stopped" in line
     assert "cannot rollback" not in line
     assert "sleeper" in out  # it had started
+
+
+# ---------------------------------------------------------------- exit codes, typos
+@pytest.mark.parametrize(
+    ("typed", "meant"), [("histroy", "history"), ("valdiate", "validate"), ("rnu", "run")]
+)
+def test_a_mistyped_command_gets_did_you_mean_and_exit_2(typed, meant):
+    result = taskloom(typed, EXAMPLES / "etl.toml")
+    assert result.returncode == 2
+    assert result.stderr.strip() == (
+        f"taskloom: {typed!r} is not a taskloom command nor a file; did you mean {meant!r}?"
+    )
+
+
+def test_a_file_named_like_a_command_still_opens_in_the_window(tmp_path):
+    """Only a word that is no file is taken for a typo: ./histroy exists, so it is opened."""
+    write(tmp_path, '[tasks.a]\ncommand = ["true"]\n', "histroy")
+    picture = tmp_path / "shot.png"
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "taskloom",
+            "histroy",
+            "--screenshot",
+            picture,
+            "--quit-after",
+            "0.3",
+        ],
+        cwd=tmp_path,
+        env={**ENV, "QT_QPA_PLATFORM": "offscreen"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert "did you mean" not in result.stderr
+    assert result.returncode == 0, result.stderr
+    assert picture.exists()
+
+
+def test_a_failed_task_exits_1_and_an_unknown_option_exits_2(tmp_path):
+    path = write(tmp_path, '[tasks.a]\ncommand = ["false"]\n')
+    assert taskloom("run", path).returncode == 1
+    usage = taskloom("run", path, "--no-such-option")
+    assert usage.returncode == 2
+    assert "unrecognized arguments: --no-such-option" in usage.stderr
+
+
+# ---------------------------------------------------------------- -q / -v
+def test_quiet_run_prints_nothing_when_all_went_well():
+    result = taskloom("run", "-q", EXAMPLES / "etl.toml")
+    assert result.returncode == 0, result.stderr
+    assert (result.stdout, result.stderr) == ("", "")
+
+
+def test_quiet_run_says_only_what_failed_on_stderr(tmp_path):
+    path = write(tmp_path, '[tasks.ok]\ncommand = ["true"]\n[tasks.bad]\ncommand = ["false"]\n')
+    result = taskloom("-q", "run", path)
+    assert result.returncode == 1
+    assert result.stdout == ""
+    lines = result.stderr.splitlines()
+    assert lines[0] == "taskloom: FAILED bad: CommandFailed: exit code 1"
+    assert lines[1].startswith("taskloom: log: ") and lines[1].endswith(".log")
+    assert len(lines) == 2
+
+
+def test_verbose_logs_the_store_and_log_folder_and_quiet_validate_is_silent(tmp_path):
+    path = write(tmp_path, '[tasks.ok]\ncommand = ["true"]\n')
+    ran = taskloom("run", path, "-v")
+    assert ran.returncode == 0
+    (info,) = [line for line in ran.stderr.splitlines() if line.startswith("taskloom: info: ")]
+    assert "store " in info and ".db, task logs in " in info and "4 workers" in info
+    assert "taskloom: info:" not in taskloom("run", path).stderr  # not without -v
+    assert taskloom("validate", "-q", path).stdout == ""
+    assert "taskloom: info:" in taskloom("-vv", "run", path).stderr  # -vv before the command
+    both = taskloom("validate", "-q", "-v", path)
+    assert both.returncode == 2 and "cannot be used together" in both.stderr

@@ -31,7 +31,7 @@ NO_DEPS: tuple[str, ...] = ()
 NO_DEPENDENTS: MappingProxyType[str, None] = MappingProxyType({})
 NO_RUNS: tuple[Run, ...] = ()
 
-MAX_ATTEMPTS_KEPT = 50  # per task, in memory; the store keeps them all
+MAX_ATTEMPTS_KEPT = 50  # per task, in memory; a store keeps more (prune_attempts)
 
 
 # A task's fields that most tasks never change from these defaults: they live on a

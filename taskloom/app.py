@@ -486,9 +486,14 @@ class _StopSignals:
         waker.start(200)
 
     def _stop(self, signum, frame) -> None:
+        from PySide6.QtCore import QTimer
+
         self.requested = True
         _close_without_asking(self.app)
         self.app.quit()
+        # quit() does nothing before the loop runs: a signal between the check of
+        # `requested` and app.exec() would be lost. A posted quit runs once it starts.
+        QTimer.singleShot(0, self.app.quit)
 
     def restore(self) -> None:
         """Put back the handlers we replaced (the window may run inside a test)."""

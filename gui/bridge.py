@@ -18,7 +18,7 @@ from PySide6.QtCore import QCoreApplication, QObject, QThread, QTimer, Signal
 from taskloom.engine import Event, TaskInfo, TaskState
 
 # Kinds that change the graph's shape rather than one task's state.
-STRUCTURAL_KINDS = frozenset({"dependency_added", "dependency_removed"})
+STRUCTURAL_KINDS = frozenset({"dependency_added", "dependency_removed", "edited"})
 PAUSE_KINDS = frozenset({"paused", "resumed"})
 FINISH_KINDS = frozenset({"succeeded", "failed"})
 

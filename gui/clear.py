@@ -11,6 +11,8 @@ from PySide6.QtWidgets import QMessageBox
 
 from taskloom.engine import TaskState
 
+from .fix_task import run_again_text
+
 S = TaskState
 
 
@@ -62,18 +64,45 @@ class ClearQuestion:
         if not targets:
             self.window._show_message(why_not(tasks, ids) or "Nothing to run again", True)
             return []
-        box = QMessageBox(self.window)
-        box.setObjectName("clear_question")
-        box.setIcon(QMessageBox.Icon.Question)
-        box.setWindowTitle(f"Clear {what}")
         count = len(targets)
-        box.setText(f"Run {count} task{'s' if count != 1 else ''} again in this run?")
         states = "\n".join(f"• {tid} ({tasks[tid].state.name.lower()})" for tid in targets)
-        box.setInformativeText(
+        details = (
             f"{states}\n\nThey run again as soon as their dependencies allow; their "
             "earlier attempts stay in the inspector. Running commands cannot be undone."
         )
+        return self._open(
+            f"Clear {what}",
+            f"Run {count} task{'s' if count != 1 else ''} again in this run?",
+            details,
+            targets,
+            "Cancel",
+        )
+
+    def ask_fixed(self, task_id: str) -> list[str]:
+        """After an edit fixed a FAILED task: offer to run it again with the downstream
+        it skipped. "Not now" leaves it FAILED (Run again later does the same)."""
+        tasks = self.window.bridge.tasks
+        targets = plan(tasks, [task_id], True)
+        if not targets:
+            return []
+        return self._open(
+            f"Run {task_id} again",
+            f"{task_id} is fixed: run it again in this run?",
+            f"This {run_again_text(targets, tasks)}. Its earlier attempts stay in the "
+            "inspector; Undo puts the old definition back, but cannot un-run commands.",
+            targets,
+            "Not now",
+        )
+
+    def _open(self, title, text, details, targets, decline: str) -> list[str]:
+        box = QMessageBox(self.window)
+        box.setObjectName("clear_question")
+        box.setIcon(QMessageBox.Icon.Question)
+        box.setWindowTitle(title)
+        box.setText(text)
+        box.setInformativeText(details)
         box.setStandardButtons(QMessageBox.StandardButton.Cancel)
+        box.button(QMessageBox.StandardButton.Cancel).setText(decline)
         run = box.addButton("Run again", QMessageBox.ButtonRole.AcceptRole)
         box.setDefaultButton(run)
         box.finished.connect(lambda _r: self._answered(box, run, targets))

@@ -165,32 +165,18 @@ class RemoveTaskCommand(_AppliedCommand):
 
 
 class EditTaskCommand(_AppliedCommand):
-    """The engine has no update call: an edit is remove + add under the same id."""
+    """Replaces a task's definition (``Scheduler.update``): the task keeps its attempts,
+    its settled state and its dependents; undo puts the old definition back the same way."""
 
-    def __init__(self, scheduler, old, new, dependents, report):
+    def __init__(self, scheduler, old, new):
         super().__init__(f"edit task {old.id}")
-        self.scheduler, self.task_id = scheduler, old.id
-        self.old, self.new, self.dependents, self.report = old, new, tuple(dependents), report
-
-    def _swap(self, definition) -> None:
-        try:
-            removed = self.scheduler.remove(self.task_id)
-        except KeyError:
-            removed = True  # already gone (a failed swap being put back)
-        if not removed:
-            raise RuntimeError(f"{self.task_id} is running: it cannot be changed now")
-        definition.submit(self.scheduler)
-        lost = _restore_dependents(self.scheduler, self.task_id, self.dependents)
-        if lost:
-            self.report(
-                f"{', '.join(lost)} already started: they no longer wait for {self.task_id}", True
-            )
+        self.scheduler, self.task_id, self.old, self.new = scheduler, old.id, old, new
 
     def apply(self) -> None:
-        self._swap(self.new)
+        self.scheduler.update(self.task_id, self.new)
 
     def revert(self) -> None:
-        self._swap(self.old)
+        self.scheduler.update(self.task_id, self.old)
 
 
 class MoveNodesCommand(_AppliedCommand):

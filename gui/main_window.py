@@ -39,6 +39,7 @@ from .close_question import CloseQuestion
 from .controller import Controller
 from .document import WorkflowDocument
 from .event_log import EventLog
+from .fix_task import offers_run_again
 from .graph.export import export_graph
 from .graph.scene import GraphScene
 from .graph.view import GraphView
@@ -456,6 +457,7 @@ class MainWindow(QMainWindow):
         c = self.controller
         c.message.connect(self._show_message)
         c.cycleRefused.connect(self.graph_view.flash_cycle)
+        c.edited.connect(self.event_log.model.note_edit)
         QGuiApplication.styleHints().colorSchemeChanged.connect(lambda _s: self._apply_theme())
 
     # -- bridge -> views -----------------------------------------------------------
@@ -696,11 +698,20 @@ class MainWindow(QMainWindow):
             self,
             spec=spec,
             task_id=tid,
-            submit=lambda new: self.controller.edit_task(tid, new),
+            submit=lambda new: self._submit_edit(tid, new),
         )
         dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
         dialog.open()
         self.edit_dialog = dialog
+
+    def _submit_edit(self, tid: str, new):
+        """The edit dialog's OK: a FAILED task fixed is offered to run again (once the
+        dialog has closed)."""
+        before = self.bridge.tasks.get(tid)
+        refused = self.controller.edit_task(tid, new)
+        if refused is None and before is not None and offers_run_again(before.state):
+            QTimer.singleShot(0, lambda: self.clear_question.ask_fixed(tid))
+        return refused
 
     def _export_graph(self) -> None:
         path, _ = QFileDialog.getSaveFileName(

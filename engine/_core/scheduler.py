@@ -73,6 +73,7 @@ EVENT_KINDS = frozenset(s.value for s in TaskState) | {
     "paused",
     "resumed",
     "removed",
+    "edited",
 }
 
 
@@ -134,6 +135,9 @@ class Scheduler:
         self._clock: Clock = clock or SystemClock()
         self._store = store
         self._store_error_reported = False  # by shutdown(): a store failure is raised once
+        # update() goes through the scheduling calls (definition.submit), which check
+        # every argument; this thread's call then replaces the task named here.
+        self._replacing = threading.local()
         # The parts; each is guarded by the core lock (see core.py).
         core = self._core = Core()
         self._delivery = EventDelivery(threaded=not isinstance(executor, SyncExecutor))
@@ -490,22 +494,40 @@ class Scheduler:
         # _edit(), spelled out: a generator-based context manager costs ~1 us a call.
         # A refused call raises before take_deferred: nothing deferred runs.
         core = self._core
+        replacing = getattr(self._replacing, "task_id", None)
         with core.lock:
             self._check_open()
-            task_id = self._lifecycle.add_task(
-                name,
-                fn,
-                deps,
-                spec,
-                definition=definition,
-                run_at=at,
-                priority=priority,
-                retry=retry,
-                timeout=timeout,
-                trigger_rule=rule,
-                recurrence=recurrence,
-                options=options,
-            )
+            if replacing is None:
+                task_id = self._lifecycle.add_task(
+                    name,
+                    fn,
+                    deps,
+                    spec,
+                    definition=definition,
+                    run_at=at,
+                    priority=priority,
+                    retry=retry,
+                    timeout=timeout,
+                    trigger_rule=rule,
+                    recurrence=recurrence,
+                    options=options,
+                )
+            else:
+                self._lifecycle.replace(
+                    self._graph.get(replacing),
+                    fn,
+                    deps,
+                    spec,
+                    definition=definition,
+                    run_at=at,
+                    priority=priority,
+                    retry=retry,
+                    timeout=timeout,
+                    trigger_rule=rule,
+                    recurrence=recurrence,
+                    options=options,
+                )
+                task_id = replacing
             deferred = core.take_deferred()
         self._dispatcher.after(deferred)
         return task_id
@@ -561,6 +583,30 @@ class Scheduler:
         """Take a task that is not running out of the engine; dependents lose the edge."""
         with self._edit():
             return self._lifecycle.remove(self._graph.get(task_id))
+
+    def update(self, task_id: str, definition: TaskDefinition) -> None:
+        """Replace ``task_id``'s definition with ``definition`` (a ``TaskDefinition``;
+        its id, if any, must be ``task_id``), keeping what the task did: its attempts
+        and their numbering, its state if it has settled (a fixed FAILED task stays
+        FAILED until it is cleared or retried), its pause and its dependents' edges.
+        A task that has not started is judged again, as a new one would be. Emits
+        ``edited``. Allowed while ``Action.EDIT`` is (not started, or settled, with
+        nothing in flight); otherwise ``ValueError``. Every argument is checked as
+        the scheduling call the definition makes checks it (same errors); a refused
+        update changes nothing. ``KeyError`` for an unknown task."""
+        if not isinstance(definition, TaskDefinition):
+            raise TypeError(f"update: a TaskDefinition is needed, got {type(definition).__name__}")
+        with self._core.lock:
+            self._graph.get(task_id)  # KeyError first, whatever the definition
+        if definition.id and definition.id != task_id:
+            raise InvalidArgument(
+                f"update: the definition is named {definition.id!r}, not {task_id!r}", "name"
+            )
+        self._replacing.task_id = task_id
+        try:
+            definition.with_deps(definition.deps, task_id).submit(self)
+        finally:
+            self._replacing.task_id = None
 
     # ------------------------------------------------------------------ control
     def cancel(self, task_id: str) -> bool:

@@ -58,6 +58,7 @@ S = TaskState
 class MainWindow(QMainWindow):
     openRequested = Signal(str)  # a workflow file the user wants to open
     saveRequested = Signal(str)
+    newRunRequested = Signal()  # Run again as a new run: the session starts it
 
     def __init__(
         self,
@@ -80,6 +81,7 @@ class MainWindow(QMainWindow):
         self._title = title
         self.dispatcher_paused = False
         self.selected: list[str] = []
+        self.new_run_possible = False  # the session sets it when it can start a new run
 
         self.scene = GraphScene(self)
         self.scene.scheduler = scheduler  # asked about edges while one is dragged

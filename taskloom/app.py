@@ -331,6 +331,28 @@ class Sessions:
         db_path, log_dir = store_paths(workflow, self.db if first else None, self.data_dir)
         return self._open(workflow, path, db_path, log_dir, fresh=self.fresh and first)
 
+    def new_run(self) -> bool:
+        """Run again as a new run (Airflow's Trigger): the workflow file as it is now,
+        from the start, as the next run in the same store; the old run and its attempts
+        stay there (history). The new run gets a window of its own, as File > Open."""
+        from taskloom.engine.workflow import WorkflowError, load
+
+        current = self.current
+        if current is None or getattr(current, "watching", False) or current.db_path is None:
+            return False
+        path = current.workflow.path
+        if path is None:
+            return False
+        try:
+            workflow = load(path)
+        except WorkflowError as exc:
+            current.window.show_problems(path, exc.problems)
+            return False
+        if not current.window.close_question.may_close():
+            return False  # unsaved edits or running tasks the person keeps
+        _, log_dir = store_paths(workflow, current.db_path)
+        return self._open(workflow, path, current.db_path, log_dir, fresh=True)
+
     def take_over(self) -> bool:
         """The watched run's owner stopped: resume the run here, as its owner."""
         current = self.current
@@ -364,6 +386,9 @@ class Sessions:
             return False
         self.current = session
         session.window.openRequested.connect(self.open)
+        if not getattr(session, "watching", False) and db_path is not None and path is not None:
+            session.window.new_run_possible = True
+            session.window.newRunRequested.connect(self.new_run)
         if getattr(session, "watching", False):
             session.status.takeOverRequested.connect(self.take_over)
         session.window.show()

@@ -19,7 +19,15 @@ from taskloom.engine import Event, TaskState
 
 from .style import STATE_GLYPHS, kind_label, state_text_colour
 
-OTHER_KINDS = ("dependency_added", "dependency_removed", "paused", "resumed", "removed", "edited")
+OTHER_KINDS = (
+    "dependency_added",
+    "dependency_removed",
+    "paused",
+    "resumed",
+    "removed",
+    "edited",
+    "restored",
+)
 KINDS = tuple(s.value for s in TaskState) + OTHER_KINDS
 COLUMNS = ("seq", "time", "task", "event", "#", "detail")
 TASK_COLUMN_WIDTHS = (64, 140)  # the task column shares what is left with the detail
@@ -108,12 +116,12 @@ class EventLogModel(QAbstractTableModel):
             if column == 4:
                 return event.attempt or ""
             if column == 5:
-                return event.error or self.details.get(event.seq, "")
+                return _detail(event) or self.details.get(event.seq, "")
         is_state = _is_state(event)
         if role == Qt.ItemDataRole.ForegroundRole and column == 3 and is_state:
             return self.text_colours[event.state]
         if role == Qt.ItemDataRole.ToolTipRole and column == 5:
-            return event.error or self.details.get(event.seq)
+            return _detail(event) or self.details.get(event.seq)
         if role == Qt.ItemDataRole.ToolTipRole and column == 3:
             return kind_label(event.kind)
         if role == Qt.ItemDataRole.ToolTipRole and column == 2:
@@ -260,6 +268,14 @@ class EventLog(QWidget):
 
     def row_count(self) -> int:
         return self.proxy.rowCount()
+
+
+def _detail(event) -> str:
+    """The detail column: the error, and for a restored task the state it came back in."""
+    if event.kind == "restored" and event.state is not None:
+        state = kind_label(event.state.value)
+        return f"as {state}: {event.error}" if event.error else f"as {state}"
+    return event.error or ""
 
 
 def _is_state(event) -> bool:

@@ -182,12 +182,14 @@ class WorkflowSession:
         except (ValueError, OSError) as exc:
             self.executor = None
             self.executor_problem = f"⚠ {exc}: running tasks on threads instead"
+        # The early recorder listens from the constructor on: a resumed run's restore too.
         options = dict(workers=workers, log_dir=log_dir, executor=self.executor)
+        options["listeners"] = [self._early.listener]
         if self.db_path is None:
             from taskloom.engine import Scheduler
 
             scheduler = Scheduler(**options)
-            self._early.attach(scheduler)
+            self._early.adopt(scheduler)
             self.workflow.schedule_into(scheduler)
             self.resumed, self.note = False, ""
             return scheduler, None
@@ -199,7 +201,7 @@ class WorkflowSession:
             self.db_path,
             fresh=fresh,
             decide=decide,
-            before_tasks=self._early.attach,
+            before_tasks=self._early.adopt,
             **options,
         )
         self.resumed, self.note = opened.resumed, opened.note

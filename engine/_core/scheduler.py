@@ -74,6 +74,7 @@ EVENT_KINDS = frozenset(s.value for s in TaskState) | {
     "resumed",
     "removed",
     "edited",
+    "restored",
 }
 
 
@@ -120,6 +121,8 @@ class Scheduler:
     calling thread). ``clock`` defaults to the real one (``ManualClock`` in tests).
     ``store`` (a ``SQLiteStore``) keeps every task and attempt so that a run can be
     resumed after a crash; ``log_dir`` is where commands write their output.
+    ``listeners`` are subscribed (as ``subscribe``) before the store is restored:
+    they hear one ``restored`` event per restored task, and all that follows.
     Nothing runs before ``start()``."""
 
     def __init__(
@@ -129,6 +132,7 @@ class Scheduler:
         executor: Executor | None = None,
         store: SQLiteStore | None = None,
         log_dir: str | None = None,
+        listeners: Iterable[Callable[[Any], object]] = (),
     ):
         if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
             raise InvalidArgument(f"workers must be an int >= 1, got {workers!r}", "workers")
@@ -165,6 +169,11 @@ class Scheduler:
         self._timers.connect(
             self._lifecycle.on_timer, self._lifecycle.engine_error, self._dispatcher.after
         )
+        # Subscribed before the store is restored, so they hear the restore's events.
+        for listener in listeners:
+            if not callable(listener):
+                raise TypeError(f"a listener must be callable, got {listener!r}")
+            self._delivery.add(None, listener)
         if store is not None:
             self._restore(store)
         if self._clock.manual:
@@ -189,6 +198,7 @@ class Scheduler:
                 raise damaged(Path(store.path), what) from exc
         store.add_failure_listener(self._dispatcher.on_store_failure)
         store.add_commit_listener(self._dispatcher.durable_batch_done)
+        self._dispatcher.after(self._core.take_deferred())  # deliver the restore's events
 
     # ------------------------------------------------------------------ lifecycle
     def __enter__(self) -> Scheduler:
@@ -676,6 +686,11 @@ class Scheduler:
         unsubscribes."""
         self._delivery.add(None, callback)
         return lambda: self._delivery.remove(None, callback)
+
+    def unsubscribe(self, callback: Callable[[Any], object]) -> None:
+        """Stop calling ``callback`` for every event (one given as ``listeners`` to the
+        constructor, or to ``subscribe``). Nothing happens if it is not subscribed."""
+        self._delivery.remove(None, callback)
 
     # ------------------------------------------------------------------ queries
     def task(self, task_id: str) -> TaskInfo:

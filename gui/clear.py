@@ -7,6 +7,7 @@ what will run again (``plan``) and asks.
 
 from __future__ import annotations
 
+from PySide6.QtCore import QTimer
 from PySide6.QtWidgets import QMessageBox
 
 from taskloom.engine import TaskState
@@ -122,7 +123,9 @@ class ClearQuestion:
         self.box = None
         box.deleteLater()
         if fresh is not None and box.clickedButton() is fresh:
-            self.window.newRunRequested.emit()  # the session starts it (app layer)
+            # The session starts it (app layer), once this box's signal has returned:
+            # it may ask (a modal loop) and replaces this window.
+            QTimer.singleShot(0, self.window, self.window.newRunRequested.emit)
             return
         if box.clickedButton() is not run:
             return

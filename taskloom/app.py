@@ -345,13 +345,15 @@ class Sessions:
         path = current.workflow.path
         if path is None:
             return False
+        question = current.window.close_question
+        if not question.may_close():  # first: Save there is what the new run reads
+            return False  # unsaved edits or running tasks the person keeps
         try:
             workflow = load(path)
         except WorkflowError as exc:
+            question.answered = False  # nothing closes: a later close asks again
             current.window.show_problems(path, exc.problems)
             return False
-        if not current.window.close_question.may_close():
-            return False  # unsaved edits or running tasks the person keeps
         _, log_dir = store_paths(workflow, current.db_path)
         return self._open(workflow, path, current.db_path, log_dir, fresh=True)
 

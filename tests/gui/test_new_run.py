@@ -91,3 +91,49 @@ def test_a_window_without_a_store_offers_no_new_run(qtbot, make_window, manual_s
     assert "As a new run" not in [b.text() for b in box.buttons()]
     assert "new run" not in box.informativeText()
     box.reject()
+
+
+def test_a_new_run_asks_about_unsaved_edits_first_and_runs_what_was_saved(
+    qtbot, tmp_path, settings
+):
+    from PySide6.QtCore import QTimer
+    from PySide6.QtWidgets import QMessageBox
+
+    path = write_workflow(tmp_path, {"extract": "print('e')", "load": "print('l')"})
+    sessions = Sessions(settings, db=tmp_path / "demo.db")
+    try:
+        assert sessions.open(str(path))
+        first = sessions.current
+        wait_state(qtbot, first, "extract", S.SUCCEEDED)
+        wait_state(qtbot, first, "load", S.SUCCEEDED)
+        window = first.window
+        window.close_question.enabled = True
+        window.controller.add_task(  # an unsaved edit: a third task
+            first.scheduler.definition("load").with_deps((), "report")
+        )
+        assert window.document.dirty
+        qtbot.waitUntil(lambda: "report" in window.scene.nodes)
+        window.select_tasks(["extract"])
+        window.act_clear.trigger()
+        box = window.clear_question.box
+        assert "unsaved edits are not in it: save first" in box.informativeText()
+
+        asked = []
+
+        def save_when_asked():  # the question is modal: answer it from a timer
+            question = window.close_question.box
+            if question is None:
+                QTimer.singleShot(10, save_when_asked)
+                return
+            asked.append(question.text())
+            question.button(QMessageBox.StandardButton.Save).click()
+
+        save_when_asked()
+        next(b for b in box.buttons() if b.text() == "As a new run").click()
+        qtbot.waitUntil(lambda: sessions.current is not first, timeout=10000)
+        second = sessions.current
+        assert "unsaved edits" in asked[0]
+        assert second.store.run == 2
+        assert set(second.window.bridge.tasks) == {"extract", "load", "report"}  # as saved
+    finally:
+        sessions.close()

@@ -503,7 +503,16 @@ class _StopSignals:
         waker.start(200)
 
     def _stop(self, signum, frame) -> None:
+        # Python runs this between two bytecodes of whatever the GUI thread was doing,
+        # maybe inside the engine's lock (a bridge read in a timer's slot): quitting
+        # here closes the windows, whose close takes that lock again (a deadlock).
+        # Quit from the event loop instead; before it runs, ``requested`` says it.
+        from PySide6.QtCore import QTimer
+
         self.requested = True
+        QTimer.singleShot(0, self._quit)
+
+    def _quit(self) -> None:
         _close_without_asking(self.app)
         self.app.quit()
 

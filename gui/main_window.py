@@ -717,7 +717,7 @@ class MainWindow(QMainWindow):
         before = self.document.tasks.get(tid)
         refused = self.controller.edit_task(tid, new)
         if refused is None and before is not None and offers_run_again(before.state):
-            QTimer.singleShot(0, lambda: self.clear_question.ask_fixed(tid))
+            QTimer.singleShot(0, self, lambda: self.clear_question.ask_fixed(tid))
         return refused
 
     def _export_graph(self) -> None:

@@ -88,7 +88,7 @@ _EVENTS_INSERT = (
     + " FROM json_each(?)"
 )
 
-STRUCTURAL = frozenset({"dependency_added", "dependency_removed", "removed"})
+STRUCTURAL = frozenset({"dependency_added", "dependency_removed", "removed", "edited"})
 # Requests a watcher may send, and the verb its answer uses.
 CONTROL_ACTIONS = {
     "cancel": "cancel",

@@ -18,7 +18,7 @@ from PySide6.QtCore import QCoreApplication, QObject, QThread, QTimer, Signal
 from taskloom.engine import Event, TaskInfo, TaskState
 
 # Kinds that change the graph's shape rather than one task's state.
-STRUCTURAL_KINDS = frozenset({"dependency_added", "dependency_removed"})
+STRUCTURAL_KINDS = frozenset({"dependency_added", "dependency_removed", "edited"})
 PAUSE_KINDS = frozenset({"paused", "resumed"})
 FINISH_KINDS = frozenset({"succeeded", "failed"})
 
@@ -37,6 +37,17 @@ class EarlyEvents:
 
     def attach(self, scheduler) -> None:
         self._unsubscribe = scheduler.subscribe(self._on_event)
+
+    @property
+    def listener(self):
+        """For ``Scheduler(listeners=[early.listener])``: recording starts before the
+        store is restored, so a resumed run's restore events are kept too; then
+        ``adopt(scheduler)``."""
+        return self._on_event
+
+    def adopt(self, scheduler) -> None:
+        """The scheduler was made with ``listeners=[self.listener]``: detach there."""
+        self._unsubscribe = lambda: scheduler.unsubscribe(self._on_event)
 
     def _on_event(self, event: Event) -> None:  # the engine's delivery thread
         with self._lock:

@@ -7,9 +7,12 @@ what will run again (``plan``) and asks.
 
 from __future__ import annotations
 
+from PySide6.QtCore import QTimer
 from PySide6.QtWidgets import QMessageBox
 
 from taskloom.engine import TaskState
+
+from .fix_task import run_again_text
 
 S = TaskState
 
@@ -62,28 +65,68 @@ class ClearQuestion:
         if not targets:
             self.window._show_message(why_not(tasks, ids) or "Nothing to run again", True)
             return []
-        box = QMessageBox(self.window)
-        box.setObjectName("clear_question")
-        box.setIcon(QMessageBox.Icon.Question)
-        box.setWindowTitle(f"Clear {what}")
         count = len(targets)
-        box.setText(f"Run {count} task{'s' if count != 1 else ''} again in this run?")
         states = "\n".join(f"• {tid} ({tasks[tid].state.name.lower()})" for tid in targets)
-        box.setInformativeText(
+        details = (
             f"{states}\n\nThey run again as soon as their dependencies allow; their "
             "earlier attempts stay in the inspector. Running commands cannot be undone."
         )
+        new_run = new_run_text(self.window)
+        if new_run:
+            details = f"In this run (Run again):\n{details}\n\n{new_run}"
+        return self._open(
+            f"Clear {what}",
+            f"Run {count} task{'s' if count != 1 else ''} again in this run?",
+            details,
+            targets,
+            "Cancel",
+            as_new_run=bool(new_run),
+        )
+
+    def ask_fixed(self, task_id: str) -> list[str]:
+        """After an edit fixed a FAILED task: offer to run it again with the downstream
+        it skipped. "Not now" leaves it FAILED (Run again later does the same)."""
+        tasks = self.window.bridge.tasks
+        targets = plan(tasks, [task_id], True)
+        if not targets:
+            return []
+        return self._open(
+            f"Run {task_id} again",
+            f"{task_id} is fixed: run it again in this run?",
+            f"This {run_again_text(targets, tasks)}. Its earlier attempts stay in the "
+            "inspector; Undo puts the old definition back, but cannot un-run commands.",
+            targets,
+            "Not now",
+        )
+
+    def _open(self, title, text, details, targets, decline: str, as_new_run=False) -> list[str]:
+        box = QMessageBox(self.window)
+        box.setObjectName("clear_question")
+        box.setIcon(QMessageBox.Icon.Question)
+        box.setWindowTitle(title)
+        box.setText(text)
+        box.setInformativeText(details)
         box.setStandardButtons(QMessageBox.StandardButton.Cancel)
+        box.button(QMessageBox.StandardButton.Cancel).setText(decline)
         run = box.addButton("Run again", QMessageBox.ButtonRole.AcceptRole)
+        fresh = None
+        if as_new_run:
+            fresh = box.addButton("As a new run", QMessageBox.ButtonRole.ActionRole)
+            fresh.setObjectName("asNewRun")
         box.setDefaultButton(run)
-        box.finished.connect(lambda _r: self._answered(box, run, targets))
+        box.finished.connect(lambda _r: self._answered(box, run, targets, fresh))
         self.box = box
         box.open()
         return targets
 
-    def _answered(self, box, run, targets) -> None:
+    def _answered(self, box, run, targets, fresh=None) -> None:
         self.box = None
         box.deleteLater()
+        if fresh is not None and box.clickedButton() is fresh:
+            # The session starts it (app layer), once this box's signal has returned:
+            # it may ask (a modal loop) and replaces this window.
+            QTimer.singleShot(0, self.window, self.window.newRunRequested.emit)
+            return
         if box.clickedButton() is not run:
             return
         try:
@@ -92,3 +135,20 @@ class ClearQuestion:
             self.window._show_message(f"Cannot run again: {exc}", True)
             return
         self.window._show_message(f"Running again: {', '.join(cleared)}", False)
+
+
+def new_run_text(window) -> str:
+    """What "As a new run" would do, or "" where the window cannot start one (no store,
+    no file, a watched run): the session says so through ``window.new_run_possible``."""
+    if not getattr(window, "new_run_possible", False):
+        return ""
+    store = getattr(window.scheduler, "store", None)
+    run = getattr(store, "run", None)
+    name = window.document.path.name if window.document.path is not None else "the file"
+    this = f"run {run}" if run is not None else "this run"
+    following = f"run {run + 1}" if isinstance(run, int) else "a new run"
+    unsaved = " (unsaved edits are not in it: save first)" if window.document.dirty else ""
+    return (
+        f"As a new run: every task of {name} as the file says now{unsaved} runs from "
+        f"the start as {following}; {this} and its attempts stay in the history."
+    )

@@ -50,6 +50,14 @@ class _AppliedCommand(QUndoCommand):
     def revert(self) -> None:
         raise NotImplementedError
 
+    def task_ids(self) -> set[str]:
+        """The tasks whose shape this step may change (the document re-reads them)."""
+        return set()
+
+    def edited_ids(self) -> set[str]:
+        """The tasks this step redefines."""
+        return set()
+
 
 class AppliedGroup(_AppliedCommand):
     """Several applied commands as one undo step (Python-held, not Qt child commands)."""
@@ -66,6 +74,12 @@ class AppliedGroup(_AppliedCommand):
         for command in reversed(self.commands):
             command.revert()
 
+    def task_ids(self) -> set[str]:
+        return set().union(*(command.task_ids() for command in self.commands))
+
+    def edited_ids(self) -> set[str]:
+        return set().union(*(command.edited_ids() for command in self.commands))
+
 
 class AddDependencyCommand(_AppliedCommand):
     def __init__(self, scheduler, upstream: str, downstream: str):
@@ -78,6 +92,9 @@ class AddDependencyCommand(_AppliedCommand):
     def revert(self) -> None:
         self.scheduler.remove_dependency(self.downstream, self.upstream)
 
+    def task_ids(self) -> set[str]:
+        return {self.upstream, self.downstream}
+
 
 class RemoveDependencyCommand(_AppliedCommand):
     def __init__(self, scheduler, upstream: str, downstream: str):
@@ -89,6 +106,9 @@ class RemoveDependencyCommand(_AppliedCommand):
 
     def revert(self) -> None:
         self.scheduler.add_dependency(self.downstream, self.upstream)
+
+    def task_ids(self) -> set[str]:
+        return {self.upstream, self.downstream}
 
 
 class AddTaskCommand(_AppliedCommand):
@@ -103,6 +123,9 @@ class AddTaskCommand(_AppliedCommand):
 
     def revert(self) -> None:
         self.scheduler.remove(self.definition.id)
+
+    def task_ids(self) -> set[str]:
+        return {self.definition.id, *self.definition.deps}
 
 
 def _restore_dependents(scheduler, task_id: str, dependents) -> list[str]:
@@ -148,6 +171,9 @@ class RemoveTaskCommand(_AppliedCommand):
         self.dependents = tuple(dependents)
         self.report = report  # report(text, is_error): edges that could not come back
 
+    def task_ids(self) -> set[str]:
+        return {self.definition.id, *self.definition.deps, *self.dependents}
+
     def apply(self) -> None:
         self.scheduler.remove(self.definition.id)
 
@@ -165,32 +191,24 @@ class RemoveTaskCommand(_AppliedCommand):
 
 
 class EditTaskCommand(_AppliedCommand):
-    """The engine has no update call: an edit is remove + add under the same id."""
+    """Replaces a task's definition (``Scheduler.update``): the task keeps its attempts,
+    its settled state and its dependents; undo puts the old definition back the same way."""
 
-    def __init__(self, scheduler, old, new, dependents, report):
+    def __init__(self, scheduler, old, new):
         super().__init__(f"edit task {old.id}")
-        self.scheduler, self.task_id = scheduler, old.id
-        self.old, self.new, self.dependents, self.report = old, new, tuple(dependents), report
-
-    def _swap(self, definition) -> None:
-        try:
-            removed = self.scheduler.remove(self.task_id)
-        except KeyError:
-            removed = True  # already gone (a failed swap being put back)
-        if not removed:
-            raise RuntimeError(f"{self.task_id} is running: it cannot be changed now")
-        definition.submit(self.scheduler)
-        lost = _restore_dependents(self.scheduler, self.task_id, self.dependents)
-        if lost:
-            self.report(
-                f"{', '.join(lost)} already started: they no longer wait for {self.task_id}", True
-            )
+        self.scheduler, self.task_id, self.old, self.new = scheduler, old.id, old, new
 
     def apply(self) -> None:
-        self._swap(self.new)
+        self.scheduler.update(self.task_id, self.new)
 
     def revert(self) -> None:
-        self._swap(self.old)
+        self.scheduler.update(self.task_id, self.old)
+
+    def task_ids(self) -> set[str]:
+        return {self.task_id, *self.old.deps, *self.new.deps}
+
+    def edited_ids(self) -> set[str]:
+        return {self.task_id}
 
 
 class MoveNodesCommand(_AppliedCommand):

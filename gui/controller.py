@@ -21,6 +21,7 @@ from .commands import (
     RemoveDependencyCommand,
     RemoveTaskCommand,
 )
+from .fix_task import describe_changes
 from .task_spec import target_text
 
 S = TaskState
@@ -29,6 +30,7 @@ S = TaskState
 class Controller(QObject):
     message = Signal(str, bool)  # (text, is_error)
     cycleRefused = Signal(list)  # the cycle the refused edge would have closed
+    edited = Signal(str, str)  # (task id, what changed): the event log says it
 
     def __init__(self, scheduler, parent=None):
         super().__init__(parent)
@@ -172,7 +174,7 @@ class Controller(QObject):
             editable = Action.EDIT in self.scheduler.allowed_actions(tid)
         except (KeyError, RuntimeError) as exc:
             return _describe(exc)
-        if not editable:  # an edit removes and re-adds the task (the engine has no update)
+        if not editable:  # Scheduler.update takes a task not started, or settled
             return f"{tid} is {state.name.lower()}: edit it before it starts or once it has settled"
         return None
 
@@ -187,7 +189,8 @@ class Controller(QObject):
         return frozenset(allowed)
 
     def edit_task(self, tid: str, new) -> tuple[str, str] | None:
-        """Replace ``tid``'s definition (remove + add, one undo step).
+        """Replace ``tid``'s definition (``Scheduler.update``, one undo step): it keeps its
+        attempts and, once settled, its state.
 
         Returns None when done, or (field, why) when refused; the engine is left as it was.
         ``field`` is the argument the engine refused (``InvalidArgument.field``: "deps"
@@ -196,35 +199,19 @@ class Controller(QObject):
         why = self.can_edit(tid)
         if why is not None:
             return "submit", why
-        cycle = self._cycle_through(tid, new.deps)
-        if cycle:  # removing the task first would hide it, and cost its dependents their edge
-            self.cycleRefused.emit(cycle)
-            return "deps", f"{' → '.join(cycle)} would be a cycle"
         old = self.scheduler.definition(tid)
-        dependents = self.scheduler.task(tid).dependents
         new = new.with_deps(new.deps, tid)
-        command = EditTaskCommand(self.scheduler, old, new, dependents, self.message.emit)
         try:
-            command.apply()
-        except (CycleError, ValueError, TypeError, KeyError, RuntimeError) as exc:
-            try:  # put the old definition back: the edit never happened
-                command.revert()
-            except (ValueError, TypeError, KeyError, RuntimeError) as again:
-                self.message.emit(f"{tid} could not be restored: {_describe(again)}", True)
-            if isinstance(exc, CycleError):
-                self.cycleRefused.emit(list(exc.path))
-                return "deps", f"{' → '.join(exc.path)} would be a cycle"
+            self.scheduler.update(tid, new)
+        except CycleError as exc:
+            self.cycleRefused.emit(list(exc.path))
+            return "deps", f"{' → '.join(exc.path)} would be a cycle"
+        except (ValueError, TypeError, KeyError, RuntimeError) as exc:
             return getattr(exc, "field", None) or "submit", _describe(exc)
-        self._push(command)
-        self.message.emit(f"Changed {tid}", False)
-        return None
-
-    def _cycle_through(self, tid: str, deps) -> list[str] | None:
-        """The cycle that making ``tid`` wait for ``deps`` would close, as the engine sees it."""
-        for dep in deps:
-            cycle = self.scheduler.would_close_cycle(tid, dep)
-            if cycle is not None:
-                return cycle
+        self._push(EditTaskCommand(self.scheduler, old, new))
+        changes = describe_changes(old, new)
+        self.edited.emit(tid, changes)
+        self.message.emit(f"Changed {tid}: {changes}", False)
         return None
 
     def move_nodes(self, placer, moves: dict) -> None:

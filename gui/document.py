@@ -22,10 +22,20 @@ from PySide6.QtCore import QObject, Signal
 from taskloom.engine.workflow import Workflow, dumps
 from taskloom.engine.workflow_text import update_text
 
+from .structure import Structure, StructureChange
+
 
 class WorkflowDocument(QObject):
+    """The workflow being edited. It is also the one source of structure for the
+    scene: ``structureChanged(StructureChange)`` says, once per batch, which tasks and
+    edges came and went and which tasks were redefined, after an edit made here
+    (undo, redo and push re-read the tasks the step touched) and when the engine
+    reports a change made elsewhere (the bridge's batches: API calls, a watched run).
+    """
+
     dirtyChanged = Signal(bool)
     pathChanged = Signal(object)  # Path or None
+    structureChanged = Signal(object)  # a StructureChange: one per batch
 
     def __init__(self, scheduler, undo_stack, pins, parent=None):
         """``pins()`` gives {task id: (x, y)} for the nodes a person placed."""
@@ -36,7 +46,65 @@ class WorkflowDocument(QObject):
         self.workflow: Workflow | None = None
         self.source_text: str | None = None  # the file as read, or as last saved
         self.kept_edges: set[tuple[str, str]] = set()  # (dependent, dependency)
+        self.structure = Structure()
+        self._index = undo_stack.index()
         undo_stack.cleanChanged.connect(lambda clean: self.dirtyChanged.emit(not clean))
+        undo_stack.indexChanged.connect(self._after_step)
+
+    # -- its structure (what the scene shows) ----------------------------------------
+    @property
+    def tasks(self) -> dict:
+        """{task id: TaskInfo} as the document knows them, in the order they came."""
+        return self.structure.tasks
+
+    def follow(self, tasks: dict) -> None:
+        """Start from the bridge's snapshot ({task id: TaskInfo}); no signal."""
+        self.structure.reset(tasks)
+
+    def engine_changed(self, changed: dict) -> None:
+        """The bridge's batch of changed tasks (states mostly; new tasks and edges too)."""
+        self._emit(self.structure.apply(changed.values()))
+
+    def engine_removed(self, removed: list) -> None:
+        self._emit(self.structure.apply((), removed))
+
+    def engine_events(self, events: list) -> None:
+        """Tasks redefined by anyone (``edited`` events) are changed tasks."""
+        edited = [e.task_id for e in events if e.kind == "edited"]
+        if edited:
+            self._emit(self.structure.apply((), (), edited))
+
+    def reread(self, ids, edited=()) -> StructureChange:
+        """Read ``ids`` from the engine now and emit what changed (an edit just made)."""
+        infos, gone = [], []
+        for tid in ids:
+            try:
+                infos.append(self.scheduler.task(tid))
+            except KeyError:
+                gone.append(tid)
+        change = self.structure.apply(infos, gone, edited)
+        self._emit(change)
+        return change
+
+    def _after_step(self, index: int) -> None:
+        """A step was pushed, undone or redone: the tasks it touched, read again."""
+        old, self._index = self._index, index
+        ids: set[str] = set()
+        edited: set[str] = set()
+        try:
+            commands = [self.undo_stack.command(i) for i in range(min(old, index), max(old, index))]
+        except RuntimeError:  # the stack is being destroyed with the window
+            return
+        for command in commands:
+            if command is not None and hasattr(command, "task_ids"):
+                ids |= command.task_ids()
+                edited |= command.edited_ids()
+        if ids:
+            self.reread(sorted(ids), sorted(edited))
+
+    def _emit(self, change: StructureChange) -> None:
+        if change:
+            self.structureChanged.emit(change)
 
     # -- what it is ---------------------------------------------------------------
     @property

@@ -19,7 +19,15 @@ from taskloom.engine import Event, TaskState
 
 from .style import STATE_GLYPHS, kind_label, state_text_colour
 
-OTHER_KINDS = ("dependency_added", "dependency_removed", "paused", "resumed", "removed")
+OTHER_KINDS = (
+    "dependency_added",
+    "dependency_removed",
+    "paused",
+    "resumed",
+    "removed",
+    "edited",
+    "restored",
+)
 KINDS = tuple(s.value for s in TaskState) + OTHER_KINDS
 COLUMNS = ("seq", "time", "task", "event", "#", "detail")
 TASK_COLUMN_WIDTHS = (64, 140)  # the task column shares what is left with the detail
@@ -60,6 +68,10 @@ class EventLogModel(QAbstractTableModel):
         super().__init__(parent)
         self.capacity = capacity
         self.events: list[Event] = []
+        # What an edit made here changed ("command changed"), waiting for its
+        # ``edited`` event, then shown as that event's detail (by seq).
+        self.edit_notes: dict[str, list[str]] = {}
+        self.details: dict[int, str] = {}
         self.clock_to_text = clock_to_text or (lambda at: f"{at:.3f}")
         self.text_colours: dict[TaskState, QBrush] = {}
         self.set_palette(QGuiApplication.palette())
@@ -104,25 +116,37 @@ class EventLogModel(QAbstractTableModel):
             if column == 4:
                 return event.attempt or ""
             if column == 5:
-                return event.error or ""
+                return _detail(event) or self.details.get(event.seq, "")
         is_state = _is_state(event)
         if role == Qt.ItemDataRole.ForegroundRole and column == 3 and is_state:
             return self.text_colours[event.state]
-        if role == Qt.ItemDataRole.ToolTipRole and column == 5 and event.error:
-            return event.error
+        if role == Qt.ItemDataRole.ToolTipRole and column == 5:
+            return _detail(event) or self.details.get(event.seq)
         if role == Qt.ItemDataRole.ToolTipRole and column == 3:
             return kind_label(event.kind)
         if role == Qt.ItemDataRole.ToolTipRole and column == 2:
             return event.task_id  # a long id is elided in its column
         return None
 
+    def note_edit(self, task_id: str, text: str) -> None:
+        """The next ``edited`` event of ``task_id`` says ``text`` (what the edit changed)."""
+        self.edit_notes.setdefault(task_id, []).append(text)
+
     def append(self, events: list[Event]) -> None:
         if not events:
             return
         events = events[-self.capacity :]
+        if self.edit_notes:
+            for event in events:
+                notes = self.edit_notes.get(event.task_id) if event.kind == "edited" else None
+                if notes:
+                    self.details[event.seq] = notes.pop(0)
         overflow = len(self.events) + len(events) - self.capacity
         if overflow > 0:
             self.beginRemoveRows(QModelIndex(), 0, overflow - 1)
+            if self.details:
+                for event in self.events[:overflow]:
+                    self.details.pop(event.seq, None)
             del self.events[:overflow]
             self.endRemoveRows()
         first = len(self.events)
@@ -244,6 +268,14 @@ class EventLog(QWidget):
 
     def row_count(self) -> int:
         return self.proxy.rowCount()
+
+
+def _detail(event) -> str:
+    """The detail column: the error, and for a restored task the state it came back in."""
+    if event.kind == "restored" and event.state is not None:
+        state = kind_label(event.state.value)
+        return f"as {state}: {event.error}" if event.error else f"as {state}"
+    return event.error or ""
 
 
 def _is_state(event) -> bool:

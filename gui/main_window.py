@@ -39,6 +39,7 @@ from .close_question import CloseQuestion
 from .controller import Controller
 from .document import WorkflowDocument
 from .event_log import EventLog
+from .fix_task import offers_run_again
 from .graph.export import export_graph
 from .graph.scene import GraphScene
 from .graph.view import GraphView
@@ -57,6 +58,7 @@ S = TaskState
 class MainWindow(QMainWindow):
     openRequested = Signal(str)  # a workflow file the user wants to open
     saveRequested = Signal(str)
+    newRunRequested = Signal()  # Run again as a new run: the session starts it
 
     def __init__(
         self,
@@ -79,6 +81,7 @@ class MainWindow(QMainWindow):
         self._title = title
         self.dispatcher_paused = False
         self.selected: list[str] = []
+        self.new_run_possible = False  # the session sets it when it can start a new run
 
         self.scene = GraphScene(self)
         self.scene.scheduler = scheduler  # asked about edges while one is dragged
@@ -88,6 +91,7 @@ class MainWindow(QMainWindow):
             scheduler, self.controller.undo_stack, lambda: dict(self.scene.pins), self
         )
         self.controller.keep_edges = self.document.keep_edges
+        self.document.follow(self.bridge.tasks)  # the scene's structure comes from it
         self.document.dirtyChanged.connect(self.setWindowModified)
         self.document.pathChanged.connect(lambda _path: self._update_title())
         self.close_question = CloseQuestion(self)
@@ -436,7 +440,11 @@ class MainWindow(QMainWindow):
         b = self.bridge
         b.tasksChanged.connect(self._on_tasks_changed)
         b.tasksRemoved.connect(self.timeline.remove_tasks)
-        b.structureChanged.connect(self._schedule_structure)
+        # Structure: bridge -> document -> scene (states still recolour from the bridge).
+        b.tasksChanged.connect(self.document.engine_changed)
+        b.tasksRemoved.connect(self.document.engine_removed)
+        b.eventsArrived.connect(self.document.engine_events)
+        self.document.structureChanged.connect(self._schedule_structure)
         b.eventsArrived.connect(self.event_log.add_events)
         b.eventsArrived.connect(self.timeline.add_events)
         b.upcomingChanged.connect(self.timeline.set_upcoming)
@@ -456,6 +464,7 @@ class MainWindow(QMainWindow):
         c = self.controller
         c.message.connect(self._show_message)
         c.cycleRefused.connect(self.graph_view.flash_cycle)
+        c.edited.connect(self.event_log.model.note_edit)
         QGuiApplication.styleHints().colorSchemeChanged.connect(lambda _s: self._apply_theme())
 
     # -- bridge -> views -----------------------------------------------------------
@@ -479,17 +488,16 @@ class MainWindow(QMainWindow):
 
     def _apply_recolour(self) -> None:
         changed, self._pending_recolour = self._pending_recolour, {}
-        if self.scene.update_tasks(changed):
-            self._schedule_structure()  # a task we have not placed yet
+        self.scene.update_tasks(changed)  # new tasks and edges come from the document
 
-    def _schedule_structure(self) -> None:
+    def _schedule_structure(self, _change=None) -> None:
         # Tasks added one by one to a big graph would re-lay it out every batch;
         # gather them for a moment instead. Small graphs update at once.
         if not self._structure_timer.isActive():
             self._structure_timer.start(0 if len(self.scene.nodes) < 500 else 300)
 
     def _on_structure(self) -> None:
-        tasks = self.bridge.tasks
+        tasks = self.document.tasks
         self.search_names.setStringList(sorted(tasks))
         self.scene.set_tasks(tasks)
         self.timeline.set_tasks(tasks)
@@ -514,7 +522,8 @@ class MainWindow(QMainWindow):
 
     def _update_actions(self) -> None:
         """Enable what the engine says can be done to at least one selected task now."""
-        infos = [self.bridge.tasks[t] for t in self.selected if t in self.bridge.tasks]
+        tasks = self.document.tasks  # the scene's tasks: a node may come before the bridge hears
+        infos = [tasks[t] for t in self.selected if t in tasks]
         allowed = self.controller.allowed_actions([info.id for info in infos])
         self.act_cancel.setEnabled(Action.CANCEL in allowed)
         self.act_retry.setEnabled(Action.RETRY in allowed)
@@ -555,7 +564,7 @@ class MainWindow(QMainWindow):
     def _why_not_action(self, ids, kind) -> str:
         if not ids:
             return "Select a task first"
-        info = self.bridge.tasks[ids[0]]
+        info = self.document.tasks[ids[0]]
         state = info.state.name.lower()
         if kind is Action.RETRY:
             if info.state in (S.SKIPPED,):
@@ -656,7 +665,7 @@ class MainWindow(QMainWindow):
         if refusal:  # say so before the form is filled in, not after
             self._show_message(f"Cannot add a task: {refusal}", True)
             return
-        dialog = AddTaskDialog(list(self.bridge.tasks), self)
+        dialog = AddTaskDialog(list(self.document.tasks), self)
         dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
         dialog.specReady.connect(lambda spec: self.controller.add_task(self._in_file_folder(spec)))
         dialog.open()
@@ -692,15 +701,24 @@ class MainWindow(QMainWindow):
             self._show_message(f"Cannot edit: {exc.args[0]}", True)
             return
         dialog = AddTaskDialog(
-            list(self.bridge.tasks),
+            list(self.document.tasks),
             self,
             spec=spec,
             task_id=tid,
-            submit=lambda new: self.controller.edit_task(tid, new),
+            submit=lambda new: self._submit_edit(tid, new),
         )
         dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
         dialog.open()
         self.edit_dialog = dialog
+
+    def _submit_edit(self, tid: str, new):
+        """The edit dialog's OK: a FAILED task fixed is offered to run again (once the
+        dialog has closed)."""
+        before = self.document.tasks.get(tid)
+        refused = self.controller.edit_task(tid, new)
+        if refused is None and before is not None and offers_run_again(before.state):
+            QTimer.singleShot(0, self, lambda: self.clear_question.ask_fixed(tid))
+        return refused
 
     def _export_graph(self) -> None:
         path, _ = QFileDialog.getSaveFileName(

@@ -188,12 +188,14 @@ class WorkflowSession:
         from taskloom.imports import use_workflow_folder
 
         use_workflow_folder(self.workflow, self.executor)  # calls import from beside the file
+        # The early recorder listens from the constructor on: a resumed run's restore too.
         options = dict(workers=workers, log_dir=log_dir, executor=self.executor)
+        options["listeners"] = [self._early.listener]
         if self.db_path is None:
             from taskloom.engine import Scheduler
 
             scheduler = Scheduler(**options)
-            self._early.attach(scheduler)
+            self._early.adopt(scheduler)
             self.workflow.schedule_into(scheduler)
             self.resumed, self.note = False, ""
             return scheduler, None
@@ -207,7 +209,7 @@ class WorkflowSession:
             self.db_path,
             fresh=fresh,
             decide=decide,
-            before_tasks=self._early.attach,
+            before_tasks=self._early.adopt,
             retention=keep,
             **options,
         )
@@ -343,6 +345,30 @@ class Sessions:
         db_path, log_dir = store_paths(workflow, self.db if first else None, self.data_dir)
         return self._open(workflow, path, db_path, log_dir, fresh=self.fresh and first)
 
+    def new_run(self) -> bool:
+        """Run again as a new run (Airflow's Trigger): the workflow file as it is now,
+        from the start, as the next run in the same store; the old run and its attempts
+        stay there (history). The new run gets a window of its own, as File > Open."""
+        from taskloom.engine.workflow import WorkflowError, load
+
+        current = self.current
+        if current is None or getattr(current, "watching", False) or current.db_path is None:
+            return False
+        path = current.workflow.path
+        if path is None:
+            return False
+        question = current.window.close_question
+        if not question.may_close():  # first: Save there is what the new run reads
+            return False  # unsaved edits or running tasks the person keeps
+        try:
+            workflow = load(path)
+        except WorkflowError as exc:
+            question.answered = False  # nothing closes: a later close asks again
+            current.window.show_problems(path, exc.problems)
+            return False
+        _, log_dir = store_paths(workflow, current.db_path)
+        return self._open(workflow, path, current.db_path, log_dir, fresh=True)
+
     def take_over(self) -> bool:
         """The watched run's owner stopped: resume the run here, as its owner."""
         current = self.current
@@ -376,6 +402,9 @@ class Sessions:
             return False
         self.current = session
         session.window.openRequested.connect(self.open)
+        if not getattr(session, "watching", False) and db_path is not None and path is not None:
+            session.window.new_run_possible = True
+            session.window.newRunRequested.connect(self.new_run)
         if getattr(session, "watching", False):
             session.status.takeOverRequested.connect(self.take_over)
         session.window.show()
@@ -486,14 +515,19 @@ class _StopSignals:
         waker.start(200)
 
     def _stop(self, signum, frame) -> None:
+        # Python runs this between two bytecodes of whatever the GUI thread was doing,
+        # maybe inside the engine's lock (a bridge read in a timer's slot): quitting
+        # here closes the windows, whose close takes that lock again (a deadlock).
+        # Quit from the event loop instead (a posted call also runs when the loop has
+        # not started yet); before it runs, ``requested`` says it.
         from PySide6.QtCore import QTimer
 
         self.requested = True
+        QTimer.singleShot(0, self._quit)
+
+    def _quit(self) -> None:
         _close_without_asking(self.app)
         self.app.quit()
-        # quit() does nothing before the loop runs: a signal between the check of
-        # `requested` and app.exec() would be lost. A posted quit runs once it starts.
-        QTimer.singleShot(0, self.app.quit)
 
     def restore(self) -> None:
         """Put back the handlers we replaced (the window may run inside a test)."""

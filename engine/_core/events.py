@@ -35,6 +35,11 @@ class Events:
         # another still runs) never lends its outcome to a later event.
         self.ending: tuple[Task, Outcome] | None = None
 
+    @property
+    def listened(self) -> bool:
+        """Whether anyone listens (events are queued for delivery)."""
+        return self._delivery.has_listeners
+
     def continue_after(self, seq: int) -> None:
         """Recovery: the store holds events up to ``seq``; number on from there."""
         self.seq = seq

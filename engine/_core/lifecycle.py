@@ -318,6 +318,85 @@ class Lifecycle:
         self.evaluate_many(decidable)
         return True
 
+    def replace(
+        self,
+        task: Task,
+        fn: Callable[[], Any],
+        deps: list[str],
+        spec: dict[str, Any] | None,
+        *,
+        definition: TaskDefinition | datetime | float | None,
+        run_at: float | None,
+        priority: int,
+        retry: RetryPolicy | None,
+        timeout: float | None,
+        trigger_rule: TriggerRule,
+        recurrence: Recurrence | None,
+        options: dict[str, Any],
+    ) -> None:
+        """``Scheduler.update`` once its arguments were checked: the task's definition
+        becomes the new one, in place, so what it did stays (attempts and their count,
+        successes its dependents counted, a settled state and error, a pause). A task
+        that has not started is judged again, as a new one would be. Every refusal is
+        raised before anything changes."""
+        tid, state = task.id, task.state
+        if task.runs or task.lingering or not (state in NOT_STARTED or state.settled):
+            busy = " with an attempt in flight" if task.runs or task.lingering else ""
+            raise ValueError(
+                f"task {tid!r} is {state.name}{busy}: only a task that has not started, "
+                "or has settled, can be updated"
+            )
+        graph = self._graph
+        if tid in deps:
+            raise CycleError([tid, tid])
+        if self._core.started:
+            for dep in deps:
+                if dep not in graph.tasks:
+                    raise KeyError(f"task {tid!r} cannot depend on unknown task {dep!r}")
+        for dep in deps:  # a cycle runs through one new edge into the task: one check each
+            if dep not in task.deps:
+                cycle = graph.cycle_closed_by(task, dep)
+                if cycle is not None:
+                    raise CycleError(cycle)
+        # Nothing is refused from here on.
+        self.drop_queued(task)
+        if isinstance(task.recurrence, CronRecurrence):
+            self._timers.drop_cron(task)
+        decidable = []
+        for dep in [d for d in task.deps if d not in deps]:
+            decidable += graph.unlink(task, dep)
+        for dep in deps:
+            if dep not in task.deps:
+                graph.link(task, dep)
+        if list(task.deps) != deps and deps:
+            task.deps = list(deps)  # the order given (definition() reports it)
+        task.fn, task.definition, task.run_at = fn, definition, run_at
+        task.priority, task.retry, task.timeout = priority, retry, timeout
+        task.trigger_rule = trigger_rule
+        task.recurrence = recurrence
+        if recurrence is not None:
+            task.overlap, task.misfire = options["overlap"], options["misfire"]
+            task.misfire_grace = options["misfire_grace"]
+        else:  # the defaults, as a new one-shot task has them
+            task.overlap, task.misfire, task.misfire_grace = Overlap.SKIP, Misfire.RUN_ONCE, 30.0
+        if isinstance(recurrence, CronRecurrence):
+            self._timers.add_cron(task)
+        graph.refresh_repeats(task)  # counts it in wait() (or not) and marks downstream
+        if spec is not None:
+            assert self._journal is not None
+            self._journal.put_task(task, spec)
+        if not state.settled:
+            task.state = PENDING  # unsettled either way: wait()'s count is unchanged
+        self._events.emit(task, "edited")
+        if not state.settled:
+            decision = graph.decide(task)
+            if decision == RELEASE:
+                self.release(task, first=True)
+            elif decision == SKIP:
+                self.set_state(task, SKIPPED)
+                decidable += task.dependents
+        self.evaluate_many(decidable)
+
     # ------------------------------------------------------------------ control
     def cancel(self, task: Task) -> bool:
         if task.state.settled or task.cancel_requested:

@@ -14,9 +14,11 @@ Rules:
 - dependencies, SKIPPED states and retry budgets are restored as they were.
 
 ``Journal.restore`` runs it under the core lock, before ``start()``, on the
-scheduler's empty parts, through their own methods. It emits no events (the event
-numbering goes on from the store's): the restored state is what ``snapshot()``
-shows first.
+scheduler's empty parts, through their own methods. The event numbering goes on
+from the store's. Only when listeners were given to the constructor (who else
+could hear them) does it emit one ``restored`` event per task, with its state as
+restored, before the events of tasks it releases; otherwise the restored state is
+what ``snapshot()`` shows first, and a resume writes no event rows for it.
 """
 
 from __future__ import annotations
@@ -107,6 +109,9 @@ class Recovery:
         pending: list[str] = []
         for rec in records:
             self._restore_state(rec["task"], rec["last_attempt"], pending)
+        if self.events.listened:
+            for task in tasks.values():
+                self.events.emit(task, "restored", task.error)
         self.lifecycle.evaluate_many(pending)
         store.flush()
 

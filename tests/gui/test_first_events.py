@@ -87,3 +87,47 @@ def test_bridge_replays_recorded_events_once_and_detaches_the_recorder(qtbot):
         bridge.close()
     finally:
         scheduler.shutdown(wait=True)
+
+
+def test_a_resumed_runs_log_starts_with_its_restore_events(qtbot, tmp_path, settings):
+    """Resume a run from a real store file: the log's first rows are the restore's
+    events (one per task, as restored), numbered on from the stored run's last one."""
+    from taskloom.engine.store import SQLiteStore
+
+    path = tmp_path / "demo.toml"
+    path.write_text(
+        '[workflow]\nname = "demo"\nworkers = 2\n\n'
+        f'[tasks.extract]\ncommand = ["{sys.executable}", "-c", "pass"]\n\n'
+        f'[tasks.later]\ncommand = ["{sys.executable}", "-c", "pass"]\nafter = "1h"\n',
+        encoding="utf-8",
+    )
+    db, logs = tmp_path / "demo.db", tmp_path / "logs"
+    first = WorkflowSession(load(path), settings, db_path=db, log_dir=logs)
+    try:
+        tasks = first.window.bridge.tasks
+        qtbot.waitUntil(lambda: tasks["extract"].state is TaskState.SUCCEEDED, timeout=10000)
+    finally:
+        first.close()
+    store = SQLiteStore(db)
+    try:
+        last = store.max_seq()
+    finally:
+        store.close()
+
+    second = WorkflowSession(load(path), settings, db_path=db, log_dir=logs)
+    try:
+        assert second.resumed
+        window = second.window
+        qtbot.waitUntil(lambda: window.bridge._early is None)  # every early event arrived
+        events = window.event_log.model.events
+        assert [(e.seq, e.kind, e.task_id, e.state) for e in events[:2]] == [
+            (last + 1, "restored", "extract", TaskState.SUCCEEDED),
+            (last + 2, "restored", "later", TaskState.SCHEDULED),
+        ]
+        seqs = [e.seq for e in events]
+        assert seqs == list(range(last + 1, last + 1 + len(seqs)))  # none missing or twice
+        model = window.event_log.model
+        assert model.index(0, 3).data() == "• restored"
+        assert model.index(0, 5).data() == "as succeeded"
+    finally:
+        second.close()

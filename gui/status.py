@@ -28,22 +28,34 @@ class StatusPanel:
 
     def update(self, dispatcher_paused: bool) -> None:
         counts = self.bridge.state_counts()
+        running = counts[TaskState.RUNNING]
+        # A RUNNING task whose code returned waits for its success to reach the disk:
+        # say so, rather than show more tasks running than there are workers.
+        busy = getattr(self.bridge.scheduler, "busy", None)
+        busy = running if busy is None else min(busy, running)
         parts = []
         window = self.counts.palette().color(QPalette.ColorRole.Window)
         for state in TaskState:
-            n = counts[state]
-            if n:
+            n = busy if state is TaskState.RUNNING else counts[state]
+            if n or (state is TaskState.RUNNING and running):
                 colour = state_text_colour(state, [window]).name()
                 parts.append(
                     f'<span style="color:{colour}">{STATE_GLYPHS[state]}</span> '
                     f"{n} {STATE_LABELS[state]}"
                 )
+            if state is TaskState.RUNNING and running > busy:
+                parts.append(f"{running - busy} recording")
         self.counts.setText("&nbsp;&nbsp;".join(parts) or "no tasks")
+        self.counts.setToolTip(
+            "recording: the task's code has ended and its outcome is being written to the"
+            " run's store"
+            if running > busy
+            else ""
+        )
         self.rate.setText(f"{self.bridge.throughput():.1f} runs/s")
         workers = getattr(self.bridge.scheduler, "workers", None)
-        running = counts[TaskState.RUNNING]
         self.busy.setText(
-            f"workers {min(running, workers)}/{workers} busy" if workers else f"{running} running"
+            f"workers {min(busy, workers)}/{workers} busy" if workers else f"{busy} running"
         )
         self.paused.setText("⏸ <b>paused</b>" if dispatcher_paused else "")
         self.paused.setVisible(dispatcher_paused)

@@ -819,6 +819,15 @@ class Scheduler:
         return self._dispatcher.workers
 
     @property
+    def busy(self) -> int:
+        """Attempts whose code runs now, each holding a worker. A task whose code has
+        returned stays RUNNING until its success is on disk, so more tasks than
+        workers can be RUNNING for a moment (read without the lock: a glance)."""
+        dispatcher = self._dispatcher
+        # ``running`` frees a slot only when the run is finished, after its commit.
+        return max(0, dispatcher.running - len(dispatcher.durable))
+
+    @property
     def store(self) -> SQLiteStore | None:
         """The store the scheduler writes to, or None."""
         return self._store

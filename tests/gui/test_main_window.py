@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QAction
 from PySide6.QtWidgets import QApplication, QToolBar, QWidget
@@ -98,3 +100,37 @@ def test_zoom_shortcuts_and_find(qtbot, make_window, manual_scheduler):
     qtbot.keyClick(window.search, Qt.Key.Key_Return)
     assert view.selected() == ["step_7"]
     assert window.inspector.title.text() == "step_7"
+
+
+def test_status_bar_never_shows_more_running_than_workers(qtbot, make_window, tmp_path):
+    # Tasks whose code returned wait for their success to reach the disk: RUNNING in the
+    # engine, shown as "recording" beside the tasks whose code runs (held commits).
+    from taskloom.engine import Call, Scheduler
+    from taskloom.engine.store import SQLiteStore
+
+    store = SQLiteStore(tmp_path / "run.db")
+    scheduler = Scheduler(workers=2, store=store)
+    window = make_window(scheduler)
+    counts, busy = window.status_panel.counts, window.status_panel.busy
+    held = threading.Event()
+    commit = store._commit_batch
+
+    def commit_when_let_go(*args):  # the writer thread: successes cannot be recorded
+        held.wait(10)
+        commit(*args)
+
+    store._commit_batch = commit_when_let_go
+    try:
+        for i in range(5):
+            scheduler.add(Call("tests.engine._store_jobs:noop"), name=f"n{i}")
+        scheduler.start()
+        qtbot.waitUntil(lambda: "5 recording" in counts.text(), timeout=5000)
+        assert "0 running" in counts.text()
+        assert "workers 0/2 busy" in busy.text()
+        assert "recording" in counts.toolTip()
+    finally:
+        held.set()
+    qtbot.waitUntil(lambda: "5 succeeded" in counts.text(), timeout=5000)
+    assert "recording" not in counts.text() and "running" not in counts.text()
+    scheduler.shutdown()
+    store.close()

@@ -488,7 +488,8 @@ class _Pass:
                     tid,
                     entry.run_at,
                     entry.run_at - since,
-                    f"still running since {_human(entry.run_at - since)} before: {what}",
+                    f"its run that started {_human(entry.run_at - since)} earlier "
+                    f"still goes: {what}",
                 )
             )
 

@@ -2,6 +2,7 @@
 
     taskloom run FILE [--workers N] [--for DURATION] [--executor threads|processes|dask://H:P]
     taskloom validate FILE
+    taskloom forecast FILE [--for DURATION] [--json]
     taskloom [FILE] [--screenshot PNG] [--quit-after SECONDS]     (opens the window)
     taskloom --version
 
@@ -32,7 +33,7 @@ from pathlib import Path
 import taskloom
 
 EXIT_OK, EXIT_FAILED, EXIT_INVALID, EXIT_BUSY = 0, 1, 2, 3
-SUBCOMMANDS = ("run", "validate", "history")
+SUBCOMMANDS = ("run", "validate", "history", "forecast")
 SIGNAL_CHECK = 0.2  # seconds between looks for Ctrl-C / SIGTERM while waiting
 
 
@@ -105,6 +106,18 @@ def _command_parser() -> argparse.ArgumentParser:
 
     validate = sub.add_parser("validate", help="check a workflow file and list every problem")
     validate.add_argument("file", type=Path, help="workflow file (TOML)")
+
+    ahead = sub.add_parser(
+        "forecast", help="what a run would do: finish, critical path, collisions"
+    )
+    ahead.add_argument("file", type=Path, help="workflow file (TOML)")
+    ahead.add_argument(
+        "--for", dest="horizon", type=_duration, metavar="DURATION", help="look ahead (default 24h)"
+    )
+    ahead.add_argument("--json", action="store_true", help="print JSON instead of text")
+    ahead.add_argument("--workers", type=_positive_int, help="worker threads (default: the file's)")
+    ahead.add_argument("--seed", type=int, default=0, help="seed of the sampled passes")
+    _store_arguments(ahead)
     return parser
 
 
@@ -155,6 +168,10 @@ def main(argv=None) -> int:
             return run_workflow(args)
         if args.command == "history":
             return show_history(args)
+        if args.command == "forecast":
+            from .forecasting import show_forecast
+
+            return show_forecast(args)
         return validate_workflow(args.file)
     args = _window_parser().parse_args(argv)
     return open_window(args)

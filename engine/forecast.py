@@ -27,8 +27,7 @@ from __future__ import annotations
 import math
 import random
 import time
-from collections.abc import Iterable, Mapping
-from concurrent.futures import Future
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from heapq import heappop, heappush
@@ -88,11 +87,13 @@ class PlannedTask:
 
 @dataclass
 class Plan:
-    """What a pass starts from: the tasks, the workers, and the wall time of t = 0."""
+    """What a pass starts from: the tasks, the workers, the wall time of t = 0 and,
+    for a copy of a live scheduler, the time on its clock (``origin``)."""
 
     tasks: list[PlannedTask]
     workers: int = 4
     wall: datetime = field(default_factory=lambda: datetime.now().astimezone())
+    origin: float = 0.0
 
     @property
     def deps(self) -> dict[str, tuple[str, ...]]:
@@ -128,7 +129,7 @@ class Plan:
             if expected.get(info.id) is not None:
                 definition = replace(definition, expected=expected[info.id])
             tasks.append(_planned(scheduler, info, definition, now, next_occurrence.get(info.id)))
-        return cls(tasks, scheduler.workers, wall)
+        return cls(tasks, scheduler.workers, wall, now)
 
 
 def _planned(scheduler, info, definition, now: float, occurrence: float | None) -> PlannedTask:
@@ -220,6 +221,7 @@ class Forecast:
     starts: dict[str, float]
     finishes: dict[str, float]
     seconds_per_pass: float
+    origin: float = 0.0  # the live scheduler's clock at t = 0 (Plan.origin)
 
     def at(self, seconds: float) -> datetime:
         """The wall time ``seconds`` after the forecast's start."""
@@ -263,6 +265,47 @@ class Forecast:
 
 
 # ---------------------------------------------------------------------- one pass
+class _SimFuture:
+    """The future of a simulated attempt: what the engine asks of one, without the
+    lock and condition a ``concurrent.futures.Future`` builds (a third of a pass's
+    time went there). Everything happens on the driver's thread."""
+
+    __slots__ = ("_callbacks", "_error", "_done")
+
+    def __init__(self) -> None:
+        self._callbacks: list[Callable[[Any], object]] = []
+        self._error: BaseException | None = None
+        self._done = False
+
+    def cancel(self) -> bool:
+        return False  # a started attempt runs on; a timeout ends it through the engine
+
+    def cancelled(self) -> bool:
+        return False
+
+    def done(self) -> bool:
+        return self._done
+
+    def add_done_callback(self, fn: Callable[[Any], object]) -> None:
+        if self._done:
+            fn(self)
+        else:
+            self._callbacks.append(fn)
+
+    def exception(self, timeout: float | None = None) -> BaseException | None:
+        return self._error
+
+    def result(self, timeout: float | None = None) -> None:
+        if self._error is not None:
+            raise self._error
+
+    def finish(self, error: BaseException | None = None) -> None:
+        self._error, self._done = error, True
+        callbacks, self._callbacks = self._callbacks, []
+        for fn in callbacks:
+            fn(self)
+
+
 class SimExecutor(SyncExecutor):
     """Starts each attempt on the virtual clock and leaves its future pending until
     the driver reaches its end. A ``SyncExecutor``, so the engine runs everything,
@@ -272,14 +315,13 @@ class SimExecutor(SyncExecutor):
         self._driver = driver
 
     def submit(self, fn, /, *args, **kwargs):
-        future: Future = Future()
-        future.set_running_or_notify_cancel()
+        future = _SimFuture()
         ctx = fn()  # the engine's invoke(): _sim_action, with the run's context set
         replayed = self._driver.started(ctx.task_id, ctx.attempt, future)
         if replayed == DONE:  # a replay takes no time
-            future.set_result(None)
+            future.finish()
         elif replayed == FAILED:
-            future.set_exception(ReplayedFailure("failed before the forecast"))
+            future.finish(ReplayedFailure("failed before the forecast"))
         return future
 
 
@@ -297,11 +339,17 @@ class _Pass:
         self.plan = plan
         self.model = model
         self.rng = rng  # None: point estimates
-        self.horizon = DEFAULT_HORIZON if horizon is None else horizon
+        self.horizon = horizon
         self.until_settled = until_settled
+        # However long settling takes, a pass never looks further than this.
+        self.cap = (
+            horizon
+            if horizon is not None and not until_settled
+            else max(horizon or 0.0, DEFAULT_HORIZON)
+        )
         self.clock = ManualClock(0.0, plan.wall)
         self.scheduler = Scheduler(plan.workers, clock=self.clock, executor=SimExecutor(self))
-        self.ends: list[tuple[float, int, Future, int]] = []  # (end, order, future, run index)
+        self.ends: list[tuple[float, int, _SimFuture, int]] = []  # (end, order, future, run index)
         self._order = count()
         self.runs: list[SimRun] = []
         self.collisions: list[Collision] = []
@@ -382,7 +430,7 @@ class _Pass:
     def _on_ready(self, event) -> None:
         self.ready_at[event.task_id] = event.at
 
-    def started(self, task_id: str, attempt: int, future: Future) -> str | None:
+    def started(self, task_id: str, attempt: int, future: _SimFuture) -> str | None:
         """An attempt started (``SimExecutor``): note it and when it ends. For a replay
         (no time), the outcome to give it at once: ``DONE`` or ``FAILED``."""
         now = self.clock.now()
@@ -429,7 +477,7 @@ class _Pass:
     # -- the driver ---------------------------------------------------------------
     def run(self) -> PassResult:
         s, clock, ends = self.scheduler, self.clock, self.ends
-        horizon = self.horizon
+        horizon, cap = self.horizon, self.cap
         finish: float | None = None
         settled = False
         try:
@@ -439,12 +487,15 @@ class _Pass:
                 if not settled and s.wait(0):
                     settled = True
                     finish = self._finish_time()
-                    if self.until_settled:
-                        break
+                done_looking = horizon is None or clock.now() >= horizon
+                if settled and self.until_settled and done_looking:
+                    break
                 due = s.next_due()
                 next_end = ends[0][0] if ends else math.inf
                 t = min(math.inf if due is None else due, next_end)
-                if t == math.inf or t > horizon:
+                if t == math.inf or t > cap:
+                    break
+                if horizon is not None and t > horizon and (settled or not self.until_settled):
                     break
                 if due is not None and due <= t:
                     self._note_occurrences(t)
@@ -455,11 +506,11 @@ class _Pass:
                     _, _, future, index = heappop(ends)
                     task_id = self.runs[index].task_id
                     self.in_flight[task_id] -= 1
-                    future.set_result(None)
+                    future.finish()
         finally:
             s.shutdown(wait=False)
             while ends:  # attempts past the horizon: ended, so nothing is left in flight
-                heappop(ends)[2].set_result(None)
+                heappop(ends)[2].finish()
         return PassResult(self.runs, self.collisions, finish, settled, clock.now())
 
     def _finish_time(self) -> float | None:
@@ -527,9 +578,10 @@ def simulate(
     horizon: float | None = None,
     until_settled: bool = False,
 ) -> PassResult:
-    """One pass: point estimates, or durations sampled with ``rng``. It stops at
-    ``horizon`` seconds (default a week), when nothing is left to happen, or, with
-    ``until_settled``, once every task that is not recurring settled."""
+    """One pass: point estimates, or durations sampled with ``rng``. It stops when
+    nothing is left to happen, else at ``horizon`` seconds (None: a week); with
+    ``until_settled``, not before every task that is not recurring settled (and
+    then at once if there is no horizon; never later than a week either way)."""
     return _Pass(plan, model, rng, horizon, until_settled).run()
 
 
@@ -586,8 +638,7 @@ def forecast(
             plan,
             model,
             rng=random.Random(rng.getrandbits(64)),
-            horizon=horizon,
-            until_settled=True,
+            until_settled=True,  # only the finish matters: no need to go past it
         )
         done += 1
         if sampled.finish is not None:
@@ -617,4 +668,5 @@ def forecast(
         starts=starts,
         finishes=ends,
         seconds_per_pass=per_pass,
+        origin=plan.origin,
     )

@@ -235,3 +235,20 @@ def test_a_weeks_cron_and_interval_occurrences_equal_an_independent_computation(
     assert got["quarter"] == hourly
     assert got["tick"] == [start + timedelta(seconds=5400 * k) for k in range(1, 113)]
     assert result.collisions == []
+
+
+# ---------------------------------------------------------------------- the driver's two questions
+def test_next_due_and_due_by_answer_from_the_timer_heap(make_sched, clock):
+    s = make_sched()
+    assert s.next_due() is None
+    s.schedule_after(print, 30.0, name="late")
+    s.schedule_after(print, 10.0, name="early")
+    s.schedule_every(print, 20.0, name="tick")
+    s.schedule(print, name="slow", run_at=50.0, timeout=5.0)
+    assert s.next_due() == 10.0
+    assert [(e.task_id, e.run_at, e.kind) for e in s.due_by(20.0)] == [
+        ("early", 10.0, "scheduled"),
+        ("tick", 20.0, "recurring"),
+    ]
+    assert s.due_by(5.0) == []
+    assert [e.task_id for e in s.due_by(1e9)] == [e.task_id for e in s.upcoming()]

@@ -184,7 +184,8 @@ class Collision(NamedTuple):
     """Something a person should know about: ``kind`` is ``dropped`` (an occurrence
     overlap=skip drops: the previous run still goes), ``overrun`` (a task still
     running when its next occurrence is due: it queues or runs alongside) or
-    ``queued`` (ready, but every worker was busy for ``seconds``)."""
+    ``queued`` (a task with a time of its own was due, but every worker was busy
+    for ``seconds``; tasks released by dependencies wait for workers as a rule)."""
 
     kind: str
     task_id: str
@@ -357,6 +358,9 @@ class _Pass:
         self.in_flight: dict[str, int] = {}
         self.first: dict[str, tuple[str, float]] = {}  # task id -> (kind, elapsed), first run
         self.timeouts: dict[str, float | None] = {}
+        # Tasks with a time of their own: only their waits for a worker are news (in a
+        # DAG wider than the workers, waiting is the normal case, not a collision).
+        self.timed: set[str] = set()
         self.overlap: dict[str, Overlap] = {}
         self.replays: set[str] = set()
         self._queued_noted: set[str] = set()
@@ -370,6 +374,8 @@ class _Pass:
             d = planned.definition
             tid = d.id
             self.timeouts[tid] = d.timeout
+            if d.schedule_kind != "deps":
+                self.timed.add(tid)
             self.overlap[tid] = d.overlap
             kind = planned.kind
             sim = replace(d, action=_sim_action)
@@ -462,7 +468,7 @@ class _Pass:
         self.in_flight[task_id] = self.in_flight.get(task_id, 0) + 1
         heappush(self.ends, (end, next(self._order), future, index))
         wait = now - ready
-        if wait >= MIN_QUEUE_WAIT and started_before is None:
+        if wait >= MIN_QUEUE_WAIT and started_before is None and task_id in self.timed:
             self.collisions.append(
                 Collision(
                     "queued",
@@ -497,9 +503,11 @@ class _Pass:
                     break
                 if horizon is not None and t > horizon and (settled or not self.until_settled):
                     break
+                now = clock.now()
+                if t <= now and not (ends and ends[0][0] <= t):
+                    break  # a timer the clock cannot promote: shut down from outside
                 if due is not None and due <= t:
                     self._note_occurrences(t)
-                now = clock.now()
                 if t > now:
                     clock.advance(t - now)
                 while ends and ends[0][0] <= t:

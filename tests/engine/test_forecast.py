@@ -51,11 +51,21 @@ def test_a_diamond_runs_as_its_dependencies_and_durations_say():
 
 def test_workers_limit_and_priorities_decide_the_order():
     plan = plan_of(
-        task("low", 10), task("high", 10, priority=5), task("mid", 10, priority=1), workers=1
+        task("low", 10, after=0.0),
+        task("high", 10, after=0.0, priority=5),
+        task("mid", 10, after=0.0, priority=1),
+        task("child", 10, ("high",)),
+        workers=1,
     )
     result = forecast(plan, passes=0)
-    assert spans(result) == {"high": (0, 10), "mid": (10, 20), "low": (20, 30)}
+    assert spans(result) == {
+        "high": (0, 10),
+        "mid": (10, 20),
+        "low": (20, 30),  # due before child was released: first among equals
+        "child": (30, 40),
+    }
     queued = {c.task_id: c.seconds for c in result.collisions if c.kind == "queued"}
+    # Tasks with a time of their own are news when they wait; child waits as a DAG does.
     assert queued == {"mid": 10, "low": 20}
     assert all("all 1 are busy" in c.detail for c in result.collisions)
 

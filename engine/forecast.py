@@ -620,6 +620,20 @@ def critical_path(runs: Iterable[SimRun], deps: Mapping[str, Iterable[str]]) -> 
     return path
 
 
+def _check_forecast_arguments(horizon: object, passes: object, budget: object) -> None:
+    """A refused forecast says which argument and why (nothing has run yet)."""
+
+    def seconds(value: object) -> bool:
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+    if horizon is not None and not (seconds(horizon) and 0 < horizon < math.inf):  # type: ignore[operator]
+        raise ValueError(f"forecast: horizon must be None or seconds > 0, got {horizon!r}")
+    if isinstance(passes, bool) or not isinstance(passes, int) or passes < 0:
+        raise ValueError(f"forecast: passes must be an int >= 0, got {passes!r}")
+    if budget is not None and not (seconds(budget) and budget >= 0):  # type: ignore[operator]
+        raise ValueError(f"forecast: budget must be None or seconds >= 0, got {budget!r}")
+
+
 def forecast(
     plan: Plan,
     model: DurationModel | None = None,
@@ -632,6 +646,7 @@ def forecast(
 ) -> Forecast:
     """The point-estimate pass, then up to ``passes`` sampled ones within ``budget``
     seconds of CPU time (None: no limit; the count is then deterministic for a seed)."""
+    _check_forecast_arguments(horizon, passes, budget)
     model = model or DurationModel(expected=plan.expected)
     began = time.perf_counter()
     point = simulate(plan, model, horizon=horizon, until_settled=until_settled)

@@ -6,7 +6,9 @@ durations (``expected``), and checks the forecast says exactly that.
 
 from __future__ import annotations
 
+import math
 import random
+import re
 from concurrent.futures import Future
 from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo
@@ -262,3 +264,19 @@ def test_next_due_and_due_by_answer_from_the_timer_heap(make_sched, clock):
     ]
     assert s.due_by(5.0) == []
     assert [e.task_id for e in s.due_by(1e9)] == [e.task_id for e in s.upcoming()]
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        ({"horizon": -5}, "horizon must be None or seconds > 0, got -5"),
+        ({"horizon": math.inf}, "horizon must be None or seconds > 0, got inf"),
+        ({"horizon": "1h"}, "horizon must be None or seconds > 0, got '1h'"),
+        ({"passes": -1}, "passes must be an int >= 0, got -1"),
+        ({"passes": 2.5}, "passes must be an int >= 0, got 2.5"),
+        ({"budget": -1.0}, "budget must be None or seconds >= 0, got -1.0"),
+    ],
+)
+def test_a_bad_argument_is_refused_by_name(arguments, message):
+    with pytest.raises(ValueError, match="forecast: " + re.escape(message)):
+        forecast(plan_of(task("a", 1)), **arguments)

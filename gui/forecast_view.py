@@ -161,7 +161,7 @@ class ForecastView:
             if badge.text() != text:
                 badge.setText(text)
                 badge.setToolTip("expected start (forecast)")
-            badge.setPos(8, NODE_HEIGHT + 1)
+            badge.setPos(8, NODE_HEIGHT + 4)  # clear of the critical path ring
 
     def _show_ghosts(self) -> None:
         ghosts: dict[str, list[tuple[float, float, bool]]] = {}

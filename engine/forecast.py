@@ -104,6 +104,12 @@ class Plan:
         """The workflow's ``expected`` seconds per task (for ``DurationModel``)."""
         return {p.definition.id: p.definition.expected for p in self.tasks}
 
+    def without_actions(self) -> Plan:
+        """A copy whose tasks run nothing (a pass replaces every action anyway): it
+        pickles whatever the tasks ran, so a pass can run in another process."""
+        tasks = [replace(p, definition=replace(p.definition, action=None)) for p in self.tasks]
+        return replace(self, tasks=tasks)
+
     @classmethod
     def from_workflow(cls, workflow, wall: datetime | None = None) -> Plan:
         """A workflow file as a fresh run of it would start at ``wall`` (default: now)."""
@@ -654,7 +660,7 @@ def forecast(
     finishes = []
     rng = random.Random(seed)
     done = 0
-    for _ in range(passes):
+    for _ in range(passes if point.finish is not None else 0):  # nothing to finish: no ETA
         if budget is not None and time.perf_counter() - began + per_pass > budget:
             break
         sampled = simulate(

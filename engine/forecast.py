@@ -118,10 +118,16 @@ class Plan:
 
     @classmethod
     def from_scheduler(
-        cls, scheduler: Scheduler, expected: Mapping[str, float | None] | None = None
+        cls,
+        scheduler: Scheduler,
+        expected: Mapping[str, float | None] | None = None,
+        cache: dict[str, TaskDefinition] | None = None,
     ) -> Plan:
         """A copy of a live scheduler's tasks as they stand now. ``expected`` adds the
-        workflow's ``expected`` seconds (the engine does not keep them)."""
+        workflow's ``expected`` seconds (the engine does not keep them). ``cache``, a
+        dict the caller keeps between copies, holds each task's definition without its
+        action (so the plan pickles): a definition is asked of the scheduler only when
+        missing; the caller empties it when tasks are edited."""
         clock = scheduler.clock
         now, wall = clock.now(), clock.wall()
         infos = scheduler.tasks()
@@ -131,9 +137,19 @@ class Plan:
         expected = expected or {}
         tasks = []
         for info in infos:
-            definition = scheduler.definition(info.id)
-            if expected.get(info.id) is not None:
-                definition = replace(definition, expected=expected[info.id])
+            definition = None if cache is None else cache.get(info.id)
+            if definition is None:
+                try:
+                    definition = scheduler.definition(info.id)
+                except KeyError:  # removed since tasks() answered
+                    continue
+                if cache is not None:
+                    definition = cache[info.id] = replace(definition, action=None)
+            if definition.deps != info.deps:
+                definition = replace(definition, deps=tuple(info.deps))
+            seconds = expected.get(info.id)
+            if seconds is not None and definition.expected != seconds:
+                definition = replace(definition, expected=seconds)
             tasks.append(_planned(scheduler, info, definition, now, next_occurrence.get(info.id)))
         return cls(tasks, scheduler.workers, wall, now)
 

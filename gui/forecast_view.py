@@ -88,6 +88,7 @@ class ForecastView:
         self.slow: set[str] = set()
         self.live: Live | None = None
         window.bridge.tasksChanged.connect(lambda _changed: self.forecaster.request())
+        window.bridge.structureChanged.connect(self.forecaster.forget_definitions)
         window.bridge.structureChanged.connect(self.forecaster.request)
         self.forecaster.forecastReady.connect(self.show)
         self._tick = QTimer(window)

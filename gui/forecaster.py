@@ -103,6 +103,9 @@ class Forecaster(QObject):
         self._closed = False
         self._cool_until = 0.0  # no forecast starts before this
         self._cached_model: tuple[dict, float, DurationModel] | None = None  # helper thread
+        # Task definitions without their actions, kept between copies of the scheduler;
+        # replaced whole (never cleared in place) by forget_definitions on the GUI thread.
+        self._definitions: dict = {}
         # Copies the scheduler and waits for the pool; holds the GIL for the copy only.
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="taskloom-forecast")
         self._debounce = QTimer(self)
@@ -114,6 +117,10 @@ class Forecaster(QObject):
         self._periodic.timeout.connect(lambda: self.active() and self.request())
         self._periodic.start()
         self._finished.connect(self._on_finished, Qt.ConnectionType.QueuedConnection)
+
+    def forget_definitions(self) -> None:
+        """Tasks were added, removed or edited: copy their definitions afresh."""
+        self._definitions = {}
 
     def request(self) -> None:
         """Something changed: forecast again soon (requests within DEBOUNCE_MS fold)."""
@@ -141,7 +148,7 @@ class Forecaster(QObject):
         answer = None
         try:
             model = self._model(expected)
-            plan = Plan.from_scheduler(self.scheduler, expected).without_actions()
+            plan = Plan.from_scheduler(self.scheduler, expected, self._definitions)
             pool = forecast_pool()
             try:
                 future = pool.submit(

@@ -280,3 +280,22 @@ def test_next_due_and_due_by_answer_from_the_timer_heap(make_sched, clock):
 def test_a_bad_argument_is_refused_by_name(arguments, message):
     with pytest.raises(ValueError, match="forecast: " + re.escape(message)):
         forecast(plan_of(task("a", 1)), **arguments)
+
+
+def test_a_copy_keeps_definitions_in_the_callers_cache_and_follows_new_edges(monkeypatch):
+    import pickle
+
+    live = Scheduler(2, clock=ManualClock(0.0, T0), executor=SyncExecutor())
+    live.schedule_after(print, 50.0, name="a")
+    live.schedule_after(print, 60.0, name="b")
+    cache: dict = {}
+    first = Plan.from_scheduler(live, cache=cache)
+    assert set(cache) == {"a", "b"} and all(d.action is None for d in cache.values())
+    pickle.dumps(first)  # no action left in it: it can go to another process
+    asked = []
+    monkeypatch.setattr(live, "definition", lambda tid: asked.append(tid))
+    live.add_dependency("b", "a")  # an edge is read from the task, not the cached definition
+    second = Plan.from_scheduler(live, cache=cache)
+    assert asked == []
+    assert {p.definition.id: p.definition.deps for p in second.tasks} == {"a": (), "b": ("a",)}
+    live.shutdown()

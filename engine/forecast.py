@@ -617,27 +617,40 @@ def simulate(
 
 # ---------------------------------------------------------------------- the answer
 def critical_path(runs: Iterable[SimRun], deps: Mapping[str, Iterable[str]]) -> list[str]:
-    """The chain of remaining work that decides the finish: from the run that ends
-    last, back through the dependency that ended last each time, to work that
-    waited for nothing still to come. Replays (work already done) are not on it.
-    First task first."""
-    last: dict[str, SimRun] = {}
-    for run in runs:
-        if not run.replay and (run.task_id not in last or run.end > last[run.task_id].end):
-            last[run.task_id] = run
-    if not last:
+    """The chain of remaining work that decides the finish, first task first. From the
+    run that ends last, each step goes back to what made the run start when it did:
+    the dependency that ended last, when the run started as it ended; else, when the
+    run waited for a worker after it was ready, the run that freed the worker (so a
+    chain bound by too few workers shows as one). A run that started at its own time
+    (or was running already) ends the chain. Replays (work done) are not on it."""
+    done = [r for r in runs if not r.replay]
+    if not done:
         return []
+    last: dict[str, SimRun] = {}
+    ending_at: dict[float, list[SimRun]] = {}
+    for run in done:
+        if run.task_id not in last or run.end > last[run.task_id].end:
+            last[run.task_id] = run
+        ending_at.setdefault(run.end, []).append(run)
     current = max(last.values(), key=lambda r: (r.end, r.start))
     path = [current.task_id]
-    seen = {current.task_id}
-    while True:
-        before = [last[d] for d in deps.get(current.task_id, ()) if d in last and d not in seen]
-        before = [r for r in before if r.end <= current.start + 1e-9]
-        if not before:
+    while current.started_before is None:
+        before = [
+            last[d]
+            for d in deps.get(current.task_id, ())
+            if d in last and last[d].end <= current.start + 1e-9
+        ]
+        dep = max(before, key=lambda r: r.end) if before else None
+        step: SimRun | None = None
+        if dep is not None and dep.end >= current.start - 1e-9:
+            step = dep  # released by it
+        elif current.start > current.ready + 1e-9:  # ready, but every worker was busy
+            freed = [r for r in ending_at.get(current.start, ()) if r.task_id not in path]
+            step = min(freed, key=lambda r: r.start) if freed else dep
+        if step is None or step.task_id in path:
             break
-        current = max(before, key=lambda r: r.end)
+        current = step
         path.append(current.task_id)
-        seen.add(current.task_id)
     path.reverse()
     return path
 

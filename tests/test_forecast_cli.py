@@ -153,7 +153,11 @@ def test_eta_at_the_start_of_a_second_run_is_within_ten_percent(tmp_path):
     assert abs(eta.finish - actual) <= 0.1 * actual, (eta.finish, actual)
     assert abs(eta.finish_p50 - actual) <= 0.1 * actual, (eta.finish_p50, actual)
     # The chain that decided the real finish, found the same way in the real attempts.
-    real = [SimRun(t, a.number, a.started, a.started, a.ended) for t, a in attempts.items()]
     deps = {tid: d.deps for tid, d in workflow.tasks.items()}
+
+    def ready(tid):  # when its dependencies had all ended (it started a commit later)
+        return max((attempts[d].ended for d in deps[tid]), default=attempts[tid].started)
+
+    real = [SimRun(t, a.number, ready(t), a.started, a.ended) for t, a in attempts.items()]
     assert critical_path(real, deps) == ["a", "b", "d"]
     assert eta.critical_path == ["a", "b", "d"]

@@ -299,3 +299,20 @@ def test_a_copy_keeps_definitions_in_the_callers_cache_and_follows_new_edges(mon
     assert asked == []
     assert {p.definition.id: p.definition.deps for p in second.tasks} == {"a": (), "b": ("a",)}
     live.shutdown()
+
+
+def test_a_chain_bound_by_too_few_workers_is_the_critical_path():
+    plan = plan_of(
+        task("high", 10, after=0.0, priority=5),
+        task("mid", 10, after=0.0, priority=1),
+        task("low", 10, after=0.0),
+        task("child", 10, ("high",)),
+        task("late", 1, at=T0 + timedelta(seconds=100)),
+        workers=1,
+    )
+    result = forecast(plan, passes=0)
+    # late runs at its own time, after everything: alone on its chain
+    assert result.critical_path == ["late"]
+    plan.tasks.pop()
+    # child was ready at 10 but ran when low freed the only worker, at 30
+    assert forecast(plan, passes=0).critical_path == ["high", "mid", "low", "child"]

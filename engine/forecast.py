@@ -76,7 +76,7 @@ class PlannedTask:
     dependencies (the critical path follows them); ``delay`` is seconds until its
     time for a ``new`` or ``released`` one-shot task (None: no time left), or until
     a recurring task's next occurrence; ``elapsed`` is how long a ``running``
-    attempt has run; ``started`` when it started (seconds, negative)."""
+    attempt has run; ``paused`` whether the task is held."""
 
     definition: TaskDefinition
     kind: str = NEW
@@ -384,8 +384,6 @@ class _Pass:
         # DAG wider than the workers, waiting is the normal case, not a collision).
         self.timed: set[str] = set()
         self.overlap: dict[str, Overlap] = {}
-        self.replays: set[str] = set()
-        self._queued_noted: set[str] = set()
 
     # -- building ---------------------------------------------------------------
     def build(self) -> None:
@@ -407,7 +405,6 @@ class _Pass:
                     self.first[tid] = (kind, planned.elapsed)
                     run_now.append(sim_id)
             elif kind in (DONE, FAILED, DROPPED):
-                self.replays.add(tid)
                 replay = replace(
                     sim, at=None, after=None, deps=(), retry=None, priority=_REPLAY_PRIORITY
                 )

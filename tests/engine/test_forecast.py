@@ -292,6 +292,8 @@ def test_a_copy_keeps_definitions_in_the_callers_cache_and_follows_new_edges(mon
     first = Plan.from_scheduler(live, cache=cache)
     assert set(cache) == {"a", "b"} and all(d.action is None for d in cache.values())
     pickle.dumps(first)  # no action left in it: it can go to another process
+    lambdas = plan_of(TaskDefinition("x", lambda: 1))
+    assert pickle.loads(pickle.dumps(lambdas.without_actions())).tasks[0].definition.id == "x"
     asked = []
     monkeypatch.setattr(live, "definition", lambda tid: asked.append(tid))
     live.add_dependency("b", "a")  # an edge is read from the task, not the cached definition

@@ -378,6 +378,7 @@ class _Pass:
         self.collisions: list[Collision] = []
         self.ready_at: dict[str, float] = {}
         self.in_flight: dict[str, int] = {}
+        self.last_end = -math.inf  # when the driver last ended a simulated attempt
         self.first: dict[str, tuple[str, float]] = {}  # task id -> (kind, elapsed), first run
         self.timeouts: dict[str, float | None] = {}
         # Tasks with a time of their own: only their waits for a worker are news (in a
@@ -487,7 +488,10 @@ class _Pass:
         self.in_flight[task_id] = self.in_flight.get(task_id, 0) + 1
         heappush(self.ends, (end, next(self._order), future, index))
         wait = now - ready
-        if wait >= MIN_QUEUE_WAIT and started_before is None and task_id in self.timed:
+        # A wait for a worker ends when a run ends: a start at another moment waited
+        # for something else (a pause, its own earlier run).
+        freed = self.last_end == now
+        if wait >= MIN_QUEUE_WAIT and freed and started_before is None and task_id in self.timed:
             self.collisions.append(
                 Collision(
                     "queued",
@@ -530,6 +534,7 @@ class _Pass:
                 if t > now:
                     clock.advance(t - now)
                 while ends and ends[0][0] <= t:
+                    self.last_end = t
                     _, _, future, index = heappop(ends)
                     task_id = self.runs[index].task_id
                     self.in_flight[task_id] -= 1

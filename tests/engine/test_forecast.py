@@ -318,3 +318,16 @@ def test_a_chain_bound_by_too_few_workers_is_the_critical_path():
     plan.tasks.pop()
     # child was ready at 10 but ran when low freed the only worker, at 30
     assert forecast(plan, passes=0).critical_path == ["high", "mid", "low", "child"]
+
+
+def test_a_paused_task_that_waits_is_not_said_to_wait_for_a_worker():
+    clock = ManualClock(0.0, T0)
+    live = Scheduler(4, clock=clock, executor=SyncExecutor())
+    live.schedule_after(print, 5.0, name="held")
+    live.pause("held")
+    plan = Plan.from_scheduler(live)
+    assert [p.paused for p in plan.tasks] == [True]
+    result = forecast(plan, DurationModel(expected={"held": 1.0}), horizon=60, passes=0)
+    assert result.runs == []  # paused: it never starts
+    assert result.collisions == []
+    live.shutdown()

@@ -245,6 +245,7 @@ class Forecast:
     finishes: dict[str, float]
     seconds_per_pass: float
     origin: float = 0.0  # the live scheduler's clock at t = 0 (Plan.origin)
+    reached: float = 0.0  # where the point pass stopped (the horizon, or max_runs sooner)
 
     def at(self, seconds: float) -> datetime:
         """The wall time ``seconds`` after the forecast's start."""
@@ -358,8 +359,10 @@ class _Pass:
         rng: random.Random | None,
         horizon: float | None,
         until_settled: bool,
+        max_runs: int | None = None,
     ) -> None:
         self.plan = plan
+        self.max_runs = max_runs
         self.model = model
         self.rng = rng  # None: point estimates
         self.horizon = horizon
@@ -524,8 +527,11 @@ class _Pass:
                 t = min(math.inf if due is None else due, next_end)
                 if t == math.inf or t > cap:
                     break
-                if horizon is not None and t > horizon and (settled or not self.until_settled):
+                past_settling = settled or not self.until_settled
+                if horizon is not None and t > horizon and past_settling:
                     break
+                if self.max_runs is not None and len(self.runs) >= self.max_runs and past_settling:
+                    break  # enough to draw: a task every 3 s makes 28,800 runs a day
                 now = clock.now()
                 if t <= now and not (ends and ends[0][0] <= t):
                     break  # a timer the clock cannot promote: shut down from outside
@@ -609,12 +615,15 @@ def simulate(
     rng: random.Random | None = None,
     horizon: float | None = None,
     until_settled: bool = False,
+    max_runs: int | None = None,
 ) -> PassResult:
     """One pass: point estimates, or durations sampled with ``rng``. It stops when
     nothing is left to happen, else at ``horizon`` seconds (None: a week); with
     ``until_settled``, not before every task that is not recurring settled (and
-    then at once if there is no horizon; never later than a week either way)."""
-    return _Pass(plan, model, rng, horizon, until_settled).run()
+    then at once if there is no horizon; never later than a week either way).
+    ``max_runs`` stops it sooner once it simulated that many runs (settled first,
+    with ``until_settled``): ``PassResult.end`` says how far it got."""
+    return _Pass(plan, model, rng, horizon, until_settled, max_runs).run()
 
 
 # ---------------------------------------------------------------------- the answer
@@ -680,13 +689,15 @@ def forecast(
     passes: int = 100,
     budget: float | None = 1.0,
     seed: int = 0,
+    max_runs: int | None = None,
 ) -> Forecast:
     """The point-estimate pass, then up to ``passes`` sampled ones within ``budget``
-    seconds of CPU time (None: no limit; the count is then deterministic for a seed)."""
+    seconds of CPU time (None: no limit; the count is then deterministic for a seed).
+    ``max_runs`` bounds the point pass as in ``simulate`` (``Forecast.reached``)."""
     _check_forecast_arguments(horizon, passes, budget)
     model = model or DurationModel(expected=plan.expected)
     began = time.perf_counter()
-    point = simulate(plan, model, horizon=horizon, until_settled=until_settled)
+    point = simulate(plan, model, horizon=horizon, until_settled=until_settled, max_runs=max_runs)
     per_pass = time.perf_counter() - began
     finishes = []
     rng = random.Random(seed)
@@ -729,4 +740,5 @@ def forecast(
         finishes=ends,
         seconds_per_pass=per_pass,
         origin=plan.origin,
+        reached=point.end,
     )

@@ -44,6 +44,7 @@ PERIODIC_MS = 5000  # running attempts age and timers come closer even without e
 BUDGET = 0.5  # seconds of sampled passes per forecast
 MIN_GAP = 0.5  # seconds between forecasts: a busy run asks every batch
 MODEL_TTL = 10.0  # seconds a durations model is used before it is read again
+MAX_RUNS = 20_000  # ghost runs per forecast: a task every 3 s would make 23,000 in 19 h
 
 _pool: ProcessPoolExecutor | None = None
 _pool_lock = threading.Lock()
@@ -152,7 +153,13 @@ class Forecaster(QObject):
             pool = forecast_pool()
             try:
                 future = pool.submit(
-                    forecast, plan, model, horizon=horizon, until_settled=True, budget=BUDGET
+                    forecast,
+                    plan,
+                    model,
+                    horizon=horizon,
+                    until_settled=True,
+                    budget=BUDGET,
+                    max_runs=MAX_RUNS,
                 )
                 answer = Live(future.result(), model)
             except BrokenProcessPool:

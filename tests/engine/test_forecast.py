@@ -331,3 +331,13 @@ def test_a_paused_task_that_waits_is_not_said_to_wait_for_a_worker():
     assert result.runs == []  # paused: it never starts
     assert result.collisions == []
     live.shutdown()
+
+
+def test_max_runs_stops_the_look_ahead_but_not_before_the_finish():
+    plan = plan_of(task("tick", 1, every=3.0), task("job", 100, after=50.0))
+    capped = forecast(plan, horizon=86400, until_settled=True, passes=0, max_runs=10)
+    assert capped.finish == 150.0  # settling comes first: the finish is known
+    assert 150.0 <= capped.reached < 200.0  # then it stopped soon after
+    assert len(capped.runs) < 80
+    full = forecast(plan, horizon=3000, until_settled=True, passes=0)
+    assert full.reached == 3000 and len(full.runs) == 1001

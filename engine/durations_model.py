@@ -9,7 +9,9 @@ that did (or ``FALLBACK`` seconds when nothing ran yet), marked as a guess.
 
 Sampling draws one of the task's own durations, with the same recency weights
 (a bootstrap): no distribution is assumed, and no dependency beyond the standard
-library is needed.
+library is needed. ``fails(tid, rng)`` draws whether an attempt fails, at the share
+of the task's last finished attempts that failed, so sampled forecasts go through
+the engine's retries as often as history says.
 """
 
 from __future__ import annotations
@@ -92,6 +94,7 @@ class DurationModel:
         self,
         samples: Mapping[str, Sequence[float]] | None = None,
         expected: Mapping[str, float | None] | None = None,
+        failures: Mapping[str, float] | None = None,
     ) -> None:
         self._stats: dict[str, DurationStats] = {}
         for task_id, values in (samples or {}).items():
@@ -99,6 +102,8 @@ class DurationModel:
             if kept:
                 self._stats[task_id] = stats_of(task_id, kept[-KEEP:])
         self._expected = {t: float(s) for t, s in (expected or {}).items() if s is not None}
+        # Share of finished attempts that failed, per task (0..1); none known: 0.
+        self._failures = {t: min(1.0, max(0.0, float(r))) for t, r in (failures or {}).items()}
         medians = sorted(s.median for s in self._stats.values())
         self.fallback = percentile(medians, 0.5) if medians else FALLBACK
         # Cumulative recency weights per task, for sampling (built once, bisected per draw).
@@ -109,8 +114,9 @@ class DurationModel:
         cls, store, expected: Mapping[str, float | None] | None = None, keep: int = KEEP
     ) -> DurationModel:
         """Learn from every run a store kept: the last ``keep`` successful attempts of
-        each task (``SQLiteStore.succeeded_durations``)."""
-        return cls(store.succeeded_durations(keep), expected)
+        each task (``SQLiteStore.succeeded_durations``), and how often its last
+        ``keep`` finished attempts failed (``SQLiteStore.failure_rates``)."""
+        return cls(store.succeeded_durations(keep), expected, store.failure_rates(keep))
 
     @classmethod
     def from_attempts(
@@ -118,10 +124,15 @@ class DurationModel:
     ) -> DurationModel:
         """Learn from ``Attempt`` records (their ``task_id`` set, in any order)."""
         by_task: dict[str, list[tuple[float, float]]] = {}
+        finished: dict[str, list[bool]] = {}
         for a in attempts:
-            if str(a.outcome) == "succeeded" and a.ended is not None and a.task_id:
-                by_task.setdefault(a.task_id, []).append((a.started, a.ended - a.started))
-        return cls({t: [d for _, d in sorted(v)] for t, v in by_task.items()}, expected)
+            outcome = str(a.outcome)
+            if outcome in ("succeeded", "failed") and a.ended is not None and a.task_id:
+                finished.setdefault(a.task_id, []).append(outcome == "failed")
+                if outcome == "succeeded":
+                    by_task.setdefault(a.task_id, []).append((a.started, a.ended - a.started))
+        failures = {t: sum(f) / len(f) for t, f in finished.items()}
+        return cls({t: [d for _, d in sorted(v)] for t, v in by_task.items()}, expected, failures)
 
     # -- questions ------------------------------------------------------------------
     def stats(self, task_id: str) -> DurationStats:
@@ -134,6 +145,15 @@ class DurationModel:
         if seconds is None:
             seconds, source = self.fallback, GUESS
         return DurationStats(task_id, (), seconds, seconds, seconds, source)
+
+    def failure_rate(self, task_id: str) -> float:
+        """The share of the task's last finished attempts that failed (0 if none known)."""
+        return self._failures.get(task_id, 0.0)
+
+    def fails(self, task_id: str, rng: random.Random) -> bool:
+        """Whether a sampled attempt of the task fails (at its ``failure_rate``)."""
+        rate = self._failures.get(task_id, 0.0)
+        return rate > 0.0 and rng.random() < rate
 
     def has_history(self, task_id: str) -> bool:
         return task_id in self._stats

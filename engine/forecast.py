@@ -65,6 +65,10 @@ class ReplayedFailure(Exception):
     """The outcome a task that already failed is replayed with."""
 
 
+class SampledFailure(Exception):
+    """A sampled attempt that fails, as often as the task's history says."""
+
+
 def _sim_action():
     """What every simulated task runs: it only tells the executor whose attempt it is."""
     return current_run()
@@ -375,7 +379,8 @@ class _Pass:
         )
         self.clock = ManualClock(0.0, plan.wall)
         self.scheduler = Scheduler(plan.workers, clock=self.clock, executor=SimExecutor(self))
-        self.ends: list[tuple[float, int, _SimFuture, int]] = []  # (end, order, future, run index)
+        # (end, order, future, run index, error it ends with or None)
+        self.ends: list[tuple[float, int, _SimFuture, int, BaseException | None]] = []
         self._order = count()
         self.runs: list[SimRun] = []
         self.collisions: list[Collision] = []
@@ -489,7 +494,10 @@ class _Pass:
         index = len(self.runs)
         self.runs.append(SimRun(task_id, attempt, ready, now, end, False, started_before))
         self.in_flight[task_id] = self.in_flight.get(task_id, 0) + 1
-        heappush(self.ends, (end, next(self._order), future, index))
+        error = None
+        if self.rng is not None and started_before is None and self.model.fails(task_id, self.rng):
+            error = SampledFailure(f"{task_id} failed (sampled from its history)")
+        heappush(self.ends, (end, next(self._order), future, index, error))
         wait = now - ready
         # A wait for a worker ends when a run ends: a start at another moment waited
         # for something else (a pause, its own earlier run).
@@ -541,10 +549,10 @@ class _Pass:
                     clock.advance(t - now)
                 while ends and ends[0][0] <= t:
                     self.last_end = t
-                    _, _, future, index = heappop(ends)
+                    _, _, future, index, error = heappop(ends)
                     task_id = self.runs[index].task_id
                     self.in_flight[task_id] -= 1
-                    future.finish()
+                    future.finish(error)
         finally:
             s.shutdown(wait=False)
             while ends:  # attempts past the horizon: ended, so nothing is left in flight

@@ -724,6 +724,19 @@ class SQLiteStore:
             result.setdefault(task_id, []).append(seconds)
         return result
 
+    def failure_rates(self, keep: int) -> dict[str, float]:
+        """Of the last ``keep`` finished attempts of every task (succeeded or failed,
+        every run), the share that failed, keyed by task id (the forecast samples
+        failures with it; cancelled, interrupted and lost attempts say nothing)."""
+        rows = self._query(
+            "SELECT task_id, AVG(outcome = 'failed') FROM (SELECT task_id, outcome,"
+            " ROW_NUMBER() OVER (PARTITION BY task_id ORDER BY started DESC) AS rn"
+            " FROM attempts WHERE outcome IN ('succeeded', 'failed')) WHERE rn <= ?"
+            " GROUP BY task_id",
+            (keep,),
+        )
+        return {task_id: float(rate) for task_id, rate in rows}
+
     def new_run(self) -> None:
         """Start the workflow afresh: forget task states, keep every past attempt."""
         self.flush()

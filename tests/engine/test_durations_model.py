@@ -146,3 +146,30 @@ def test_expected_key_in_a_workflow_file_round_trips_and_is_checked(tmp_path):
 def test_expected_does_not_change_a_tasks_fingerprint():
     plain = TaskDefinition("a", print)
     assert TaskDefinition("a", print, expected=30.0).fingerprint() == plain.fingerprint()
+
+
+def test_failure_rate_from_attempts_and_store(tmp_path):
+    attempts = [
+        Attempt(1, 0.0, 5.0, Outcome.FAILED, "x", None, None, None, None, None, "a"),
+        Attempt(2, 10.0, 15.0, Outcome.SUCCEEDED, None, None, None, None, None, None, "a"),
+        Attempt(3, 20.0, 21.0, Outcome.CANCELLED, None, None, None, None, None, None, "a"),
+        Attempt(4, 30.0, 35.0, Outcome.FAILED, "x", None, None, None, None, None, "a"),
+        Attempt(5, 40.0, 45.0, Outcome.SUCCEEDED, None, None, None, None, None, None, "a"),
+    ]
+    model = DurationModel.from_attempts(attempts)
+    assert model.failure_rate("a") == 0.5  # cancelled says nothing
+    assert model.failure_rate("never") == 0.0
+    rng = random.Random(2)
+    assert not any(model.fails("never", rng) for _ in range(100))
+    draws = [model.fails("a", rng) for _ in range(1000)]
+    assert 400 < sum(draws) < 600
+    store = SQLiteStore(tmp_path / "s.db")
+    try:
+        for a in attempts:
+            store.put_attempt(a.to_row("a", lambda t: t))
+        store.flush()
+        assert store.failure_rates(50) == {"a": 0.5}
+        assert store.failure_rates(2) == {"a": 0.5}  # the last two: failed 4, succeeded 5
+        assert DurationModel.from_store(store).failure_rate("a") == 0.5
+    finally:
+        store.close()

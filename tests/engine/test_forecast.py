@@ -341,3 +341,15 @@ def test_max_runs_stops_the_look_ahead_but_not_before_the_finish():
     assert len(capped.runs) < 80
     full = forecast(plan, horizon=3000, until_settled=True, passes=0)
     assert full.reached == 3000 and len(full.runs) == 1001
+
+
+def test_sampled_passes_fail_as_often_as_history_says_and_the_engine_retries():
+    retry = RetryPolicy(max_attempts=3, base=5.0, jitter=0.0, factor=1.0)
+    plan = plan_of(task("flaky", 10, retry=retry), task("after", 1, ("flaky",)))
+    always = DurationModel({"flaky": [10.0], "after": [1.0]}, failures={"flaky": 1.0})
+    result = simulate(plan, always, rng=random.Random(1))
+    flaky = [(r.attempt, r.start, r.end) for r in result.runs if r.task_id == "flaky"]
+    assert flaky == [(1, 0, 10), (2, 15, 25), (3, 30, 40)]  # the engine's backoff, 5 s
+    assert "after" not in {r.task_id for r in result.runs}  # skipped: its upstream failed
+    # The point pass is the expected path: no failure drawn.
+    assert [r.task_id for r in simulate(plan, always).runs] == ["flaky", "after"]

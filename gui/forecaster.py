@@ -5,7 +5,7 @@ while time moves) starts a forecast at most ``DEBOUNCE_MS`` later. A helper
 thread copies the live scheduler (``Plan.from_scheduler``, a few ms per 1,000
 tasks) and reads the durations from the run store (or this run's attempts); the
 passes themselves run in one spawned process shared by every window
-(``forecast_pool``), so they never take the GIL from the GUI thread or the
+(``ForecastProcess``), so they never take the GIL from the GUI thread or the
 engine's workers: run on a thread, they took the window's event-loop lag p99 from
 13-33 ms to 180-250 ms (benchmarks/gui_bench.py G2, 2,000 nodes). The answer
 comes back on the GUI thread as ``forecastReady(Live)``.
@@ -20,12 +20,16 @@ nothing.
 
 from __future__ import annotations
 
+import atexit
 import logging
-import multiprocessing
+import os
+import pickle
+import struct
+import subprocess
+import sys
 import threading
 import time
-from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from itertools import count
 
@@ -33,7 +37,7 @@ from PySide6.QtCore import QObject, Qt, QTimer, Signal
 
 from taskloom.engine import Outcome
 from taskloom.engine.durations_model import DurationModel
-from taskloom.engine.forecast import Forecast, Plan, forecast
+from taskloom.engine.forecast import Forecast, Plan
 
 from .run_history import store_of
 
@@ -46,28 +50,87 @@ MIN_GAP = 0.5  # seconds between forecasts: a busy run asks every batch
 MODEL_TTL = 10.0  # seconds a durations model is used before it is read again
 MAX_RUNS = 20_000  # ghost runs per forecast: a task every 3 s would make 23,000 in 19 h
 
-_pool: ProcessPoolExecutor | None = None
-_pool_lock = threading.Lock()
+
+class ForecastProcess:
+    """The process the passes run in: ``python -c ...serve()`` on two pipes, started
+    at the first forecast and shared by every window (``forecast_process()``); it
+    ends when its stdin closes, at exit or when this process dies. It does not
+    carry the owner mark (TASKLOOM_OWNER): it runs no task, and a store opened
+    again by this process ends every process with its own mark."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()  # one request at a time, whichever window asks
+        self._proc: subprocess.Popen | None = None
+
+    def forecast(self, plan, model, **arguments) -> Forecast:
+        """``engine.forecast.forecast(plan, model, **arguments)``, computed there. A
+        process that died is started again once; ``RuntimeError`` if that fails too."""
+        request = pickle.dumps((plan, model, arguments))
+        with self._lock:
+            for tries_left in (1, 0):
+                proc = self._started()
+                try:
+                    assert proc.stdin is not None and proc.stdout is not None
+                    proc.stdin.write(struct.pack("!Q", len(request)) + request)
+                    proc.stdin.flush()
+                    head = proc.stdout.read(8)
+                    answer = pickle.loads(proc.stdout.read(struct.unpack("!Q", head)[0]))
+                except (OSError, EOFError, struct.error, pickle.UnpicklingError) as exc:
+                    self._end()
+                    if not tries_left:
+                        raise RuntimeError(f"the forecast process failed: {exc}") from exc
+                    continue
+                kind, value = answer
+                if kind != "ok":
+                    raise RuntimeError(f"forecast failed: {value}")
+                return value
+        raise AssertionError("unreachable")
+
+    def _started(self) -> subprocess.Popen:
+        if self._proc is None or self._proc.poll() is not None:
+            env = {k: v for k, v in os.environ.items() if k != "TASKLOOM_OWNER"}
+            self._proc = subprocess.Popen(
+                [sys.executable, "-c", "from taskloom.engine.forecast import serve; serve()"],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL,
+                env=env,
+                close_fds=True,
+            )
+        return self._proc
+
+    def _end(self) -> None:
+        proc, self._proc = self._proc, None
+        if proc is not None:
+            proc.kill()
+            proc.wait()
+
+    def close(self) -> None:
+        """Let the process end (its stdin closes); kill it if it does not soon."""
+        with self._lock:
+            proc, self._proc = self._proc, None
+        if proc is None:
+            return
+        try:
+            assert proc.stdin is not None
+            proc.stdin.close()
+            proc.wait(timeout=2)
+        except (OSError, subprocess.TimeoutExpired):
+            proc.kill()
+            proc.wait()
 
 
-def forecast_pool() -> ProcessPoolExecutor:
-    """The process the passes run in: one, spawned at the first forecast (it imports
-    only the engine), shared by every window, ended at exit."""
-    global _pool
-    with _pool_lock:
-        if _pool is None:
-            context = multiprocessing.get_context("spawn")  # no fork of a threaded GUI
-            _pool = ProcessPoolExecutor(max_workers=1, mp_context=context)
-        return _pool
+_process: ForecastProcess | None = None
+_process_lock = threading.Lock()
 
 
-def _drop_pool(broken: ProcessPoolExecutor) -> None:
-    """A dead pool (its process was killed): the next forecast spawns a new one."""
-    global _pool
-    with _pool_lock:
-        if _pool is broken:
-            _pool = None
-    broken.shutdown(wait=False, cancel_futures=True)
+def forecast_process() -> ForecastProcess:
+    global _process
+    with _process_lock:
+        if _process is None:
+            _process = ForecastProcess()
+            atexit.register(_process.close)
+        return _process
 
 
 MIN_HORIZON = 600.0  # the point pass looks at least this far ahead (ghost bars)
@@ -150,21 +213,15 @@ class Forecaster(QObject):
         try:
             model = self._model(expected)
             plan = Plan.from_scheduler(self.scheduler, expected, self._definitions)
-            pool = forecast_pool()
-            try:
-                future = pool.submit(
-                    forecast,
-                    plan,
-                    model,
-                    horizon=horizon,
-                    until_settled=True,
-                    budget=BUDGET,
-                    max_runs=MAX_RUNS,
-                )
-                answer = Live(future.result(), model)
-            except BrokenProcessPool:
-                _drop_pool(pool)
-                raise
+            result = forecast_process().forecast(
+                plan,
+                model,
+                horizon=horizon,
+                until_settled=True,
+                budget=BUDGET,
+                max_runs=MAX_RUNS,
+            )
+            answer = Live(result, model)
         except Exception:  # a view without a forecast, never a crash
             log.debug("no forecast", exc_info=True)
         if not self._closed:

@@ -22,6 +22,7 @@ from taskloom.engine.forecast import (
     PlannedTask,
     critical_path,
     forecast,
+    serve,
     simulate,
 )
 
@@ -353,3 +354,30 @@ def test_sampled_passes_fail_as_often_as_history_says_and_the_engine_retries():
     assert "after" not in {r.task_id for r in result.runs}  # skipped: its upstream failed
     # The point pass is the expected path: no failure drawn.
     assert [r.task_id for r in simulate(plan, always).runs] == ["flaky", "after"]
+
+
+def test_serve_answers_requests_on_a_pipe_until_it_closes():
+    import io
+    import pickle
+    import struct
+
+    def framed(obj):
+        data = pickle.dumps(obj)
+        return struct.pack("!Q", len(data)) + data
+
+    plan = plan_of(task("a", 2), task("b", 3, ("a",)))
+    source = io.BytesIO(
+        framed((plan, DurationModel(expected=plan.expected), {"passes": 0}))
+        + framed((plan, None, {"horizon": -1}))
+    )
+    sink = io.BytesIO()
+    serve(source, sink)  # returns when the input ends
+    sink.seek(0)
+    answers = []
+    while head := sink.read(8):
+        answers.append(pickle.loads(sink.read(struct.unpack("!Q", head)[0])))
+    assert answers[0][0] == "ok" and answers[0][1].finish == 5.0
+    assert answers[1] == (
+        "error",
+        "ValueError: forecast: horizon must be None or seconds > 0, got -1",
+    )

@@ -167,6 +167,7 @@ class Forecaster(QObject):
         self._closed = False
         self._cool_until = 0.0  # no forecast starts before this
         self._cached_model: tuple[dict, float, DurationModel] | None = None  # helper thread
+        self._store_lock = threading.Lock()  # held while the helper thread reads the store
         # Task definitions without their actions, kept between copies of the scheduler;
         # replaced whole (never cleared in place) by forget_definitions on the GUI thread.
         self._definitions: dict = {}
@@ -236,7 +237,12 @@ class Forecaster(QObject):
         if cached is not None and cached[0] == expected and now - cached[1] < MODEL_TTL:
             return cached[2]
         if self.store is not None:
-            model = DurationModel.from_store(self.store, expected)
+            # Under the lock close() takes: the store may be closed right after it,
+            # and a query on a closed SQLite connection crashes the process.
+            with self._store_lock:
+                if self._closed:
+                    raise RuntimeError("closed: the store may be closed")
+                model = DurationModel.from_store(self.store, expected)
         else:  # no store: this run's successes, from the engine's memory
             samples = {}
             for info in self.scheduler.tasks():
@@ -264,8 +270,11 @@ class Forecaster(QObject):
             self._start()
 
     def close(self) -> None:
-        """Stop: no new forecast, no more answers. Does not wait for one running."""
+        """Stop: no new forecast, no more answers, no more store reads. Waits only for a
+        store read under way (a few ms), so the caller may close the store next."""
         self._closed = True
+        with self._store_lock:
+            pass
         self._debounce.stop()
         self._periodic.stop()
         self._executor.shutdown(wait=False, cancel_futures=True)

@@ -123,3 +123,45 @@ def test_duration_trend_shows_median_p90_and_slower_than_usual(qtbot):
     trend.show_attempts([*past, attempt(6, 100.0, None, Outcome.RUNNING)], now=104.0)
     assert not trend.slow.isHidden()
     assert trend.slow.text() == "⚠ slower than usual: running 4.00 s, p90 3.40 s"
+
+
+def test_closing_waits_for_a_store_read_under_way_and_allows_no_more(qtbot):
+    import threading
+
+    from taskloom.gui.forecaster import Forecaster
+
+    reading, release = threading.Event(), threading.Event()
+
+    class SlowStore:
+        run = 1
+
+        def succeeded_durations(self, keep):
+            reading.set()
+            release.wait(5)
+            return {}
+
+        def failure_rates(self, keep):
+            return {}
+
+    scheduler = Scheduler(workers=1, clock=ManualClock(), executor=SyncExecutor())
+    forecaster = Forecaster(scheduler)
+    forecaster.store = SlowStore()
+    reader = threading.Thread(target=forecaster._model, args=({},))
+    reader.start()
+    assert reading.wait(5)
+    closed = threading.Event()
+    closer = threading.Thread(target=lambda: (forecaster.close(), closed.set()))
+    closer.start()
+    assert not closed.wait(0.2)  # the read is under way: close waits for it
+    release.set()
+    assert closed.wait(5)
+    reader.join(5)
+    closer.join(5)
+    forecaster._cached_model = None
+    try:
+        forecaster._model({})
+    except RuntimeError as exc:
+        assert "closed" in str(exc)
+    else:
+        raise AssertionError("a closed forecaster read the store")
+    scheduler.shutdown()

@@ -91,6 +91,9 @@ class TaskDefinition:
     overlap: Overlap = Overlap.SKIP
     misfire: Misfire = Misfire.RUN_ONCE
     misfire_grace: float = 30.0
+    # How long a run is expected to take (seconds), for a task with no history yet:
+    # only the forecast reads it (taskloom.engine.durations_model); the engine ignores it.
+    expected: float | None = None
 
     def __post_init__(self):
         # Kept cheap: the engine builds one per scheduling call.
@@ -193,7 +196,8 @@ class TaskDefinition:
         if cwd is None and base_dir is not None:
             cwd = str(base_dir)
         data = {f.name: getattr(self, f.name) for f in fields(self)}
-        del data["id"], data["action"]
+        # ``expected`` only informs the forecast: changing it must not redefine the task.
+        del data["id"], data["action"], data["expected"]
         data.update(
             command=command,
             call=call,
@@ -253,6 +257,7 @@ class TaskDefinition:
             overlap=table.get("overlap", Overlap.SKIP),
             misfire=table.get("misfire", Misfire.RUN_ONCE),
             misfire_grace=30.0 if misfire_grace is None else misfire_grace,
+            expected=seconds("expected"),
         )
 
     def to_table(self, base_dir) -> dict:
@@ -302,6 +307,8 @@ class TaskDefinition:
                 table["misfire"] = self.misfire.value
             if self.misfire_grace != 30.0:
                 table["misfire_grace"] = self.misfire_grace
+        if self.expected is not None:
+            table["expected"] = self.expected
         return table
 
     # -- the store ------------------------------------------------------------------

@@ -743,6 +743,34 @@ class SQLiteStore:
             result.setdefault(row[1], []).append(dict(zip(columns, row, strict=True)))
         return result
 
+    def succeeded_durations(self, keep: int) -> dict[str, list[float]]:
+        """Seconds each of the last ``keep`` successful attempts of every task took, over
+        every run, oldest first, keyed by task id (the forecast's durations model)."""
+        rows = self._query(
+            "SELECT task_id, ended - started FROM (SELECT task_id, started, ended,"
+            " ROW_NUMBER() OVER (PARTITION BY task_id ORDER BY started DESC) AS rn"
+            " FROM attempts WHERE outcome = 'succeeded' AND ended IS NOT NULL)"
+            " WHERE rn <= ? ORDER BY task_id, started",
+            (keep,),
+        )
+        result: dict[str, list[float]] = {}
+        for task_id, seconds in rows:
+            result.setdefault(task_id, []).append(seconds)
+        return result
+
+    def failure_rates(self, keep: int) -> dict[str, float]:
+        """Of the last ``keep`` finished attempts of every task (succeeded or failed,
+        every run), the share that failed, keyed by task id (the forecast samples
+        failures with it; cancelled, interrupted and lost attempts say nothing)."""
+        rows = self._query(
+            "SELECT task_id, AVG(outcome = 'failed') FROM (SELECT task_id, outcome,"
+            " ROW_NUMBER() OVER (PARTITION BY task_id ORDER BY started DESC) AS rn"
+            " FROM attempts WHERE outcome IN ('succeeded', 'failed')) WHERE rn <= ?"
+            " GROUP BY task_id",
+            (keep,),
+        )
+        return {task_id: float(rate) for task_id, rate in rows}
+
     def new_run(self) -> None:
         """Start the workflow afresh: forget task states, keep every past attempt."""
         self.flush()

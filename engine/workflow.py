@@ -54,6 +54,7 @@ TASK_KEYS = (
     "overlap",
     "misfire",
     "misfire_grace",
+    "expected",
     "pos",
 )
 RETRY_KEYS = ("max_attempts", "base", "factor", "max_delay", "jitter")
@@ -570,6 +571,9 @@ class _Checker:
     def check_misfire_grace(self, tid, key, value, table):
         return self.duration(tid, key, value, allow_zero=True)
 
+    def check_expected(self, tid, key, value, table):
+        return self.duration(tid, key, value, allow_zero=False)
+
     def check_mode(self, tid, key, value, table):
         return self.choice(tid, key, value)
 
@@ -761,7 +765,7 @@ def dumps(workflow: Workflow, base_dir=None) -> str:
 
 
 def _render(key: str, value) -> str:
-    if key in ("after", "every", "timeout", "misfire_grace"):
+    if key in ("after", "every", "timeout", "misfire_grace", "expected"):
         return _literal(format_duration(value))
     if key == "retry":
         durations = ("base", "max_delay")

@@ -34,6 +34,7 @@ from PySide6.QtWidgets import (
 
 from taskloom.engine import Attempt, Outcome, TaskInfo, TaskState
 
+from .duration_trend import DurationTrend
 from .live_output import LogTail
 from .run_history import store_of, wall_offset
 from .run_summary import RunSummary, describe_delay
@@ -132,6 +133,8 @@ class Inspector(QWidget):
         top_layout.setContentsMargins(0, 0, 0, 0)
         top_layout.addWidget(self.title)
         top_layout.addLayout(form)
+        self.trend = DurationTrend()  # the last attempts' durations, median and p90
+        top_layout.addWidget(self.trend)
         top_layout.addStretch(1)
         # The settings scroll rather than clip when the dock is short.
         top_scroll = QScrollArea()
@@ -296,6 +299,7 @@ class Inspector(QWidget):
         return sorted(stored + rows, key=lambda r: (r.started, r.run or 0, r.number))
 
     def _show_attempts(self, attempts: list[Attempt]) -> None:
+        self.trend.show_attempts(attempts, self.bridge.clock_now())
         current = self.attempt_list.currentItem()
         keep = current.data(0, Qt.ItemDataRole.UserRole) if current else None
         if keep is not None and keep == len(self._attempts) - 1:

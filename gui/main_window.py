@@ -40,6 +40,7 @@ from .controller import Controller
 from .document import WorkflowDocument
 from .event_log import EventLog
 from .fix_task import offers_run_again
+from .forecast_view import ForecastView
 from .graph.export import export_graph
 from .graph.scene import GraphScene
 from .graph.view import GraphView
@@ -144,6 +145,7 @@ class MainWindow(QMainWindow):
         self._make_toolbar_and_menus()
         self.status_panel = StatusPanel(self.statusBar(), self.bridge)
         self._wire()
+        self.forecast_view = ForecastView(self)  # ETA, critical path, ghost bars
 
         if workflow is not None:
             self.attach_workflow(workflow)
@@ -883,5 +885,6 @@ class MainWindow(QMainWindow):
         """The store is about to close: no new reads, no more answers. Does not block;
         ``history_reader.join()`` waits for a read still running. Idempotent."""
         self.timeline.detach_history()
+        self.forecast_view.close()  # it reads the store's durations too
         if self.history_reader is not None:
             self.history_reader.close()

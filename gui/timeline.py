@@ -57,6 +57,8 @@ PAN_STEP = 0.1  # of the span, per wheel notch or arrow key
 LATE_COLOUR = QColor("#D55E00")
 EARLIER_RUN_ALPHA = 150  # earlier runs' bars are a little faded
 MANY_LANES = 200  # above this many tasks, only tasks with something to show get a lane
+GHOST_COLOUR = QColor("#6F7782")  # forecast bars: neutral, hollow, dashed
+CRITICAL_COLOUR = QColor("#8E44AD")  # the critical path, here and on the graph
 
 
 class TimelineModel:
@@ -76,6 +78,11 @@ class TimelineModel:
         self.active_lanes: list[str] = []  # the lanes shown when there are many tasks
         self.workers: list[str] = []
         self.worker_bars: dict[str, deque] = {}  # worker -> deque[[start, end, outcome, n, tid]]
+        # The forecast's runs still to come (gui/forecast_view.py): tid -> [(start, end,
+        # on the critical path)], on the scheduler clock; drawn as ghosts after now.
+        self.ghosts: dict[str, list[tuple[float, float, bool]]] = {}
+        # The forecast's collisions: tid -> [(at, kind, detail)], drawn as warnings.
+        self.collisions: dict[str, list[tuple[float, str, str]]] = {}
 
     def visible_lanes(self) -> list[str]:
         if self.by_worker:
@@ -89,7 +96,7 @@ class TimelineModel:
         bar, an upcoming entry, or the selection. Returns whether the set changed."""
         if len(self.lanes) <= MANY_LANES:
             return False
-        shown = set(self.bars) | set(self.entries)
+        shown = set(self.bars) | set(self.entries) | set(self.ghosts)
         if self.history is not None:
             shown |= set(self.history.bars)
         if selected:
@@ -240,6 +247,7 @@ class TimelineCanvas(QWidget):
         starts = [bars[0][0] for bars in self.model.bars.values() if bars]
         first = min(starts) if starts else now - FIT_HISTORY
         last = max([now, *(e.run_at for es in self.model.entries.values() for e in es)])
+        last = max([last, *(g[-1][1] for g in self.model.ghosts.values() if g)])
         low, high = FIT_SPANS
         span = min(high, max(low, (last - first) / (1 - 2 * FIT_PAD)))
         left = first - FIT_PAD * span
@@ -348,6 +356,7 @@ class TimelineCanvas(QWidget):
                 continue
             self._paint_stored(painter, tid, top, now, (left, right_t), right)
             self._paint_bars(painter, tid, top, now, (left, right_t), right)
+            self._paint_ghosts(painter, tid, top, now, (left, right_t), right)
             self._paint_entries(painter, tid, top, now, (left, right_t), right)
         self._paint_run_starts(painter, now, (left, right_t), clip)
         if left <= now <= right_t:
@@ -440,6 +449,43 @@ class TimelineCanvas(QWidget):
                     f"{tid} attempt {attempt}: {outcome}, {took:.2f} s",
                 )
             )
+
+    def _paint_ghosts(self, painter, tid, top, now, window, right) -> None:
+        """The forecast of what has not run yet: hollow dashed bars after now, so no one
+        takes them for attempts; the critical path's in its own colour."""
+        left, right_t = window
+        for start, end, critical in self.model.ghosts.get(tid, ()):
+            start = max(start, now)
+            if end <= start or end < left or start > right_t:
+                continue
+            rect = self._bar_rect(start, end, top, now, right).adjusted(0, 1, 0, -1)
+            colour = QColor(CRITICAL_COLOUR if critical else GHOST_COLOUR)
+            fill = QColor(colour)
+            fill.setAlpha(45)
+            painter.setPen(QPen(colour, 1.5, Qt.PenStyle.DashLine))
+            painter.setBrush(fill)
+            painter.drawRoundedRect(rect, 3, 3)
+            offset = self.wall_offset()
+            when = time.strftime("%H:%M:%S", time.localtime(start + offset))
+            path = ", on the critical path" if critical else ""
+            took = end - start
+            took_text = _short(took) if took >= 60 else f"{took:.1f} s"
+            tip = f"{tid} forecast: starts ~{when}, takes ~{took_text}{path}"
+            self._hits.append((rect.adjusted(-2, -4, 2, 4), tid, tip))
+        for at, kind, detail in self.model.collisions.get(tid, ()):
+            if not left <= at <= right_t or at < now:
+                continue
+            x, y = self.x_of(at, now), top + 3
+            mark = QPainterPath(QPointF(x, y))
+            mark.lineTo(x + 6, y + LANE_HEIGHT - 6)
+            mark.lineTo(x - 6, y + LANE_HEIGHT - 6)
+            mark.closeSubpath()
+            painter.setPen(QPen(QColor("#FFFFFF"), 1))
+            painter.setBrush(LATE_COLOUR)
+            painter.drawPath(mark)
+            when = time.strftime("%H:%M:%S", time.localtime(at + self.wall_offset()))
+            tip = f"{tid} at ~{when}: {kind}, {detail}"
+            self._hits.append((mark.boundingRect().adjusted(-3, -3, 3, 3), tid, tip))
 
     def _paint_worker_bars(self, painter, worker, top, now, window, right) -> None:
         left, right_t = window
@@ -821,6 +867,15 @@ class Timeline(QWidget):
             for entry in self.later_occurrences(entries):
                 later.setdefault(entry.task_id, []).append(entry)
         self.model.later = later  # drawn faint; the window is fitted to the next ones
+
+    def set_ghosts(self, ghosts: dict[str, list], collisions: dict | None = None) -> None:
+        """The forecast's runs still to come and its collisions (``TimelineModel.ghosts``
+        and ``.collisions``)."""
+        self._dirty = True
+        self.model.ghosts = ghosts
+        self.model.collisions = collisions or {}
+        if self.model.refresh_active(self.canvas.selected):
+            self.canvas.update_height()
 
     def add_events(self, events) -> None:
         self._dirty = True

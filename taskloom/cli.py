@@ -6,6 +6,7 @@
     taskloom list FILE [--json]          tasks, triggers, dependencies, next fire times
     taskloom next FILE [-n N] [--json]   the next fire times across tasks
     taskloom history FILE [--json]
+    taskloom forecast FILE [--for DURATION] [--json]
     taskloom [FILE] [--screenshot PNG] [--quit-after SECONDS]     (opens the window)
     taskloom --version
     -q/--quiet and -v/--verbose (-vv) before or after the command (logs.py)
@@ -41,7 +42,7 @@ import taskloom
 EXIT_OK, EXIT_FAILED, EXIT_INVALID = 0, 1, 2
 EXIT_BUSY = 75  # EX_TEMPFAIL (sysexits.h): not now, try again when the owner has finished
 EXIT_SIGNAL_BASE = 128  # 128 + the signal's number, as shells report: SIGINT 130, SIGTERM 143
-SUBCOMMANDS = ("run", "validate", "history", "list", "next")
+SUBCOMMANDS = ("run", "validate", "history", "list", "next", "forecast")
 SIGNAL_CHECK = 0.2  # seconds between looks for Ctrl-C / SIGTERM while waiting
 log = logging.getLogger("taskloom.cli")
 
@@ -194,6 +195,18 @@ def _command_parser() -> argparse.ArgumentParser:
     )
     validate.add_argument("file", type=Path, help="workflow file (TOML)")
     _json_argument(validate)
+
+    ahead = sub.add_parser(
+        "forecast", help="what a run would do: finish, critical path, collisions"
+    )
+    ahead.add_argument("file", type=Path, help="workflow file (TOML)")
+    ahead.add_argument(
+        "--for", dest="horizon", type=_duration, metavar="DURATION", help="look ahead (default 24h)"
+    )
+    ahead.add_argument("--json", action="store_true", help="print JSON instead of text")
+    ahead.add_argument("--workers", type=_positive_int, help="worker threads (default: the file's)")
+    ahead.add_argument("--seed", type=int, default=0, help="seed of the sampled passes")
+    _store_arguments(ahead)
     return parser
 
 
@@ -264,6 +277,10 @@ def main(argv=None) -> int:
             from taskloom import listing
 
             return listing.main(args)
+        if args.command == "forecast":
+            from .forecasting import show_forecast
+
+            return show_forecast(args)
         return validate_workflow(args.file, quiet=args.quiet, as_json=args.json)
     args = _window_parser().parse_args(argv)
     from taskloom import logs

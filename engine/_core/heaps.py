@@ -96,6 +96,22 @@ class TimerHeap(_LazyHeap):
         entry = self.peek()
         return None if entry is None else entry[0]
 
+    def alive_until(self, until: float) -> list[list]:
+        """The live entries due at or before ``until``, earliest first: a walk down
+        the heap that stops at later entries, so it costs what it finds, not the heap."""
+        heap, found, stack = self._heap, [], [0]
+        size = len(heap)
+        while stack:
+            i = stack.pop()
+            if i >= size or heap[i][0] > until:
+                continue
+            if heap[i][ALIVE_T]:
+                found.append(heap[i])
+            stack.append(2 * i + 1)
+            stack.append(2 * i + 2)
+        found.sort(key=lambda e: (e[0], e[1]))
+        return found
+
     def pop_due(self, now: float) -> list | None:
         entry = self.peek()
         if entry is None or entry[0] > now:

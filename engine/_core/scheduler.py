@@ -734,6 +734,19 @@ class Scheduler:
         with self._core.lock:
             return self._timers.upcoming(limit)
 
+    def next_due(self) -> float | None:
+        """When the earliest timer of any kind comes due (a scheduled run, a retry, a
+        recurring occurrence or an attempt's timeout), on the scheduler clock; None if
+        there is none. What a driver of a ``ManualClock`` advances to (the forecast)."""
+        with self._core.lock:
+            return self._timers.next_due()
+
+    def due_by(self, until: float) -> list[Entry]:
+        """The timer entries due at or before ``until`` (as ``upcoming`` lists them, never
+        timeouts), earliest first; costs what it finds, not the number of timers."""
+        with self._core.lock:
+            return self._timers.due_by(until)
+
     def snapshot(self) -> tuple[int, list[TaskInfo], list[Entry]]:
         """(seq, tasks, upcoming) as one consistent view; later events have seq > seq."""
         with self._core.lock:

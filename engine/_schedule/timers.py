@@ -86,6 +86,18 @@ class TimerQueue:
         )
         return [Entry(e[0], e[3].priority, e[3].id, e[4]) for e in entries]
 
+    def next_due(self) -> float | None:
+        """When the earliest timer of any kind (timeouts too) comes due, or None."""
+        return self.heap.next_due()
+
+    def due_by(self, until: float) -> list[Entry]:
+        """The timer entries (not timeouts) due at or before ``until``, earliest first."""
+        return [
+            Entry(e[0], e[3].priority, e[3].id, e[4])
+            for e in self.heap.alive_until(until)
+            if e[4] in _TIMER_KINDS
+        ]
+
     # recurrence ----------------------------------------------------------
     def add_cron(self, task: Task) -> None:
         self._cron[task] = None

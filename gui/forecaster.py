@@ -1,0 +1,280 @@
+"""The live forecast, computed off the GUI thread and out of the GUI's process.
+
+``Forecaster.request()`` (called on every engine batch, and every few seconds
+while time moves) starts a forecast at most ``DEBOUNCE_MS`` later. A helper
+thread copies the live scheduler (``Plan.from_scheduler``, a few ms per 1,000
+tasks) and reads the durations from the run store (or this run's attempts); the
+passes themselves run in one spawned process shared by every window
+(``ForecastProcess``), so they never take the GIL from the GUI thread or the
+engine's workers: run on a thread, they took the window's event-loop lag p99 from
+13-33 ms to 180-250 ms (benchmarks/gui_bench.py G2, 2,000 nodes). The answer
+comes back on the GUI thread as ``forecastReady(Live)``.
+
+One forecast runs at a time; requests made meanwhile fold into one more after it,
+started no sooner than ``MIN_GAP`` after it. A change is in a forecast within
+DEBOUNCE + two forecasts: about 1.5 s at 2,000 tasks (0.1 s point pass + 0.5 s of
+sampled passes). A forecast that fails (a run watched from another process has no
+definitions to copy, the store closed under it) answers None: the views show
+nothing.
+"""
+
+from __future__ import annotations
+
+import atexit
+import logging
+import os
+import pickle
+import struct
+import subprocess
+import sys
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from itertools import count
+
+from PySide6.QtCore import QObject, Qt, QTimer, Signal
+
+from taskloom.engine import Outcome
+from taskloom.engine.durations_model import DurationModel
+from taskloom.engine.forecast import Forecast, Plan
+
+from .run_history import store_of
+
+log = logging.getLogger(__name__)
+
+DEBOUNCE_MS = 300  # engine batches come every 33 ms while busy: one forecast per burst
+PERIODIC_MS = 5000  # running attempts age and timers come closer even without events
+BUDGET = 0.5  # seconds of sampled passes per forecast
+MIN_GAP = 0.5  # seconds between forecasts: a busy run asks every batch
+MODEL_TTL = 10.0  # seconds a durations model is used before it is read again
+MAX_RUNS = 20_000  # ghost runs per forecast: a task every 3 s would make 23,000 in 19 h
+
+
+class ForecastProcess:
+    """The process the passes run in: ``python -c ...serve()`` on two pipes, started
+    at the first forecast and shared by every window (``forecast_process()``); it
+    ends when its stdin closes, at exit or when this process dies. It does not
+    carry the owner mark (TASKLOOM_OWNER): it runs no task, and a store opened
+    again by this process ends every process with its own mark."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()  # one request at a time, whichever window asks
+        self._proc: subprocess.Popen | None = None
+
+    def forecast(self, plan, model, **arguments) -> Forecast:
+        """``engine.forecast.forecast(plan, model, **arguments)``, computed there. A
+        process that died is started again once; ``RuntimeError`` if that fails too."""
+        request = pickle.dumps((plan, model, arguments))
+        with self._lock:
+            for tries_left in (1, 0):
+                proc = self._started()
+                try:
+                    assert proc.stdin is not None and proc.stdout is not None
+                    proc.stdin.write(struct.pack("!Q", len(request)) + request)
+                    proc.stdin.flush()
+                    head = proc.stdout.read(8)
+                    answer = pickle.loads(proc.stdout.read(struct.unpack("!Q", head)[0]))
+                except (OSError, EOFError, struct.error, pickle.UnpicklingError) as exc:
+                    self._end()
+                    if not tries_left:
+                        raise RuntimeError(f"the forecast process failed: {exc}") from exc
+                    continue
+                kind, value = answer
+                if kind != "ok":
+                    raise RuntimeError(f"forecast failed: {value}")
+                return value
+        raise AssertionError("unreachable")
+
+    def _started(self) -> subprocess.Popen:
+        if self._proc is None or self._proc.poll() is not None:
+            env = {k: v for k, v in os.environ.items() if k != "TASKLOOM_OWNER"}
+            self._proc = subprocess.Popen(
+                [sys.executable, "-c", "from taskloom.engine.forecast import serve; serve()"],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL,
+                env=env,
+                close_fds=True,
+            )
+        return self._proc
+
+    def _end(self) -> None:
+        proc, self._proc = self._proc, None
+        if proc is not None:
+            proc.kill()
+            proc.wait()
+
+    def close(self) -> None:
+        """Let the process end (its stdin closes); kill it if it does not soon."""
+        with self._lock:
+            proc, self._proc = self._proc, None
+        if proc is None:
+            return
+        try:
+            assert proc.stdin is not None
+            proc.stdin.close()
+            proc.wait(timeout=2)
+        except (OSError, subprocess.TimeoutExpired):
+            proc.kill()
+            proc.wait()
+
+
+_process: ForecastProcess | None = None
+_process_lock = threading.Lock()
+
+
+def forecast_process() -> ForecastProcess:
+    global _process
+    with _process_lock:
+        if _process is None:
+            _process = ForecastProcess()
+            atexit.register(_process.close)
+        return _process
+
+
+MIN_HORIZON = 600.0  # the point pass looks at least this far ahead (ghost bars)
+
+
+@dataclass(frozen=True)
+class Live:
+    """One answer: the forecast and the durations it used."""
+
+    forecast: Forecast
+    model: DurationModel
+
+
+class Forecaster(QObject):
+    forecastReady = Signal(object)  # Live, or None when no forecast could be made
+    _finished = Signal(int, object)  # worker -> GUI thread: (generation, Live | None)
+
+    def __init__(self, scheduler, expected=None, horizon=None, active=None, parent=None):
+        super().__init__(parent)
+        self.scheduler = scheduler
+        self.store = store_of(scheduler)
+        # Called on the GUI thread when a forecast starts: {task: expected seconds},
+        # and how far ahead the views want to see (seconds).
+        self.expected = expected or (lambda: {})
+        self.horizon = horizon or (lambda: MIN_HORIZON)
+        # Whether time alone changes the forecast (something waits or runs): the
+        # periodic refresh skips a run that is over.
+        self.active = active or (lambda: True)
+        self.last: Live | None = None
+        self.computed = 0  # forecasts answered (tests wait on it)
+        self._generation = count(1)
+        self._running = False
+        self._again = False
+        self._closed = False
+        self._cool_until = 0.0  # no forecast starts before this
+        self._cached_model: tuple[dict, float, DurationModel] | None = None  # helper thread
+        self._store_lock = threading.Lock()  # held while the helper thread reads the store
+        # Task definitions without their actions, kept between copies of the scheduler;
+        # replaced whole (never cleared in place) by forget_definitions on the GUI thread.
+        self._definitions: dict = {}
+        # Copies the scheduler and waits for the pool; holds the GIL for the copy only.
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="taskloom-forecast")
+        self._debounce = QTimer(self)
+        self._debounce.setSingleShot(True)
+        self._debounce.setInterval(DEBOUNCE_MS)
+        self._debounce.timeout.connect(self._start)
+        self._periodic = QTimer(self)
+        self._periodic.setInterval(PERIODIC_MS)
+        self._periodic.timeout.connect(lambda: self.active() and self.request())
+        self._periodic.start()
+        self._finished.connect(self._on_finished, Qt.ConnectionType.QueuedConnection)
+
+    def forget_definitions(self) -> None:
+        """Tasks were added, removed or edited: copy their definitions afresh."""
+        self._definitions = {}
+
+    def request(self) -> None:
+        """Something changed: forecast again soon (requests within DEBOUNCE_MS fold)."""
+        if not self._closed and not self._debounce.isActive():
+            self._debounce.start(DEBOUNCE_MS)
+
+    def _start(self) -> None:
+        if self._closed:
+            return
+        if self._running:
+            self._again = True
+            return
+        cooling = self._cool_until - time.monotonic()
+        if cooling > 0:
+            self._debounce.start(int(cooling * 1000) + 1)
+            return
+        self._running = True
+        generation = next(self._generation)
+        expected = dict(self.expected())
+        horizon = max(MIN_HORIZON, float(self.horizon()))
+        self._executor.submit(self._compute, generation, expected, horizon)
+
+    def _compute(self, generation: int, expected: dict, horizon: float) -> None:
+        """On the helper thread: never raises, always answers."""
+        answer = None
+        try:
+            model = self._model(expected)
+            plan = Plan.from_scheduler(self.scheduler, expected, self._definitions)
+            result = forecast_process().forecast(
+                plan,
+                model,
+                horizon=horizon,
+                until_settled=True,
+                budget=BUDGET,
+                max_runs=MAX_RUNS,
+            )
+            answer = Live(result, model)
+        except Exception:  # a view without a forecast, never a crash
+            log.debug("no forecast", exc_info=True)
+        if not self._closed:
+            self._finished.emit(generation, answer)
+
+    def _model(self, expected: dict) -> DurationModel:
+        """The durations, re-read at most every ``MODEL_TTL`` seconds: they change slowly,
+        and reading them is the costliest part left in this process (every attempt of
+        a busy run took the event-loop lag p99 from 30 to 130 ms when read per forecast)."""
+        cached = self._cached_model
+        now = time.monotonic()
+        if cached is not None and cached[0] == expected and now - cached[1] < MODEL_TTL:
+            return cached[2]
+        if self.store is not None:
+            # Under the lock close() takes: the store may be closed right after it,
+            # and a query on a closed SQLite connection crashes the process.
+            with self._store_lock:
+                if self._closed:
+                    raise RuntimeError("closed: the store may be closed")
+                model = DurationModel.from_store(self.store, expected)
+        else:  # no store: this run's successes, from the engine's memory
+            samples = {}
+            for info in self.scheduler.tasks():
+                took = [
+                    a.ended - a.started
+                    for a in self.scheduler.attempts(info.id)
+                    if a.ended is not None and a.outcome == Outcome.SUCCEEDED
+                ]
+                if took:
+                    samples[info.id] = took
+            model = DurationModel(samples, expected)
+        self._cached_model = (expected, now, model)
+        return model
+
+    def _on_finished(self, generation: int, answer) -> None:
+        self._running = False
+        self._cool_until = time.monotonic() + MIN_GAP
+        if self._closed:
+            return
+        self.last = answer
+        self.computed += 1
+        self.forecastReady.emit(answer)
+        if self._again:
+            self._again = False
+            self._start()
+
+    def close(self) -> None:
+        """Stop: no new forecast, no more answers, no more store reads. Waits only for a
+        store read under way (a few ms), so the caller may close the store next."""
+        self._closed = True
+        with self._store_lock:
+            pass
+        self._debounce.stop()
+        self._periodic.stop()
+        self._executor.shutdown(wait=False, cancel_futures=True)

@@ -324,8 +324,13 @@ class SQLiteStore:
         store with this process's token so that a later owner can do the same."""
         from ._jobs import reaper, survivors
 
-        survivors.terminate_survivors(self.running_processes(), self.meta("owner_token"))
-        self.set_meta("owner_token", reaper.ensure_started())
+        own = reaper.ensure_started()
+        earlier = self.meta("owner_token")
+        # The mark is per process: if this process owned the store before, its mark is
+        # also on every command its other stores run now (two windows). The recorded
+        # processes (pid, group, start time) still find what that earlier owner left.
+        survivors.terminate_survivors(self.running_processes(), None if earlier == own else earlier)
+        self.set_meta("owner_token", own)
 
     @classmethod
     def reader(cls, path) -> SQLiteStore:

@@ -228,3 +228,26 @@ def test_the_owner_marks_its_commands(tmp_path):
     assert s.wait(20)
     s.shutdown()
     assert out.read_text() == ensure_started() == current_token()
+
+
+def test_reopening_a_store_this_process_owned_spares_its_other_runs_commands(tmp_path):
+    # The owner mark is per process: a store this process owned before carries our own
+    # mark, and so does every command another store of ours runs now (two windows).
+    from taskloom.engine.command import Command
+
+    pid_file = tmp_path / "pid"
+    store_a = SQLiteStore(tmp_path / "a.db")
+    a = Scheduler(store=store_a)
+    a.add(Command(["sh", "-c", f"echo $$ > '{pid_file}'; exec sleep 60"]), name="long")
+    a.start()
+    try:
+        wait_for(lambda: pid_file.exists() and pid_file.read_text().strip(), what="the command")
+        pid = int(pid_file.read_text())
+        SQLiteStore(tmp_path / "b.db").close()  # owned once, in this process
+        store_b = SQLiteStore(tmp_path / "b.db")  # and opened again
+        store_b.close()
+        assert alive(pid), "reopening b ended a command of a"
+        assert a.task("long").state is TaskState.RUNNING
+    finally:
+        a.shutdown(cancel_running=True)
+        store_a.close()

@@ -141,8 +141,13 @@ def fresh_heap() -> None:
 
 
 def graph_is_drawn(window, nodes: int, edges: int) -> bool:
-    """Every node made and placed, and the edges path built (big scenes do both in slices)."""
+    """Every node made and placed, and the edges path built (big scenes do both in slices).
+
+    A scene that draws groups (``is_drawn``) says itself when what it shows is placed.
+    """
     scene = window.scene
+    if hasattr(scene, "is_drawn"):
+        return scene.is_drawn() and (edges == 0 or not scene.edges_item.path().isEmpty())
     return (
         scene.layout is not None
         and len(scene.nodes) == nodes

@@ -502,9 +502,7 @@ class MainWindow(QMainWindow):
 
     # -- selection and actions --------------------------------------------------------
     def select_tasks(self, ids: list[str], centre: bool = False) -> None:
-        self.graph_view.select(ids)
-        if centre and ids:
-            self.graph_view.center_on(ids[0])
+        self.graph_view.select(ids, centre=centre)
 
     def _on_selection(self, ids: list) -> None:
         self.selected = list(ids)

@@ -1,0 +1,215 @@
+"""The graph scene's groups and filters: which representatives it draws.
+
+A mixin of ``GraphScene`` (kept apart so the scene stays about placing and drawing).
+The scene asks ``_group_view()`` what to show on every structure change; groups
+collapse and expand, and filters change, through the methods here, which rebuild
+the view and lay it out again (a full relayout: the structure changed a lot).
+"""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QPointF
+from PySide6.QtGui import QColor, QPainterPath, QPalette
+
+from taskloom.engine import TaskInfo
+
+from .filters import GraphFilter
+from .group_item import GroupItem
+from .groups import (
+    COLLAPSE_ABOVE,
+    GroupView,
+    assign_groups,
+    build_view,
+    group_rep,
+    is_group_rep,
+)
+from .items import routed_curve
+from .layout import NODE_HEIGHT, NODE_WIDTH
+
+LABEL_FONT_SIZE = 11.0
+
+
+class GroupedScene:
+    """Groups (collapsed or not) and the filter of a GraphScene."""
+
+    # Above this many tasks, groups start collapsed; None: never by themselves.
+    collapse_above: int | None = COLLAPSE_ABOVE
+
+    def _init_groups(self) -> None:
+        self.group_source = None  # callable: task id -> its file's ``group`` key, or None
+        self.groups: dict[str, str] = {}  # task id -> group
+        self.collapsed: set[str] = set()
+        self._seen_groups: set[str] = set()
+        self.filter = GraphFilter()
+        self.view_model = GroupView({}, {}, {})
+        self.group_items: dict[str, GroupItem] = {}  # representative id -> item
+        self.selected_group: str | None = None
+        # Tasks to select once a layout shows them (found inside a collapsed group).
+        self.reveal_waiting: list[str] = []
+
+    # -- what to show ------------------------------------------------------------------
+    def _group_view(self, tasks: dict[str, TaskInfo]) -> GroupView:
+        self.groups = assign_groups(tasks, self.group_source)
+        fresh = set(self.groups.values()) - self._seen_groups
+        big = self.collapse_above is not None and len(tasks) > self.collapse_above
+        if fresh and big:  # a big graph starts as its groups
+            self.collapsed |= fresh
+        self._seen_groups |= fresh
+        self.view_model = build_view(tasks, self.groups, self.collapsed, self.filter.shown(tasks))
+        return self.view_model
+
+    def _sync_group_items(self, view: GroupView) -> None:
+        for rep in [r for r in self.group_items if r not in view.members]:
+            self.removeItem(self.group_items.pop(rep))
+        if self.selected_group is not None and group_rep(self.selected_group) not in view.members:
+            self.selected_group = None
+        ink = self._ink()
+        for rep, members in view.members.items():
+            if not is_group_rep(rep):
+                continue
+            item = self.group_items.get(rep)
+            if item is None:
+                item = self.group_items[rep] = GroupItem(rep, self.base, ink)
+                item.setVisible(False)  # until the layout places it
+                self.addItem(item)
+            item.set_counts(self._counts(members))
+
+    def _counts(self, members) -> dict:
+        counts: dict = {}
+        tasks = self.tasks
+        for tid in members:
+            state = tasks[tid].state
+            counts[state] = counts.get(state, 0) + 1
+        return counts
+
+    def _ink(self) -> QColor:
+        return QColor(self.palette_ink) if hasattr(self, "palette_ink") else QColor("black")
+
+    def _recount_groups(self, changed: dict[str, TaskInfo], old_states: dict) -> None:
+        """Keep the state bars of collapsed groups in step with a batch of state changes."""
+        touched: dict[str, dict] = {}
+        rep_of = self.view_model.rep_of
+        for tid, info in changed.items():
+            rep = rep_of.get(tid)
+            item = self.group_items.get(rep) if rep is not None else None
+            if item is None:
+                continue
+            counts = touched.setdefault(rep, dict(item.counts))
+            old = old_states.get(tid)
+            if old is not None:
+                counts[old] = counts.get(old, 0) - 1
+            counts[info.state] = counts.get(info.state, 0) + 1
+        for rep, counts in touched.items():
+            self.group_items[rep].set_counts(counts)
+
+    def item_of(self, rep: str):
+        """The node or group item drawn for a representative, or None."""
+        return self.nodes.get(rep) or self.group_items.get(rep)
+
+    @property
+    def shown_items(self) -> int:
+        """How many nodes and groups the scene draws."""
+        return len(self.nodes) + len(self.group_items)
+
+    def is_drawn(self) -> bool:
+        """Every representative made and placed by the current layout (edges built)."""
+        view = self.view_model
+        return (
+            self.layout is not None
+            and not self._unbuilt
+            and self._layout_waiting is None
+            and not self._edges_timer.isActive()
+            and not self._place_timer.isActive()
+            and all(rep in self.layout.positions for rep in view.members)
+            and all(self.item_of(rep) is not None for rep in view.members)
+        )
+
+    # -- collapse, expand, filter -----------------------------------------------------
+    def group_of(self, tid: str) -> str | None:
+        return self.groups.get(tid)
+
+    def expand(self, group: str) -> bool:
+        if group not in self.collapsed:
+            return False
+        self.collapsed.discard(group)
+        self._regroup()
+        return True
+
+    def collapse(self, group: str) -> bool:
+        if group in self.collapsed or group not in self._seen_groups:
+            return False
+        self.collapsed.add(group)
+        self.selected = [t for t in self.selected if self.groups.get(t) != group]
+        self.selected_group = group
+        self._regroup()
+        return True
+
+    def expand_all(self) -> None:
+        self.collapsed.clear()
+        self._regroup()
+
+    def collapse_all(self) -> None:
+        self.collapsed = set(self._seen_groups)
+        self.selected = []
+        self._regroup()
+
+    def set_filter(self, graph_filter: GraphFilter) -> None:
+        if graph_filter != self.filter:
+            self.filter = graph_filter
+            self._regroup()
+
+    def reveal(self, ids: list[str]) -> bool:
+        """Expand the collapsed groups holding ``ids``; True if the view must change
+        first (the ids are selected once the new layout is applied)."""
+        groups = {self.groups.get(t) for t in ids if t in self.tasks and t not in self.nodes}
+        groups &= self.collapsed
+        if not groups:
+            return False
+        self.collapsed -= groups
+        self.reveal_waiting = list(ids)
+        self._regroup()
+        return True
+
+    def _regroup(self) -> None:
+        """The view changed a lot: lay it out afresh (edits' kept places are forgotten)."""
+        self.kept.clear()
+        self._fresh.clear()
+        self.set_tasks(self.tasks)
+
+    # -- drawing -------------------------------------------------------------------------
+    def bundle_labels(self, view: GroupView) -> QPainterPath:
+        """The count on every bundled edge (one path: many labels, one C++ item)."""
+        from PySide6.QtGui import QFont
+
+        font = QFont()
+        font.setPointSizeF(LABEL_FONT_SIZE)
+        path = QPainterPath()
+        for (up, down), count in view.edges.items():
+            if count < 2:
+                continue
+            a, b = self.item_of(up), self.item_of(down)
+            if a is None or b is None:
+                continue
+            # Half way along the curve as drawn (long ones pass through reserved slots).
+            curve = routed_curve(a.output_point(), b.input_point(), self._route(up, down))
+            path.addText(curve.pointAtPercent(0.5) + QPointF(-4, -4), font, f"{count:,}")
+        return path
+
+    def group_halo(self, path: QPainterPath) -> None:
+        if self.selected_group is None:
+            return
+        item = self.group_items.get(group_rep(self.selected_group))
+        if item is not None:
+            corner = item.pos()
+            x, y = corner.x() - 4, corner.y() - 4
+            path.addRoundedRect(x, y, NODE_WIDTH + 12, NODE_HEIGHT + 12, 11, 11)
+
+    def select_group(self, group: str | None) -> None:
+        self.selected_group = group
+        self.selected = []
+        self._update_halo()
+
+    def ink_from(self, palette: QPalette) -> None:
+        self.palette_ink = palette.color(QPalette.ColorRole.Text)
+        for item in self.group_items.values():
+            item.set_colours(self.base, self.palette_ink)

@@ -91,6 +91,9 @@ class TaskDefinition:
     overlap: Overlap = Overlap.SKIP
     misfire: Misfire = Misfire.RUN_ONCE
     misfire_grace: float = 30.0
+    # Where the window draws it: the group it collapses into (a display label only;
+    # the engine and the store ignore it).
+    group: str | None = None
 
     def __post_init__(self):
         # Kept cheap: the engine builds one per scheduling call.
@@ -193,7 +196,8 @@ class TaskDefinition:
         if cwd is None and base_dir is not None:
             cwd = str(base_dir)
         data = {f.name: getattr(self, f.name) for f in fields(self)}
-        del data["id"], data["action"]
+        # The group only places the task in the window: a new one changes nothing it runs.
+        del data["id"], data["action"], data["group"]
         data.update(
             command=command,
             call=call,
@@ -253,6 +257,7 @@ class TaskDefinition:
             overlap=table.get("overlap", Overlap.SKIP),
             misfire=table.get("misfire", Misfire.RUN_ONCE),
             misfire_grace=30.0 if misfire_grace is None else misfire_grace,
+            group=table.get("group"),
         )
 
     def to_table(self, base_dir) -> dict:
@@ -302,6 +307,8 @@ class TaskDefinition:
                 table["misfire"] = self.misfire.value
             if self.misfire_grace != 30.0:
                 table["misfire_grace"] = self.misfire_grace
+        if self.group is not None:
+            table["group"] = self.group
         return table
 
     # -- the store ------------------------------------------------------------------

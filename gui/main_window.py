@@ -88,6 +88,7 @@ class MainWindow(QMainWindow):
             scheduler, self.controller.undo_stack, lambda: dict(self.scene.pins), self
         )
         self.controller.keep_edges = self.document.keep_edges
+        self.scene.group_source = self.document.file_group  # the file's ``group`` keys
         self.document.dirtyChanged.connect(self.setWindowModified)
         self.document.pathChanged.connect(lambda _path: self._update_title())
         self.close_question = CloseQuestion(self)

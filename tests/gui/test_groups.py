@@ -234,3 +234,30 @@ def test_a_fitted_view_of_eight_tasks_in_800px_shows_their_names(qtbot):
     view.fit()
     assert view.zoom_level() >= DETAIL_SCALE and scene.detail
     assert scene.nodes["step3"].name_text.isVisible()
+
+
+def test_the_files_group_key_groups_in_the_window_and_save_keeps_it(
+    qtbot, tmp_path, make_window, manual_scheduler
+):
+    from taskloom.engine.workflow import load
+
+    source = tmp_path / "flow.toml"
+    source.write_text(
+        '[tasks.a]\ncommand = ["true"]\ngroup = "nightly"\n\n'
+        '[tasks.b]\ncommand = ["true"]\ngroup = "nightly"\ndeps = ["a"]\n\n'
+        '[tasks."etl.c"]\ncommand = ["true"]\ndeps = ["b"]\n',
+        encoding="utf-8",
+    )
+    workflow = load(source)
+    workflow.schedule_into(manual_scheduler)
+    window = make_window(manual_scheduler)
+    window.attach_workflow(workflow)
+    window._on_structure()
+    scene = window.scene
+    assert scene.groups == {"a": "nightly", "b": "nightly", "etl.c": "etl"}
+    scene.collapse("nightly")
+    assert set(scene.group_items) == {group_rep("nightly")} and set(scene.nodes) == {"etl.c"}
+    assert scene.view_model.edges == {(group_rep("nightly"), "etl.c"): 1}
+    target = tmp_path / "saved.toml"
+    assert window.save_workflow(str(target))
+    assert load(target).tasks["b"].group == "nightly"

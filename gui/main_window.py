@@ -40,6 +40,7 @@ from .controller import Controller
 from .document import WorkflowDocument
 from .event_log import EventLog
 from .graph.export import export_graph
+from .graph.filter_bar import FilterBar
 from .graph.scene import GraphScene
 from .graph.view import GraphView
 from .history_reader import HistoryReader
@@ -100,6 +101,11 @@ class MainWindow(QMainWindow):
         central_layout.setContentsMargins(0, 0, 0, 0)
         central_layout.setSpacing(0)
         central_layout.addWidget(self.legend)
+        self.filter_bar = FilterBar(lambda: list(self.selected))  # filters, groups (8.7)
+        self.filter_bar.filterChanged.connect(self.scene.set_filter)
+        self.filter_bar.expandAll.connect(self.scene.expand_all)
+        self.filter_bar.collapseAll.connect(self.scene.collapse_all)
+        central_layout.addWidget(self.filter_bar)
         central_layout.addWidget(self.graph_view, 1)
         self.setCentralWidget(central)
 

@@ -261,3 +261,33 @@ def test_the_files_group_key_groups_in_the_window_and_save_keeps_it(
     target = tmp_path / "saved.toml"
     assert window.save_workflow(str(target))
     assert load(target).tasks["b"].group == "nightly"
+
+
+def test_the_filter_bar_filters_the_windows_graph(qtbot, make_window, manual_scheduler):
+    def fail():
+        raise RuntimeError("no")
+
+    manual_scheduler.add(fail, name="a")
+    manual_scheduler.add(lambda: None, name="b", deps=["a"])
+    manual_scheduler.add(lambda: None, name="c")
+    manual_scheduler.start()
+    manual_scheduler.wait(5)
+    window = make_window(manual_scheduler)
+    qtbot.waitUntil(lambda: window.bridge.tasks["a"].state is S.FAILED, timeout=5000)
+    window._on_structure()
+    bar, scene = window.filter_bar, window.scene
+    bar.states.setCurrentIndex(1)  # failed and what they block
+    assert scene.filter.states == {S.FAILED} and set(scene.nodes) == {"a", "b"}
+    bar.states.setCurrentIndex(2)  # failed only
+    assert set(scene.nodes) == {"a"}
+    bar.states.setCurrentIndex(0)
+    with qtbot.waitSignal(bar.filterChanged, timeout=2000):
+        bar.text.setText("C")  # applied once the typing pauses
+    assert set(scene.nodes) == {"c"}
+    bar.text.clear()
+    qtbot.waitUntil(lambda: len(scene.nodes) == 3, timeout=2000)
+    window.select_tasks(["b"])
+    bar.around.setChecked(True)
+    assert set(scene.nodes) == {"a", "b"}
+    bar.around.setChecked(False)
+    assert len(scene.nodes) == 3

@@ -39,6 +39,7 @@ from PySide6.QtWidgets import QApplication, QScrollArea, QToolButton, QToolTip, 
 
 from taskloom.engine import Entry, Event
 
+from .graph.groups import layers_of, natural_key
 from .history_reader import HistoryReader
 from .run_history import WindowHistory, store_of, wall_offset
 from .style import ENTRY_COLOURS, OUTCOME_COLOURS, RECURRING_MARK
@@ -66,6 +67,8 @@ class TimelineModel:
         self.attempts_of = attempts_of  # tid -> list[Attempt], to seed history of known tasks
         self.lanes: list[str] = []
         self.lane_index: dict[str, int] = {}
+        self._deps: dict[str, tuple] = {}  # what the lane order is computed from
+        self._names: dict[str, str] = {}
         self.entries: dict[str, list[Entry]] = {}
         self.later: dict[str, list[Entry]] = {}  # recurring tasks' occurrences after the next
         self.attempts_next: dict[str, int] = {}
@@ -132,13 +135,30 @@ class TimelineModel:
                 return
 
     def set_tasks(self, tasks) -> None:
-        for tid in tasks:
+        reorder = False
+        for tid, info in tasks.items():
             if tid not in self.lane_index:
                 self.lane_index[tid] = len(self.lanes)
                 self.lanes.append(tid)
-                if tasks[tid].attempt and self.attempts_of is not None:
+                reorder = True
+                if info.attempt and self.attempts_of is not None:
                     self._seed_bars(tid)
-            self.attempts_next[tid] = tasks[tid].attempt + 1
+            if self._deps.get(tid) != info.deps or self._names.get(tid) != info.name:
+                self._deps[tid], self._names[tid] = info.deps, info.name
+                reorder = True
+            self.attempts_next[tid] = info.attempt + 1
+        if reorder:
+            self._sort_lanes()
+
+    def _sort_lanes(self) -> None:
+        """Upstream first (topological layers), then by name in natural order (task-2
+        before task-10): the order a person reads a workflow in. Linear in tasks + edges,
+        plus the sort; only when tasks or edges were added."""
+        lanes = self.lanes
+        layer = layers_of({tid: self._deps.get(tid, ()) for tid in lanes})
+        names = self._names
+        lanes.sort(key=lambda tid: (layer[tid], natural_key(names.get(tid) or tid), tid))
+        self.lane_index = {tid: i for i, tid in enumerate(lanes)}
 
     def _seed_bars(self, tid: str) -> None:
         """Attempts that ran before we subscribed (the event stream starts at the snapshot)."""
@@ -151,6 +171,8 @@ class TimelineModel:
         self.lanes = [t for t in self.lanes if t not in gone]
         self.lane_index = {t: i for i, t in enumerate(self.lanes)}
         for tid in gone:
+            self._deps.pop(tid, None)
+            self._names.pop(tid, None)
             self.bars.pop(tid, None)
             self.entries.pop(tid, None)
             self.later.pop(tid, None)

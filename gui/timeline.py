@@ -58,6 +58,10 @@ PAN_STEP = 0.1  # of the span, per wheel notch or arrow key
 LATE_COLOUR = QColor("#D55E00")
 EARLIER_RUN_ALPHA = 150  # earlier runs' bars are a little faded
 MANY_LANES = 200  # above this many tasks, only tasks with something to show get a lane
+# Up to this many lanes, new lanes are sorted in at once; beyond, at most once per
+# LANE_SORT_MS (sorting 20,000 names per batch of new tasks held the GUI thread).
+SORT_AT_ONCE_UP_TO = 2000
+LANE_SORT_MS = 1000
 
 
 class TimelineModel:
@@ -69,6 +73,8 @@ class TimelineModel:
         self.lane_index: dict[str, int] = {}
         self._deps: dict[str, tuple] = {}  # what the lane order is computed from
         self._names: dict[str, str] = {}
+        self.order_dirty = False  # lanes added since the last sort (many lanes: sorted later)
+        self._seeded = False
         self.entries: dict[str, list[Entry]] = {}
         self.later: dict[str, list[Entry]] = {}  # recurring tasks' occurrences after the next
         self.attempts_next: dict[str, int] = {}
@@ -136,21 +142,28 @@ class TimelineModel:
 
     def set_tasks(self, tasks) -> None:
         reorder = False
+        # Only the first tasks (the snapshot) ran before the events started: a task
+        # heard of later has its attempts in the event stream (reading them all took
+        # the scheduler's lock 20,000 times while tasks streamed in).
+        seed = self.attempts_of is not None and not self._seeded
+        self._seeded = True
         for tid, info in tasks.items():
             if tid not in self.lane_index:
                 self.lane_index[tid] = len(self.lanes)
                 self.lanes.append(tid)
                 reorder = True
-                if info.attempt and self.attempts_of is not None:
+                if info.attempt and seed:
                     self._seed_bars(tid)
             if self._deps.get(tid) != info.deps or self._names.get(tid) != info.name:
                 self._deps[tid], self._names[tid] = info.deps, info.name
                 reorder = True
             self.attempts_next[tid] = info.attempt + 1
         if reorder:
-            self._sort_lanes()
+            self.order_dirty = True
+            if len(self.lanes) <= SORT_AT_ONCE_UP_TO:
+                self.sort_lanes()
 
-    def _sort_lanes(self) -> None:
+    def sort_lanes(self) -> None:
         """Upstream first (topological layers), then by name in natural order (task-2
         before task-10): the order a person reads a workflow in. Linear in tasks + edges,
         plus the sort; only when tasks or edges were added."""
@@ -159,6 +172,7 @@ class TimelineModel:
         names = self._names
         lanes.sort(key=lambda tid: (layer[tid], natural_key(names.get(tid) or tid), tid))
         self.lane_index = {tid: i for i, tid in enumerate(lanes)}
+        self.order_dirty = False
 
     def _seed_bars(self, tid: str) -> None:
         """Attempts that ran before we subscribed (the event stream starts at the snapshot)."""
@@ -728,6 +742,10 @@ class Timeline(QWidget):
         self.reader: HistoryReader | None = None  # reads the store's window off the GUI thread
         self._own_reader = False
         self._history_request = None  # (request id, WindowQuery) awaited
+        self._order_timer = QTimer(self)
+        self._order_timer.setSingleShot(True)
+        self._order_timer.setInterval(LANE_SORT_MS)
+        self._order_timer.timeout.connect(self._sort_lanes)
         self._timer = QTimer(self)
         self._timer.setInterval(100)  # the axis moves with now
         self._timer.timeout.connect(self._tick)
@@ -827,6 +845,13 @@ class Timeline(QWidget):
         self.model.set_tasks(tasks)
         if len(self.model.lanes) != before:
             self.canvas.update_height()
+        if self.model.order_dirty and not self._order_timer.isActive():
+            self._order_timer.start()  # many lanes: sorted once tasks stop pouring in
+
+    def _sort_lanes(self) -> None:
+        self.model.sort_lanes()
+        self._dirty = True
+        self.canvas.update()
 
     def remove_tasks(self, ids) -> None:
         self._dirty = True

@@ -8,6 +8,9 @@ the view and lay it out again (a full relayout: the structure changed a lot).
 
 from __future__ import annotations
 
+import threading
+
+import networkx as nx
 from PySide6.QtCore import QPointF
 from PySide6.QtGui import QColor, QPainterPath, QPalette
 
@@ -29,6 +32,35 @@ from .layout import NODE_HEIGHT, NODE_WIDTH
 LABEL_FONT_SIZE = 11.0
 
 
+BACKGROUND_VIEW_TASKS = 2000  # from this many tasks, the view is worked out off the GUI thread
+
+
+class ViewWork:
+    """What the scene should draw for a set of tasks: plain Python, run on any thread."""
+
+    def __init__(self, tasks, group_source, collapsed, seen, graph_filter, collapse_above):
+        self.tasks = tasks
+        self.group_source = group_source
+        self.collapsed = collapsed
+        self.seen = seen
+        self.filter = graph_filter
+        self.collapse_above = collapse_above
+
+    def run(self) -> None:
+        tasks = self.tasks
+        self.groups = assign_groups(tasks, self.group_source)
+        fresh = set(self.groups.values()) - self.seen
+        big = self.collapse_above is not None and len(tasks) > self.collapse_above
+        if fresh and big:  # a big graph starts as its groups
+            self.collapsed |= fresh
+        self.seen |= fresh
+        self.view = build_view(tasks, self.groups, self.collapsed, self.filter.shown(tasks))
+        graph = nx.DiGraph()  # upstream -> downstream, mirrors the engine's edges
+        graph.add_nodes_from(tasks)
+        graph.add_edges_from((dep, t.id) for t in tasks.values() for dep in t.deps if dep in tasks)
+        self.graph = graph
+
+
 class GroupedScene:
     """Groups (collapsed or not) and the filter of a GraphScene."""
 
@@ -46,17 +78,47 @@ class GroupedScene:
         self.selected_group: str | None = None
         # Tasks to select once a layout shows them (found inside a collapsed group).
         self.reveal_waiting: list[str] = []
+        self._view_waiting = False  # a worker is working out what to draw
 
     # -- what to show ------------------------------------------------------------------
-    def _group_view(self, tasks: dict[str, TaskInfo]) -> GroupView:
-        self.groups = assign_groups(tasks, self.group_source)
-        fresh = set(self.groups.values()) - self._seen_groups
-        big = self.collapse_above is not None and len(tasks) > self.collapse_above
-        if fresh and big:  # a big graph starts as its groups
-            self.collapsed |= fresh
-        self._seen_groups |= fresh
-        self.view_model = build_view(tasks, self.groups, self.collapsed, self.filter.shown(tasks))
-        return self.view_model
+    def _work_out_view(self) -> bool:
+        """Work out what to draw for ``self.tasks``: at once for a small graph (returns
+        True: show it now), else on a worker thread (False: ``_show_view`` follows)."""
+        self._view_generation = generation = getattr(self, "_view_generation", 0) + 1
+        work = ViewWork(
+            dict(self.tasks),
+            self.group_source,
+            set(self.collapsed),
+            set(self._seen_groups),
+            self.filter,
+            self.collapse_above,
+        )
+        if len(work.tasks) < BACKGROUND_VIEW_TASKS:
+            work.run()
+            self._take_view(work)
+            return True
+        self._view_waiting = True
+
+        def run() -> None:
+            work.run()
+            try:
+                self._viewReady.emit(generation, work)
+            except RuntimeError:  # the window closed while we were working
+                pass
+
+        threading.Thread(target=run, name="taskloom-graph-view", daemon=True).start()
+        return False
+
+    def _on_view_ready(self, generation: int, work: ViewWork) -> None:
+        if generation != self._view_generation:
+            return  # the tasks or the groups changed meanwhile: a newer one is coming
+        self._view_waiting = False
+        self._take_view(work)
+        self._show_view()
+
+    def _take_view(self, work: ViewWork) -> None:
+        self.groups, self.collapsed, self._seen_groups = work.groups, work.collapsed, work.seen
+        self.graph, self.view_model = work.graph, work.view
 
     def _sync_group_items(self, view: GroupView) -> None:
         for rep in [r for r in self.group_items if r not in view.members]:
@@ -107,6 +169,11 @@ class GroupedScene:
         return self.nodes.get(rep) or self.group_items.get(rep)
 
     @property
+    def view_pending(self) -> bool:
+        """True while a worker thread works out what to draw (a big graph)."""
+        return self._view_waiting
+
+    @property
     def shown_items(self) -> int:
         """How many nodes and groups the scene draws."""
         return len(self.nodes) + len(self.group_items)
@@ -116,6 +183,7 @@ class GroupedScene:
         view = self.view_model
         return (
             self.layout is not None
+            and not self._view_waiting
             and not self._unbuilt
             and self._layout_waiting is None
             and not self._edges_timer.isActive()

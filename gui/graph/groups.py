@@ -16,6 +16,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 _DIGITS = re.compile(r"(\d+)")
 
@@ -46,6 +47,7 @@ def prefix_group(name: str) -> str | None:
     return name[: min(cuts)] if cuts else None
 
 
+@lru_cache(maxsize=1 << 17)  # names repeat on every relayout and lane sort
 def natural_key(text: str) -> tuple:
     """Sort key putting ``task-2`` before ``task-10``."""
     return tuple(int(part) if part.isdigit() else part.lower() for part in _DIGITS.split(text))

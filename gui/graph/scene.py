@@ -56,6 +56,7 @@ SELECT_COLOUR = QColor("#1F6FEB")
 class GraphScene(QGraphicsScene, GroupedScene):
     layoutApplied = Signal()
     _layoutReady = Signal(object, object)  # (structure key, Layout), from the worker thread
+    _viewReady = Signal(int, object)  # (generation, ViewWork), from the worker thread
 
     def __init__(self, parent=None):
         super().__init__(parent)
@@ -90,6 +91,7 @@ class GraphScene(QGraphicsScene, GroupedScene):
         self._edges_timer.setSingleShot(True)
         self._edges_timer.timeout.connect(self._rebuild_edges)
         self._layoutReady.connect(self._on_layout_ready, Qt.ConnectionType.QueuedConnection)
+        self._viewReady.connect(self._on_view_ready, Qt.ConnectionType.QueuedConnection)
         # Running nodes show how long their attempt has taken, refreshed once a second:
         # only those nodes are touched, so a big graph pays for its few running tasks.
         self.elapsed_source = None  # callable: task id -> seconds running, or None
@@ -163,15 +165,17 @@ class GraphScene(QGraphicsScene, GroupedScene):
 
     # -- structure ----------------------------------------------------------------
     def set_tasks(self, tasks: dict[str, TaskInfo]) -> None:
-        """Show exactly these tasks; lays out again only if the structure changed."""
+        """Show exactly these tasks; lays out again only if the structure changed.
+
+        What to draw (tasks, and one node per collapsed group: groups.py) is worked
+        out on a worker thread for big graphs, and shown when ready (``_show_view``).
+        """
         self.tasks = dict(tasks)
-        edges = [(dep, t.id) for t in tasks.values() for dep in t.deps if dep in tasks]
-        graph = nx.DiGraph()
-        graph.add_nodes_from(tasks)
-        graph.add_edges_from(edges)
-        self.graph = graph
-        # What to draw: tasks, and one node per collapsed group (groups.py).
-        view = self._group_view(self.tasks)
+        if self._work_out_view():
+            self._show_view()
+
+    def _show_view(self) -> None:
+        tasks, graph, view = self.tasks, self.graph, self.view_model
         for tid in [t for t in self.nodes if t not in view.members]:
             self.removeItem(self.nodes.pop(tid))
         # Pins of removed tasks stay: undoing the removal puts the node back where it was.

@@ -268,7 +268,8 @@ def test_thousands_of_nodes_are_made_in_slices_between_events(qtbot):
     ticker.start()
     with qtbot.waitSignal(scene.layoutApplied, timeout=20_000):
         scene.set_tasks(tasks_of(edges, ids))
-        assert scene.building and len(scene.nodes) <= CHUNKED_NODES  # returned at once
+        # Returned at once: the view is worked out off the GUI thread, nodes built later.
+        assert (scene.view_pending or scene.building) and len(scene.nodes) <= CHUNKED_NODES
     ticker.stop()
     assert len(ticks) >= 3  # other events ran while the nodes were being made
     assert not scene.building and set(scene.nodes) == set(ids)

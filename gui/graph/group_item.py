@@ -23,6 +23,9 @@ from .layout import NODE_HEIGHT, NODE_WIDTH
 
 ROLE_GROUP = 2  # item.data(ROLE_GROUP) -> the group's name
 BAR_HEIGHT = 6.0
+# Below this zoom the name and count are drawn at screen size over the card (a map's
+# label): a fitted view of many groups stays readable.
+LABEL_ZOOM = 0.75
 BAR_INSET = 10.0
 # The order of a task's life: finished states last, failures where the eye lands first.
 BAR_ORDER = (
@@ -72,11 +75,8 @@ class GroupItem(QGraphicsPathItem):
         self.count_text.setFont(count_font)
         self.count_text.setPos(10, 21)
         self.segments: dict[TaskState, QGraphicsRectItem] = {}
-        self.name_text.setText(
-            QFontMetrics(name_font).elidedText(
-                f"▣ {self.group}", Qt.TextElideMode.ElideMiddle, int(NODE_WIDTH - 20)
-            )
-        )
+        self._name_font = name_font
+        self.zoom = 1.0
         self.set_colours(base, ink)
 
     def set_colours(self, base: QColor, ink: QColor) -> None:
@@ -103,7 +103,35 @@ class GroupItem(QGraphicsPathItem):
     def total(self) -> int:
         return sum(self.counts.values())
 
+    def set_zoom(self, zoom: float) -> None:
+        """Zoomed out, the label keeps its screen size (and says how many tasks)."""
+        if abs(zoom - self.zoom) > 1e-3:
+            self.zoom = zoom
+            self._show_counts()
+
+    def _show_name(self) -> None:
+        small = self.zoom < LABEL_ZOOM
+        self.name_text.setFlag(
+            QGraphicsSimpleTextItem.GraphicsItemFlag.ItemIgnoresTransformations, small
+        )
+        self.count_text.setVisible(not small)
+        metrics = QFontMetrics(self._name_font)
+        if small:  # as wide as the card and the gap after it, on screen; the count kept
+            count = f" {self.total:,}"
+            width = (NODE_WIDTH + 60) * self.zoom - metrics.horizontalAdvance(count)
+            name = metrics.elidedText(self.group, Qt.TextElideMode.ElideRight, int(width))
+            self.name_text.setText(name + count)
+            self.name_text.setPos(4, 1)
+        else:
+            self.name_text.setText(
+                metrics.elidedText(
+                    f"▣ {self.group}", Qt.TextElideMode.ElideMiddle, int(NODE_WIDTH - 20)
+                )
+            )
+            self.name_text.setPos(10, 4)
+
     def _show_counts(self) -> None:
+        self._show_name()
         total = self.total
         parts = [f"{total:,} tasks"]
         parts += [f"{STATE_GLYPHS[s]}{self.counts[s]:,}" for s in BAR_ORDER if s in self.counts]
@@ -124,7 +152,12 @@ class GroupItem(QGraphicsPathItem):
         )
         width = NODE_WIDTH - 2 * BAR_INSET
         x = BAR_INSET
-        top = NODE_HEIGHT - BAR_HEIGHT - 5
+        # Zoomed out, the bar grows to a third of the card and a state holds at least
+        # 3 pixels: a single failure among thousands stays visible.
+        zoom = min(self.zoom, 1.0)
+        height = min(NODE_HEIGHT / 3, max(BAR_HEIGHT, 5.0 / zoom))
+        minimum = max(2.0, 3.0 / zoom)
+        top = NODE_HEIGHT - height - min(5.0, 2.0 / zoom)
         for state in BAR_ORDER:
             count = self.counts.get(state, 0)
             segment = self.segments.get(state)
@@ -136,8 +169,8 @@ class GroupItem(QGraphicsPathItem):
                 segment = self.segments[state] = QGraphicsRectItem(self)
                 segment.setPen(Qt.PenStyle.NoPen)
             segment.setBrush(QBrush(state_colour(state, self._dark)))
-            share = max(2.0, width * count / total)  # a single failure stays visible
-            segment.setRect(QRectF(x, top, min(share, BAR_INSET + width - x), BAR_HEIGHT))
+            share = max(minimum, width * count / total)
+            segment.setRect(QRectF(x, top, max(0.0, min(share, BAR_INSET + width - x)), height))
             segment.setVisible(True)
             x += share
 

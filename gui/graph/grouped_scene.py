@@ -79,6 +79,8 @@ class GroupedScene:
         # Tasks to select once a layout shows them (found inside a collapsed group).
         self.reveal_waiting: list[str] = []
         self._view_waiting = False  # a worker is working out what to draw
+        self.group_zoom = 1.0  # the view's zoom: group labels keep their size below 0.75
+        self.regrouped = False  # the next view is laid out afresh (nothing kept in place)
 
     # -- what to show ------------------------------------------------------------------
     def _work_out_view(self) -> bool:
@@ -132,6 +134,7 @@ class GroupedScene:
             item = self.group_items.get(rep)
             if item is None:
                 item = self.group_items[rep] = GroupItem(rep, self.base, ink)
+                item.set_zoom(self.group_zoom)
                 item.setVisible(False)  # until the layout places it
                 self.addItem(item)
             item.set_counts(self._counts(members))
@@ -242,6 +245,7 @@ class GroupedScene:
         """The view changed a lot: lay it out afresh (edits' kept places are forgotten)."""
         self.kept.clear()
         self._fresh.clear()
+        self.regrouped = True
         self.set_tasks(self.tasks)
 
     # -- drawing -------------------------------------------------------------------------
@@ -271,6 +275,11 @@ class GroupedScene:
             corner = item.pos()
             x, y = corner.x() - 4, corner.y() - 4
             path.addRoundedRect(x, y, NODE_WIDTH + 12, NODE_HEIGHT + 12, 11, 11)
+
+    def set_group_zoom(self, zoom: float) -> None:
+        self.group_zoom = zoom
+        for item in self.group_items.values():
+            item.set_zoom(zoom)
 
     def select_group(self, group: str | None) -> None:
         self.selected_group = group

@@ -200,7 +200,8 @@ class GraphScene(QGraphicsScene, GroupedScene):
         shown, edges = list(view.members), list(view.edges)
         key = structure_key(shown, edges)
         edited = self.layout is not None and key != getattr(self, "_wanted_key", key)
-        if edited and len(shown) <= KEEP_PLACES_UP_TO:
+        regrouped, self.regrouped = self.regrouped, False  # groups opened, closed, filtered
+        if edited and not regrouped and len(shown) <= KEEP_PLACES_UP_TO:
             self._fresh.update(missing)  # placed beside a neighbour, not by the layout
             for rep in shown:
                 item = self.item_of(rep)

@@ -117,6 +117,7 @@ class GraphView(QGraphicsView):
     def _update_detail(self) -> None:
         zoom = self.zoom_level()
         self.graph_scene.set_detail(zoom >= DETAIL_SCALE)
+        self.graph_scene.set_group_zoom(zoom)
         self.graph_scene.set_port_scale(max(1.0, PORT_SCREEN_RADIUS / (PORT_RADIUS * zoom)))
         self._place_overview()
 

@@ -291,3 +291,22 @@ def test_the_filter_bar_filters_the_windows_graph(qtbot, make_window, manual_sch
     assert set(scene.nodes) == {"a", "b"}
     bar.around.setChecked(False)
     assert len(scene.nodes) == 3
+
+
+def test_expanding_a_group_lays_out_afresh_without_overlaps(qtbot):
+    scene = GraphScene()
+    scene.collapse_above = 0
+    tasks = graph(
+        [("src.a", f"wide.{i}") for i in range(30)]
+        + [(f"wide.{i}", "end.z") for i in range(30)]
+        + [("src.a", "src.b"), ("end.z", "end.y")]
+    )
+    scene.set_tasks(tasks)
+    scene.expand("wide")
+    boxes = [
+        item.sceneBoundingRect() for item in [*scene.nodes.values(), *scene.group_items.values()]
+    ]
+    assert len(boxes) == 32
+    for i, a in enumerate(boxes):
+        for b in boxes[i + 1 :]:
+            assert not a.adjusted(2, 2, -2, -2).intersects(b), (a, b)

@@ -111,9 +111,9 @@ class GroupItem(QGraphicsPathItem):
 
     def _show_name(self) -> None:
         small = self.zoom < LABEL_ZOOM
-        self.name_text.setFlag(
-            QGraphicsSimpleTextItem.GraphicsItemFlag.ItemIgnoresTransformations, small
-        )
+        # Scaled by 1/zoom rather than ignoring transformations: the overview and an
+        # export draw the label as the view does, not at full size on a tiny picture.
+        self.name_text.setScale(1.0 / self.zoom if small else 1.0)
         self.count_text.setVisible(not small)
         metrics = QFontMetrics(self._name_font)
         if small:  # as wide as the card and the gap after it, on screen; the count kept

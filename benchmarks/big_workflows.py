@@ -219,4 +219,15 @@ def markdown(results: dict, verdict) -> list[str]:
                 f"| {r['ticks']:,} | {r['lag_p50_ms']:.1f} | {r['lag_p99_ms']:.1f} "
                 f"| {r['lag_max_ms']:.1f} | {verdict(r['lag_p99_ms'], 50.0)} | {catch_up} |"
             )
+    if results.get("validate") or results.get("open") or results.get("stream"):
+        lines += [
+            "",
+            "G3-G5 (benchmarks/big_workflows.py): a random DAG of `true` commands, each "
+            "task after up to 3 earlier ones (seed 11). G3 runs `python -m taskloom validate`. "
+            "G4 opens the file as `taskloom FILE` does (fresh store, its commands run); "
+            "shown = the window is visible, drawn = what the graph shows is made and placed. "
+            "G5: Scheduler(workers=4) shown in the window; no-op tasks are added by another "
+            "thread while it runs, commands and 1 ms calls are added before start(); catch-up "
+            "= from the engine's last event until the event log shows it and the graph is drawn.",
+        ]
     return lines

@@ -536,8 +536,9 @@ def markdown(results: dict) -> str:
         f"{m['load_avg_1m_at_start']} at start, {m.get('load_avg_1m_at_end')} at end.",
         f"Every number is the median of {results['repeats']} run(s) (each run is in gui.json). "
         "G1: gui.MainWindow at 1400x900 on a Scheduler(ManualClock, SyncExecutor) that is not "
-        "started; first paint = from MainWindow(...) until every node is made and placed, "
-        "the edges are built and graphView.viewport().grab() returned. Recolour = "
+        "started; first paint = from MainWindow(...) until every node (or, above 300 tasks, "
+        "every collapsed group) is made and placed, the edges are built and "
+        "graphView.viewport().grab() returned. Recolour = "
         "scene.update_tasks() on 10% of the nodes + grab(), median of 5.",
         "G2: Scheduler(workers=4) on real threads; the graph's tasks are recurring (1 h) and a "
         "feeder thread calls run_now() round robin at events/s ÷ events per run; lag = how late "

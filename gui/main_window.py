@@ -477,6 +477,9 @@ class MainWindow(QMainWindow):
         self.timeline.set_tasks(changed)
         if self.inspector.task_id in changed or self.inspector.task_id is None:
             self.inspector.refresh()  # the task's page, or the run summary's counts
+        # The status bar counts from the same batch: on its 250 ms timer alone it said
+        # "7 running" while the run summary beside it said 5.
+        self._refresh_status()
         if any(t in changed for t in self.selected):
             self._update_actions()
         elif self.act_retry_failed.isEnabled() or any(

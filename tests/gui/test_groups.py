@@ -310,3 +310,15 @@ def test_expanding_a_group_lays_out_afresh_without_overlaps(qtbot):
     for i, a in enumerate(boxes):
         for b in boxes[i + 1 :]:
             assert not a.adjusted(2, 2, -2, -2).intersects(b), (a, b)
+
+
+def test_status_bar_and_run_summary_count_the_same_batch(qtbot, make_window, manual_scheduler):
+    for i in range(3):
+        manual_scheduler.add(lambda: None, name=f"t{i}")
+    window = make_window(manual_scheduler)
+    window._status_timer.stop()  # only the batch may update the status bar
+    manual_scheduler.start()
+    manual_scheduler.wait(5)
+    window.bridge.drain()  # one batch: three tasks ran
+    assert "3 succeeded" in window.status_panel.counts.text()
+    assert "&nbsp;3</td><td>&nbsp;succeeded" in window.inspector.summary.text()

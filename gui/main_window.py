@@ -90,6 +90,12 @@ class MainWindow(QMainWindow):
         )
         self.controller.keep_edges = self.document.keep_edges
         self.scene.group_source = self.document.file_group  # the file's ``group`` keys
+        # The timeline folds each group collapsed in the graph into one lane.
+        self.scene.layoutApplied.connect(
+            lambda: self.timeline.set_lane_groups(
+                self.scene.lane_group if self.scene.collapsed else None
+            )
+        )
         self.document.dirtyChanged.connect(self.setWindowModified)
         self.document.pathChanged.connect(lambda _path: self._update_title())
         self.close_question = CloseQuestion(self)

@@ -199,6 +199,11 @@ class GroupedScene:
     def group_of(self, tid: str) -> str | None:
         return self.groups.get(tid)
 
+    def lane_group(self, tid: str) -> str | None:
+        """The collapsed group ``tid`` is drawn in, or None (the timeline's lanes)."""
+        group = self.groups.get(tid)
+        return group if group in self.collapsed else None
+
     def expand(self, group: str) -> bool:
         if group not in self.collapsed:
             return False

@@ -322,3 +322,20 @@ def test_status_bar_and_run_summary_count_the_same_batch(qtbot, make_window, man
     window.bridge.drain()  # one batch: three tasks ran
     assert "3 succeeded" in window.status_panel.counts.text()
     assert "&nbsp;3</td><td>&nbsp;succeeded" in window.inspector.summary.text()
+
+
+def test_the_timeline_has_one_lane_per_collapsed_group(qtbot, make_window, manual_scheduler):
+    from taskloom.gui.timeline import GROUP_LANE
+
+    for group in ("load", "extract"):
+        for i in range(160):  # 320 tasks: the window opens with its groups collapsed
+            manual_scheduler.add(lambda: None, name=f"{group}.{i}")
+    window = make_window(manual_scheduler)
+    qtbot.waitUntil(window.scene.is_drawn, timeout=5000)
+    lanes = window.timeline.model.visible_lanes()
+    assert sorted(lanes) == [GROUP_LANE + "extract", GROUP_LANE + "load"]
+    window.scene.expand("load")
+    qtbot.waitUntil(window.scene.is_drawn, timeout=5000)
+    model = window.timeline.model
+    assert model.grouped_lanes[0] == GROUP_LANE + "extract"
+    assert "load.7" in model.grouped_lanes and len(model.grouped_lanes) == 161

@@ -18,6 +18,10 @@ G2  event-loop lag while a threaded Scheduler (4 workers) streams ~10,000 events
     extra runs with ``run_now()`` at a fixed rate, so every event recolours a node
     that is on screen. Once with the real EngineBridge, once with a naive bridge (one
     queued Qt signal per engine event, the textbook way) feeding the same window.
+G3-G5 (issue 11, big workflows): validate and open an N-task random DAG file, and lag while
+    tasks stream through the API; see benchmarks/big_workflows.py.
+
+    python -m benchmarks.gui_bench --cases g3,g4,g5   # only the big-workflow cases
 """
 
 from __future__ import annotations
@@ -43,6 +47,8 @@ from PySide6.QtWidgets import QApplication
 
 from taskloom.engine import ManualClock, Scheduler, SyncExecutor, TaskState
 
+from . import big_workflows
+
 RESULTS = Path(__file__).resolve().parent / "results"
 WINDOW_SIZE = (1400, 900)
 SEED = 4
@@ -57,6 +63,9 @@ FULL = {
     "events_per_s": 10_000,
     "lag_seconds": 10.0,
     "workers": 4,
+    "validate_sizes": [10_000],
+    "open_sizes": [10_000],
+    "stream": {"noop via API": 20_000, "true commands": 2_000, "1 ms calls": 2_000},
 }
 QUICK = {
     "paint_sizes": [150, 600],
@@ -64,7 +73,11 @@ QUICK = {
     "events_per_s": 2_000,
     "lag_seconds": 1.5,
     "workers": 4,
+    "validate_sizes": [300],
+    "open_sizes": [400],
+    "stream": {"noop via API": 400, "true commands": 40, "1 ms calls": 100},
 }
+CASES = ("g1", "g2", "g3", "g4", "g5")
 BRIDGES = ("taskloom", "naive")
 
 
@@ -141,8 +154,13 @@ def fresh_heap() -> None:
 
 
 def graph_is_drawn(window, nodes: int, edges: int) -> bool:
-    """Every node made and placed, and the edges path built (big scenes do both in slices)."""
+    """Every node made and placed, and the edges path built (big scenes do both in slices).
+
+    A scene that draws groups (``is_drawn``) says itself when what it shows is placed.
+    """
     scene = window.scene
+    if hasattr(scene, "is_drawn"):
+        return scene.is_drawn() and (edges == 0 or not scene.edges_item.path().isEmpty())
     return (
         scene.layout is not None
         and len(scene.nodes) == nodes
@@ -473,11 +491,15 @@ def _verdict(value: float | None, target: float | None) -> str:
 
 
 def markdown(results: dict) -> str:
-    lines = [
-        "| G1 first paint | nodes | edges | layout (s) | window + layout + first paint (s) "
-        "| target | repaint after 10% recolour (ms) | idle repaint (ms) |",
-        "| --- | ---: | ---: | ---: | ---: | --- | ---: | ---: |",
-    ]
+    lines = (
+        []
+        if not results["paint"]
+        else [
+            "| G1 first paint | nodes | edges | layout (s) | window + layout + first paint (s) "
+            "| target | repaint after 10% recolour (ms) | idle repaint (ms) |",
+            "| --- | ---: | ---: | ---: | ---: | --- | ---: | ---: |",
+        ]
+    )
     for r in results["paint"]:
         target = r["target_s"]
         target_text = f"< {target:g} s {_verdict(r['first_paint_s'], target)}" if target else "—"
@@ -486,12 +508,16 @@ def markdown(results: dict) -> str:
             f"| {r['first_paint_s']:.3f} | {target_text} | {r['repaint_10pct_ms']:.1f} "
             f"| {r['repaint_idle_ms']:.1f} |"
         )
-    lines += [
-        "",
-        "| G2 event-loop lag (10 ms QTimer) | nodes | bridge | events/s | runs/s | ticks "
-        "| p50 (ms) | p99 (ms) | max (ms) | target p99 < 50 ms | catch-up after stop (s) |",
-        "| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- | ---: |",
-    ]
+    lines += (
+        []
+        if not results["lag"]
+        else [
+            "",
+            "| G2 event-loop lag (10 ms QTimer) | nodes | bridge | events/s | runs/s | ticks "
+            "| p50 (ms) | p99 (ms) | max (ms) | target p99 < 50 ms | catch-up after stop (s) |",
+            "| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- | ---: |",
+        ]
+    )
     for r in results["lag"]:
         catch_up = "—" if r["catch_up_s"] is None else f"{r['catch_up_s']:.2f}"
         label = "Taskloom (coalescing)" if r["bridge"] == "taskloom" else "naive (signal/event)"
@@ -501,6 +527,7 @@ def markdown(results: dict) -> str:
             f"| {r['lag_p99_ms']:.1f} | {r['lag_max_ms']:.1f} "
             f"| {_verdict(r['lag_p99_ms'], LAG_P99_TARGET_MS)} | {catch_up} |"
         )
+    lines += big_workflows.markdown(results, _verdict)
     m = results["machine"]
     lines += [
         "",
@@ -509,8 +536,9 @@ def markdown(results: dict) -> str:
         f"{m['load_avg_1m_at_start']} at start, {m.get('load_avg_1m_at_end')} at end.",
         f"Every number is the median of {results['repeats']} run(s) (each run is in gui.json). "
         "G1: gui.MainWindow at 1400x900 on a Scheduler(ManualClock, SyncExecutor) that is not "
-        "started; first paint = from MainWindow(...) until every node is made and placed, "
-        "the edges are built and graphView.viewport().grab() returned. Recolour = "
+        "started; first paint = from MainWindow(...) until every node (or, above 300 tasks, "
+        "every collapsed group) is made and placed, the edges are built and "
+        "graphView.viewport().grab() returned. Recolour = "
         "scene.update_tasks() on 10% of the nodes + grab(), median of 5.",
         "G2: Scheduler(workers=4) on real threads; the graph's tasks are recurring (1 h) and a "
         "feeder thread calls run_now() round robin at events/s ÷ events per run; lag = how late "
@@ -527,7 +555,13 @@ def main(argv=None) -> int:
     parser.add_argument("--quick", action="store_true", help="small sizes (smoke test)")
     parser.add_argument("--out", type=Path, default=RESULTS, help="folder for gui.json/.md")
     parser.add_argument("--repeats", type=int, help="runs per measurement (default 3, quick 1)")
+    parser.add_argument(
+        "--cases", default=",".join(CASES), help="which cases to run (default: all): g1,...,g5"
+    )
     args = parser.parse_args(argv)
+    cases = set(args.cases.split(","))
+    if not cases <= set(CASES):
+        parser.error(f"--cases: unknown {sorted(cases - set(CASES))}; choose from {CASES}")
     sizes = QUICK if args.quick else FULL
     repeats = args.repeats or (1 if args.quick else 3)
     app = QApplication.instance() or QApplication(sys.argv[:1])
@@ -538,20 +572,46 @@ def main(argv=None) -> int:
         "sizes": sizes,
         "repeats": repeats,
         "machine": machine(),
+        "cases": sorted(cases),
         "paint": [],
         "lag": [],
+        "validate": [],
+        "open": [],
+        "stream": [],
     }
     started = time.perf_counter()
-    for n in sizes["paint_sizes"]:
+    for n in sizes["paint_sizes"] if "g1" in cases else ():
         r = median_of([measure_first_paint(n) for _ in range(repeats)])
         results["paint"].append(r)
         print(f"G1 {n} nodes: first paint {r['first_paint_s']:.3f} s", file=sys.stderr)
-    for n in sizes["lag_sizes"]:
+    for n in sizes["lag_sizes"] if "g2" in cases else ():
         for bridge in BRIDGES:
             options = (sizes["events_per_s"], sizes["lag_seconds"], sizes["workers"])
             r = median_of([measure_lag(n, bridge, *options) for _ in range(repeats)])
             results["lag"].append(r)
             print(f"G2 {n} nodes {bridge}: p99 {r['lag_p99_ms']:.1f} ms", file=sys.stderr)
+    for n in sizes["validate_sizes"] if "g3" in cases else ():
+        r = median_of([big_workflows.measure_validate(n) for _ in range(repeats)])
+        results["validate"].append(r)
+        print(f"G3 validate {n}: {r['validate_s']:.2f} s", file=sys.stderr)
+    for n in sizes["open_sizes"] if "g4" in cases else ():
+        fresh_heap()
+        r = median_of(
+            [big_workflows.measure_open(n, process_until, LagProbe) for _ in range(repeats)]
+        )
+        results["open"].append(r)
+        print(f"G4 open {n}: drawn {r['drawn_s']} s", file=sys.stderr)
+    for kind, n in sizes["stream"].items() if "g5" in cases else ():
+        fresh_heap()
+        runs = [
+            big_workflows.measure_stream(
+                kind, n, open_window, close_window, process_until, LagProbe
+            )
+            for _ in range(repeats)
+        ]
+        r = median_of(runs)
+        results["stream"].append(r)
+        print(f"G5 {kind} {n}: p99 {r['lag_p99_ms']:.1f} ms", file=sys.stderr)
     results["elapsed_s"] = time.perf_counter() - started
     results["machine"]["load_avg_1m_at_end"] = _load_average()
 

@@ -94,6 +94,9 @@ class TaskDefinition:
     # How long a run is expected to take (seconds), for a task with no history yet:
     # only the forecast reads it (taskloom.engine.durations_model); the engine ignores it.
     expected: float | None = None
+    # Where the window draws it: the group it collapses into (a display label only;
+    # the engine and the store ignore it).
+    group: str | None = None
 
     def __post_init__(self):
         # Kept cheap: the engine builds one per scheduling call.
@@ -196,8 +199,9 @@ class TaskDefinition:
         if cwd is None and base_dir is not None:
             cwd = str(base_dir)
         data = {f.name: getattr(self, f.name) for f in fields(self)}
-        # ``expected`` only informs the forecast: changing it must not redefine the task.
-        del data["id"], data["action"], data["expected"]
+        # ``expected`` only informs the forecast, and the group only places the task in
+        # the window: changing either must not redefine the task.
+        del data["id"], data["action"], data["expected"], data["group"]
         data.update(
             command=command,
             call=call,
@@ -258,6 +262,7 @@ class TaskDefinition:
             misfire=table.get("misfire", Misfire.RUN_ONCE),
             misfire_grace=30.0 if misfire_grace is None else misfire_grace,
             expected=seconds("expected"),
+            group=table.get("group"),
         )
 
     def to_table(self, base_dir) -> dict:
@@ -309,6 +314,8 @@ class TaskDefinition:
                 table["misfire_grace"] = self.misfire_grace
         if self.expected is not None:
             table["expected"] = self.expected
+        if self.group is not None:
+            table["group"] = self.group
         return table
 
     # -- the store ------------------------------------------------------------------

@@ -56,6 +56,7 @@ TASK_KEYS = (
     "misfire_grace",
     "expected",
     "pos",
+    "group",
 )
 RETRY_KEYS = ("max_attempts", "base", "factor", "max_delay", "jitter")
 TIME_KEYS = ("at", "after", "every", "cron")
@@ -654,6 +655,15 @@ class _Checker:
         except ValueError as exc:
             self.problem(tid, key, str(exc))
             return None
+
+    def check_group(self, tid, key, value, table):
+        if not isinstance(value, str) or not value.strip():
+            self.problem(tid, key, f"must be a non-empty string, got {_type_name(value)}")
+            return None
+        if any(ord(c) < 32 or ord(c) == 127 for c in value):
+            self.problem(tid, key, "must not contain control characters")
+            return None
+        return value
 
     def check_pos(self, tid, key, value, table):
         if (

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+from dataclasses import replace
 from pathlib import Path
 
 from PySide6.QtCore import QObject, Signal
@@ -177,8 +178,16 @@ class WorkflowDocument(QObject):
             extra = [d for d in extra if d not in definition.deps]
             if extra:
                 definition = definition.with_deps((*definition.deps, *extra))
+            group = self.file_group(tid)
+            if group != definition.group:  # the engine keeps no group: the file's stays
+                definition = replace(definition, group=group)
             kept[tid] = definition
         return kept, left_out
+
+    def file_group(self, tid: str) -> str | None:
+        """The ``group`` key the file gives ``tid`` (the window groups by it), or None."""
+        definition = self.workflow.tasks.get(tid) if self.workflow else None
+        return getattr(definition, "group", None)
 
     @property
     def base_dir(self) -> Path:

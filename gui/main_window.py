@@ -42,6 +42,7 @@ from .event_log import EventLog
 from .fix_task import offers_run_again
 from .forecast_view import ForecastView
 from .graph.export import export_graph
+from .graph.filter_bar import FilterBar
 from .graph.scene import GraphScene
 from .graph.view import GraphView
 from .history_reader import HistoryReader
@@ -93,6 +94,13 @@ class MainWindow(QMainWindow):
         )
         self.controller.keep_edges = self.document.keep_edges
         self.document.follow(self.bridge.tasks)  # the scene's structure comes from it
+        self.scene.group_source = self.document.file_group  # the file's ``group`` keys
+        # The timeline folds each group collapsed in the graph into one lane.
+        self.scene.layoutApplied.connect(
+            lambda: self.timeline.set_lane_groups(
+                self.scene.lane_group if self.scene.collapsed else None
+            )
+        )
         self.document.dirtyChanged.connect(self.setWindowModified)
         self.document.pathChanged.connect(lambda _path: self._update_title())
         self.close_question = CloseQuestion(self)
@@ -104,6 +112,11 @@ class MainWindow(QMainWindow):
         central_layout.setContentsMargins(0, 0, 0, 0)
         central_layout.setSpacing(0)
         central_layout.addWidget(self.legend)
+        self.filter_bar = FilterBar(lambda: list(self.selected))  # filters, groups (8.7)
+        self.filter_bar.filterChanged.connect(self.scene.set_filter)
+        self.filter_bar.expandAll.connect(self.scene.expand_all)
+        self.filter_bar.collapseAll.connect(self.scene.collapse_all)
+        central_layout.addWidget(self.filter_bar)
         central_layout.addWidget(self.graph_view, 1)
         self.setCentralWidget(central)
 
@@ -481,6 +494,9 @@ class MainWindow(QMainWindow):
         self.timeline.set_tasks(changed)
         if self.inspector.task_id in changed or self.inspector.task_id is None:
             self.inspector.refresh()  # the task's page, or the run summary's counts
+        # The status bar counts from the same batch: on its 250 ms timer alone it said
+        # "7 running" while the run summary beside it said 5.
+        self._refresh_status()
         if any(t in changed for t in self.selected):
             self._update_actions()
         elif self.act_retry_failed.isEnabled() or any(
@@ -512,9 +528,7 @@ class MainWindow(QMainWindow):
 
     # -- selection and actions --------------------------------------------------------
     def select_tasks(self, ids: list[str], centre: bool = False) -> None:
-        self.graph_view.select(ids)
-        if centre and ids:
-            self.graph_view.center_on(ids[0])
+        self.graph_view.select(ids, centre=centre)
 
     def _on_selection(self, ids: list) -> None:
         self.selected = list(ids)

@@ -39,6 +39,7 @@ from PySide6.QtWidgets import QApplication, QScrollArea, QToolButton, QToolTip, 
 
 from taskloom.engine import Entry, Event
 
+from .graph.groups import layers_of, natural_key
 from .history_reader import HistoryReader
 from .run_history import WindowHistory, store_of, wall_offset
 from .style import ENTRY_COLOURS, OUTCOME_COLOURS, RECURRING_MARK
@@ -59,6 +60,12 @@ EARLIER_RUN_ALPHA = 150  # earlier runs' bars are a little faded
 MANY_LANES = 200  # above this many tasks, only tasks with something to show get a lane
 GHOST_COLOUR = QColor("#6F7782")  # forecast bars: neutral, hollow, dashed
 CRITICAL_COLOUR = QColor("#8E44AD")  # the critical path, here and on the graph
+# Up to this many lanes, new lanes are sorted in at once; beyond, at most once per
+# LANE_SORT_MS (sorting 20,000 names per batch of new tasks held the GUI thread).
+SORT_AT_ONCE_UP_TO = 2000
+LANE_SORT_MS = 1000
+GROUP_LANE = "\x01lane:"  # the lane of a group collapsed in the graph: its tasks' bars
+GROUP_BARS = 400  # the newest attempts a group's lane keeps
 
 
 class TimelineModel:
@@ -68,6 +75,15 @@ class TimelineModel:
         self.attempts_of = attempts_of  # tid -> list[Attempt], to seed history of known tasks
         self.lanes: list[str] = []
         self.lane_index: dict[str, int] = {}
+        self._deps: dict[str, tuple] = {}  # what the lane order is computed from
+        self._names: dict[str, str] = {}
+        self.order_dirty = False  # lanes added since the last sort (many lanes: sorted later)
+        self._seeded = False
+        # tid -> the collapsed group whose lane it shares, or None (its own lane).
+        self.lane_group = None
+        self.grouped_lanes: list[str] | None = None  # lanes with groups folded in
+        self.group_sizes: dict[str, int] = {}
+        self.group_bars: dict[str, deque] = {}  # group -> deque[(tid, task bar)], by start
         self.entries: dict[str, list[Entry]] = {}
         self.later: dict[str, list[Entry]] = {}  # recurring tasks' occurrences after the next
         self.attempts_next: dict[str, int] = {}
@@ -87,21 +103,57 @@ class TimelineModel:
     def visible_lanes(self) -> list[str]:
         if self.by_worker:
             return self.workers
-        if len(self.lanes) <= MANY_LANES:
-            return self.lanes
+        lanes = self.grouped_lanes if self.grouped_lanes is not None else self.lanes
+        if len(lanes) <= MANY_LANES:
+            return lanes
         return self.active_lanes
+
+    def set_lane_groups(self, lane_group) -> None:
+        """One lane per collapsed group (``lane_group(tid)``: its group, or None)."""
+        self.lane_group = lane_group
+        self._fold_groups()
+
+    def _fold_groups(self) -> None:
+        """The lanes with each collapsed group's tasks folded into one (in the place of
+        its first task), and the group lanes' bars gathered from their tasks' bars."""
+        lane_group = self.lane_group
+        self.group_bars, self.group_sizes = {}, {}
+        if lane_group is None:
+            self.grouped_lanes = None
+            return
+        lanes: list[str] = []
+        sizes = self.group_sizes
+        for tid in self.lanes:
+            group = lane_group(tid)
+            if group is None:
+                lanes.append(tid)
+            elif group in sizes:
+                sizes[group] += 1
+            else:
+                sizes[group] = 1
+                lanes.append(GROUP_LANE + group)
+        self.grouped_lanes = lanes if sizes else None
+        gathered: dict[str, list] = {}
+        for tid, bars in self.bars.items():
+            group = lane_group(tid)
+            if group is not None:
+                gathered.setdefault(group, []).extend((tid, bar) for bar in bars)
+        for group, items in gathered.items():
+            items.sort(key=lambda item: item[1][0])
+            self.group_bars[group] = deque(items, maxlen=GROUP_BARS)
 
     def refresh_active(self, selected: str | None = None) -> bool:
         """With many tasks, lanes only for those with something to show: an attempt
         bar, an upcoming entry, or the selection. Returns whether the set changed."""
-        if len(self.lanes) <= MANY_LANES:
+        lanes = self.grouped_lanes if self.grouped_lanes is not None else self.lanes
+        if len(lanes) <= MANY_LANES:
             return False
         shown = set(self.bars) | set(self.entries) | set(self.ghosts)
         if self.history is not None:
             shown |= set(self.history.bars)
         if selected:
             shown.add(selected)
-        active = [tid for tid in self.lanes if tid in shown]
+        active = [tid for tid in lanes if tid in shown or tid.startswith(GROUP_LANE)]
         changed = active != self.active_lanes
         self.active_lanes = active
         return changed
@@ -139,13 +191,42 @@ class TimelineModel:
                 return
 
     def set_tasks(self, tasks) -> None:
-        for tid in tasks:
+        reorder = False
+        # Only the first tasks (the snapshot) ran before the events started: a task
+        # heard of later has its attempts in the event stream (reading them all took
+        # the scheduler's lock 20,000 times while tasks streamed in).
+        seed = self.attempts_of is not None and not self._seeded
+        self._seeded = True
+        for tid, info in tasks.items():
             if tid not in self.lane_index:
                 self.lane_index[tid] = len(self.lanes)
                 self.lanes.append(tid)
-                if tasks[tid].attempt and self.attempts_of is not None:
+                reorder = True
+                if info.attempt and seed:
                     self._seed_bars(tid)
-            self.attempts_next[tid] = tasks[tid].attempt + 1
+            if self._deps.get(tid) != info.deps or self._names.get(tid) != info.name:
+                self._deps[tid], self._names[tid] = info.deps, info.name
+                reorder = True
+            self.attempts_next[tid] = info.attempt + 1
+        if reorder:
+            self.order_dirty = True
+            if len(self.lanes) <= SORT_AT_ONCE_UP_TO:
+                self.sort_lanes()
+            elif self.lane_group is not None:
+                self._fold_groups()  # new tasks show now; in order at the next sort
+
+    def sort_lanes(self) -> None:
+        """Upstream first (topological layers), then by name in natural order (task-2
+        before task-10): the order a person reads a workflow in. Linear in tasks + edges,
+        plus the sort; only when tasks or edges were added."""
+        lanes = self.lanes
+        layer = layers_of({tid: self._deps.get(tid, ()) for tid in lanes})
+        names = self._names
+        lanes.sort(key=lambda tid: (layer[tid], natural_key(names.get(tid) or tid), tid))
+        self.lane_index = {tid: i for i, tid in enumerate(lanes)}
+        self.order_dirty = False
+        if self.lane_group is not None:
+            self._fold_groups()
 
     def _seed_bars(self, tid: str) -> None:
         """Attempts that ran before we subscribed (the event stream starts at the snapshot)."""
@@ -158,6 +239,8 @@ class TimelineModel:
         self.lanes = [t for t in self.lanes if t not in gone]
         self.lane_index = {t: i for i, t in enumerate(self.lanes)}
         for tid in gone:
+            self._deps.pop(tid, None)
+            self._names.pop(tid, None)
             self.bars.pop(tid, None)
             self.entries.pop(tid, None)
             self.later.pop(tid, None)
@@ -176,7 +259,13 @@ class TimelineModel:
             if event.kind == "running":
                 bars = self.bars.setdefault(event.task_id, deque(maxlen=20))
                 if not any(bar[3] == event.attempt for bar in bars):
-                    bars.append([event.at, None, "running", event.attempt])
+                    bar = [event.at, None, "running", event.attempt]
+                    bars.append(bar)
+                    group = self.lane_group(event.task_id) if self.lane_group else None
+                    if group is not None:  # the same list: its end is filled in once
+                        self.group_bars.setdefault(group, deque(maxlen=GROUP_BARS)).append(
+                            (event.task_id, bar)
+                        )
             elif event.outcome is not None:  # the engine says this event ended an attempt
                 bars = self.bars.get(event.task_id)
                 if not bars:
@@ -345,6 +434,16 @@ class TimelineCanvas(QWidget):
             elif row % 2:
                 painter.fillRect(0, top, self.width(), LANE_HEIGHT, faint)
             painter.setPen(text)
+            if tid.startswith(GROUP_LANE):
+                group = tid[len(GROUP_LANE) :]
+                label = f"▣ {group} ({self.model.group_sizes.get(group, 0):,})"
+                painter.drawText(
+                    QRectF(6, top, LABEL_WIDTH - 10, LANE_HEIGHT),
+                    Qt.AlignmentFlag.AlignVCenter | Qt.AlignmentFlag.AlignLeft,
+                    metrics.elidedText(label, Qt.TextElideMode.ElideMiddle, LABEL_WIDTH - 12),
+                )
+                self._paint_group_bars(painter, group, top, now, (left, right_t), right)
+                continue
             label = metrics.elidedText(tid, Qt.TextElideMode.ElideMiddle, LABEL_WIDTH - 12)
             painter.drawText(
                 QRectF(6, top, LABEL_WIDTH - 10, LANE_HEIGHT),
@@ -430,6 +529,22 @@ class TimelineCanvas(QWidget):
             return f"{tid}: {count} attempts {outcome}, {when(start)} – {when(last[0])}"
         took = "" if end is None else f", {end - start:.2f} s"
         return f"{tid} {which}attempt {number}: {outcome}{took} ({when(start)})"
+
+    def _paint_group_bars(self, painter, group, top, now, window, right) -> None:
+        """A collapsed group's lane: its tasks' newest attempts, overlapping ones drawn
+        over each other (the tooltip names the task)."""
+        left, right_t = window
+        painter.setPen(Qt.PenStyle.NoPen)
+        for tid, (start, end, outcome, attempt) in self.model.group_bars.get(group, ()):
+            finish = now if end is None else end
+            if finish < left or start > right_t:
+                continue
+            rect = self._bar_rect(start, finish, top, now, right)
+            painter.setBrush(QColor(OUTCOME_COLOURS.get(outcome, "#888888")))
+            painter.drawRoundedRect(rect, 3, 3)
+            self._hits.append(
+                (rect.adjusted(-2, -4, 2, 4), tid, f"{tid} attempt {attempt}: {outcome}")
+            )
 
     def _paint_bars(self, painter, tid, top, now, window, right) -> None:
         left, right_t = window
@@ -585,7 +700,7 @@ class TimelineCanvas(QWidget):
                 return
             row = int(pos.y() // LANE_HEIGHT)
             lanes = self.model.visible_lanes()
-            if 0 <= row < len(lanes):
+            if 0 <= row < len(lanes) and not lanes[row].startswith(GROUP_LANE):
                 self.taskClicked.emit(lanes[row])
 
     def wheelEvent(self, event) -> None:
@@ -752,6 +867,10 @@ class Timeline(QWidget):
         self.reader: HistoryReader | None = None  # reads the store's window off the GUI thread
         self._own_reader = False
         self._history_request = None  # (request id, WindowQuery) awaited
+        self._order_timer = QTimer(self)
+        self._order_timer.setSingleShot(True)
+        self._order_timer.setInterval(LANE_SORT_MS)
+        self._order_timer.timeout.connect(self._sort_lanes)
         self._timer = QTimer(self)
         self._timer.setInterval(100)  # the axis moves with now
         self._timer.timeout.connect(self._tick)
@@ -851,11 +970,27 @@ class Timeline(QWidget):
         self.model.set_tasks(tasks)
         if len(self.model.lanes) != before:
             self.canvas.update_height()
+        if self.model.order_dirty and not self._order_timer.isActive():
+            self._order_timer.start()  # many lanes: sorted once tasks stop pouring in
+
+    def _sort_lanes(self) -> None:
+        self.model.sort_lanes()
+        self._dirty = True
+        self.canvas.update()
 
     def remove_tasks(self, ids) -> None:
         self._dirty = True
         self.model.remove(ids)
+        if self.model.lane_group is not None:
+            self.model._fold_groups()
         self.canvas.update_height()
+
+    def set_lane_groups(self, lane_group) -> None:
+        """Fold each collapsed group's tasks into one lane (``lane_group(tid)``)."""
+        self.model.set_lane_groups(lane_group)
+        self.model.refresh_active(self.canvas.selected)
+        self.canvas.update_height()
+        self._dirty = True
 
     later_occurrences = None  # entries -> recurring tasks' occurrences after the next
 

@@ -552,6 +552,26 @@ def _close_without_asking(app) -> None:
             question.enabled = False
 
 
+GRAPH_WAIT_S = 30.0  # longest a screenshot waits for the graph to be drawn
+
+
+def _graph_drawn(sessions, then) -> bool:
+    """Whether the window's graph is drawn; if not, call ``then`` again shortly (a big
+    graph is laid out off the GUI thread: a picture taken before shows an empty pane)."""
+    import time
+
+    from PySide6.QtCore import QTimer
+
+    scene = sessions.current.window.scene
+    waited = getattr(then, "waited_since", None)
+    if waited is None:
+        waited = then.waited_since = time.monotonic()
+    if scene.is_drawn() or time.monotonic() - waited > GRAPH_WAIT_S:
+        return True
+    QTimer.singleShot(50, then)
+    return False
+
+
 def run_window(
     path: str | None,
     screenshot: str | None = None,
@@ -648,6 +668,8 @@ def _open_and_run(
             window.select_tasks([select])
 
     def finish() -> None:
+        if screenshot and not _graph_drawn(sessions, finish):
+            return  # asked again once the graph is drawn
         if screenshot:
             picture = sessions.current.window.grab()
             if not picture.save(str(screenshot)):

@@ -71,6 +71,17 @@ def test_quick_run_reports_first_paint_and_lag_for_both_bridges(tmp_path):
         assert row["events_per_s"] > 0 and row["runs_per_s"] > 0
         assert row["catch_up_s"] is not None  # the window showed the last event
 
+    # The big-workflow cases (issue 11): validate, open, lag while tasks stream.
+    assert [r["tasks"] for r in results["validate"]] == sizes["validate_sizes"]
+    assert all(r["exit"] == 0 for r in results["validate"])
+    for row in results["open"]:
+        assert row["drawn_s"] is not None and row["shown_s"] <= row["drawn_s"]
+        assert row["items_drawn"] > 0
+    assert [(r["kind"], r["tasks"]) for r in results["stream"]] == list(sizes["stream"].items())
+    for row in results["stream"]:
+        assert row["catch_up_s"] is not None  # the window showed the last event
+
     table = (tmp_path / "gui.md").read_text()
     assert "G1 first paint" in table and "G2 event-loop lag" in table
+    assert "G3 validate" in table and "G4 open" in table and "G5 lag" in table
     assert table in proc.stdout

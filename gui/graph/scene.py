@@ -17,6 +17,7 @@ from PySide6.QtWidgets import QGraphicsItem, QGraphicsPathItem, QGraphicsScene
 
 from taskloom.engine import Action, TaskInfo, TaskState
 
+from .grouped_scene import GroupedScene
 from .items import (
     ARROW_LENGTH,
     BACK_EDGE_GAP,
@@ -52,9 +53,10 @@ REFUSE_COLOUR = QColor("#D55E00")
 SELECT_COLOUR = QColor("#1F6FEB")
 
 
-class GraphScene(QGraphicsScene):
+class GraphScene(QGraphicsScene, GroupedScene):
     layoutApplied = Signal()
     _layoutReady = Signal(object, object)  # (structure key, Layout), from the worker thread
+    _viewReady = Signal(int, object)  # (generation, ViewWork), from the worker thread
 
     def __init__(self, parent=None):
         super().__init__(parent)
@@ -89,6 +91,7 @@ class GraphScene(QGraphicsScene):
         self._edges_timer.setSingleShot(True)
         self._edges_timer.timeout.connect(self._rebuild_edges)
         self._layoutReady.connect(self._on_layout_ready, Qt.ConnectionType.QueuedConnection)
+        self._viewReady.connect(self._on_view_ready, Qt.ConnectionType.QueuedConnection)
         # Running nodes show how long their attempt has taken, refreshed once a second:
         # only those nodes are touched, so a big graph pays for its few running tasks.
         self.elapsed_source = None  # callable: task id -> seconds running, or None
@@ -96,6 +99,7 @@ class GraphScene(QGraphicsScene):
         self._elapsed_timer.setInterval(1000)
         self._elapsed_timer.timeout.connect(self.refresh_elapsed)
         self._elapsed_timer.start()
+        self._init_groups()
 
         self.edges_item = QGraphicsPathItem()
         self.edges_item.setZValue(0)
@@ -121,7 +125,11 @@ class GraphScene(QGraphicsScene):
         self.cycle_path.setZValue(2)
         self.rubber = QGraphicsPathItem()  # the arrow that follows the mouse while connecting
         self.rubber.setZValue(3)
+        self.bundle_counts = QGraphicsPathItem()  # the count on each bundled edge
+        self.bundle_counts.setZValue(0.6)
+        self.bundle_counts.setPen(Qt.PenStyle.NoPen)
         for item in (
+            self.bundle_counts,
             self.edges_item,
             self.heads_item,
             self.moving_edges_item,
@@ -150,22 +158,29 @@ class GraphScene(QGraphicsScene):
         self.moving_heads_item.setBrush(QBrush(edge))
         self.edge_highlight.setPen(cosmetic_pen(SELECT_COLOUR, 3.0))
         self.halo.setPen(cosmetic_pen(SELECT_COLOUR, 3.0))
+        self.bundle_counts.setBrush(QBrush(ink))
+        self.ink_from(palette)
         for tid, node in self.nodes.items():
             node.set_info(self.tasks[tid], self.base)
 
     # -- structure ----------------------------------------------------------------
     def set_tasks(self, tasks: dict[str, TaskInfo]) -> None:
-        """Show exactly these tasks; lays out again only if the structure changed."""
+        """Show exactly these tasks; lays out again only if the structure changed.
+
+        What to draw (tasks, and one node per collapsed group: groups.py) is worked
+        out on a worker thread for big graphs, and shown when ready (``_show_view``).
+        """
         self.tasks = dict(tasks)
-        edges = [(dep, t.id) for t in tasks.values() for dep in t.deps if dep in tasks]
-        graph = nx.DiGraph()
-        graph.add_nodes_from(tasks)
-        graph.add_edges_from(edges)
-        self.graph = graph
-        for tid in [t for t in self.nodes if t not in tasks]:
+        if self._work_out_view():
+            self._show_view()
+
+    def _show_view(self) -> None:
+        tasks, graph, view = self.tasks, self.graph, self.view_model
+        for tid in [t for t in self.nodes if t not in view.members]:
             self.removeItem(self.nodes.pop(tid))
         # Pins of removed tasks stay: undoing the removal puts the node back where it was.
-        missing = [tid for tid in tasks if tid not in self.nodes]
+        self._sync_group_items(view)
+        missing = [tid for tid in view.tasks_shown if tid not in self.nodes]
         for tid, node in self.nodes.items():
             node.set_info(tasks[tid], self.base)
         # Thousands of new nodes take a second or more to make: build them in
@@ -176,27 +191,33 @@ class GraphScene(QGraphicsScene):
             self._build_slice(budget_ms=None)
         else:
             self._build_timer.start(0)
-        self.selected = [t for t in self.selected if t in tasks]
-        if self.selected_edge and not graph.has_edge(*self.selected_edge):
+        self.selected = [t for t in self.selected if t in view.members]
+        if self.selected_edge and not (
+            graph.has_edge(*self.selected_edge) and set(self.selected_edge) <= view.members.keys()
+        ):
             self.selected_edge = None
-        key = structure_key(tasks, edges)
+        # The layout places representatives: tasks shown, and collapsed groups.
+        shown, edges = list(view.members), list(view.edges)
+        key = structure_key(shown, edges)
         edited = self.layout is not None and key != getattr(self, "_wanted_key", key)
-        if edited and len(tasks) <= KEEP_PLACES_UP_TO:
+        regrouped, self.regrouped = self.regrouped, False  # groups opened, closed, filtered
+        if edited and not regrouped and len(shown) <= KEEP_PLACES_UP_TO:
             self._fresh.update(missing)  # placed beside a neighbour, not by the layout
-            for tid, node in self.nodes.items():
-                if tid not in self.pins and tid not in missing and node.isVisible():
-                    self.kept.setdefault(tid, (node.pos().x(), node.pos().y()))
+            for rep in shown:
+                item = self.item_of(rep)
+                if rep not in self.pins and rep not in missing and item.isVisible():
+                    self.kept.setdefault(rep, (item.pos().x(), item.pos().y()))
         self._wanted_key = key
         cached = self.cache.get(key)
         if cached is not None:
             self._apply_layout(cached)
-        elif len(tasks) < BACKGROUND_LAYOUT_NODES:
-            layout = compute_layout(tasks, edges)
+        elif len(shown) < BACKGROUND_LAYOUT_NODES:
+            layout = compute_layout(shown, edges)
             self.cache.put(key, layout)
             self._apply_layout(layout)
         else:
             threading.Thread(
-                target=self._layout_in_background, args=(key, list(tasks), edges), daemon=True
+                target=self._layout_in_background, args=(key, shown, edges), daemon=True
             ).start()
 
     @property
@@ -257,9 +278,11 @@ class GraphScene(QGraphicsScene):
         self.setItemIndexMethod(QGraphicsScene.ItemIndexMethod.NoIndex)
         # Explicit scene rect first: otherwise Qt grows the rect (and re-indexes) per move.
         self._update_scene_rect()
-        for tid, node in self.nodes.items():
-            node.setPos(*self.position_of(tid))
-            node.setVisible(True)
+        for rep in self.view_model.members:
+            item = self.item_of(rep)
+            if item is not None:
+                item.setPos(*self.position_of(rep))
+                item.setVisible(True)
         self.setItemIndexMethod(QGraphicsScene.ItemIndexMethod.BspTreeIndex)
         if len(self.nodes) > CHUNKED_NODES:
             self._edges_timer.start(0)  # thousands of curves: a slice of their own
@@ -348,7 +371,8 @@ class GraphScene(QGraphicsScene):
             self.nodes[tid].setPos(x, y)
         edges, heads = QPainterPath(), QPainterPath()
         for up, down in self._moving_edges:
-            add_edge(edges, heads, self.nodes[up].output_point(), self.nodes[down].input_point())
+            start, end = self.item_of(up).output_point(), self.item_of(down).input_point()
+            add_edge(edges, heads, start, end)
         heads.setFillRule(Qt.FillRule.WindingFill)
         self.moving_edges_item.setPath(edges)
         self.moving_heads_item.setPath(heads)
@@ -367,7 +391,7 @@ class GraphScene(QGraphicsScene):
         layout = self.layout
         rect = QRectF(0, 0, layout.width, layout.height) if layout else QRectF()
         for tid, (x, y) in [*self.pins.items(), *self.kept.items()]:
-            if tid in self.nodes:
+            if tid in self.nodes or tid in self.group_items:
                 rect = rect.united(QRectF(x, y, NODE_WIDTH, NODE_HEIGHT))
         self.setSceneRect(rect.adjusted(-MARGIN, -MARGIN, MARGIN, MARGIN))
 
@@ -381,19 +405,15 @@ class GraphScene(QGraphicsScene):
     def _rebuild_edges(self) -> None:
         edges, heads = QPainterPath(), QPainterPath()
         self._moving_edges = []
-        for up, down in self.graph.edges:
-            if up not in self.nodes or down not in self.nodes:
+        for up, down in self.view_model.edges:  # bundled where a group is collapsed
+            a, b = self.item_of(up), self.item_of(down)
+            if a is None or b is None:
                 continue  # still being built
             if up in self._moving or down in self._moving:
                 self._moving_edges.append((up, down))  # drawn by preview_positions
                 continue
-            add_edge(
-                edges,
-                heads,
-                self.nodes[up].output_point(),
-                self.nodes[down].input_point(),
-                self._route(up, down),
-            )
+            add_edge(edges, heads, a.output_point(), b.input_point(), self._route(up, down))
+        self.bundle_counts.setPath(self.bundle_labels(self.view_model))
         # Winding fill: with the default odd-even rule, the identical heads of several
         # edges entering one node cancel out and the arrow turns hollow.
         heads.setFillRule(Qt.FillRule.WindingFill)
@@ -409,14 +429,21 @@ class GraphScene(QGraphicsScene):
     def update_tasks(self, changed: dict[str, TaskInfo]) -> bool:
         """Recolour changed tasks. Returns True if the structure changed (caller re-lays out)."""
         structural = False
+        old_states = {}
+        by_state = bool(self.filter.states)
         for tid, info in changed.items():
             node = self.nodes.get(tid)
             old = self.tasks.get(tid)
             if old is None or old.deps != info.deps:
                 structural = True  # (a known task with no node yet is still being built)
+            elif by_state and old.state is not info.state:
+                structural = True  # it may enter or leave the state filter
+            if old is not None:
+                old_states[tid] = old.state
             self.tasks[tid] = info
             if node is not None:
                 node.set_info(info, self.base)
+        self._recount_groups(changed, old_states)
         return structural
 
     def refresh_elapsed(self) -> None:
@@ -459,7 +486,9 @@ class GraphScene(QGraphicsScene):
     def _update_halo(self) -> None:
         path = QPainterPath()
         for tid in self.selected:
-            node = self.nodes[tid]
+            node = self.nodes.get(tid)
+            if node is None:  # still being built
+                continue
             path.addRoundedRect(
                 QRectF(
                     node.pos() - QPointF(4, 4),
@@ -468,6 +497,7 @@ class GraphScene(QGraphicsScene):
                 11,
                 11,
             )
+        self.group_halo(path)
         self.halo.setPath(path)
 
     def select_edge(self, edge: tuple[str, str] | None) -> None:

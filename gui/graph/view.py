@@ -11,6 +11,8 @@ from PySide6.QtCore import QPoint, QPointF, QRectF, Qt, QTimer, Signal
 from PySide6.QtGui import QMouseEvent, QPainter, QWheelEvent
 from PySide6.QtWidgets import QApplication, QGraphicsView
 
+from .group_item import ROLE_GROUP
+from .groups import group_rep
 from .items import PORT_RADIUS, ROLE_ID, ROLE_KIND
 from .overview import Overview
 from .scene import GraphScene
@@ -100,7 +102,7 @@ class GraphView(QGraphicsView):
         elif (
             readable
             and self.transform().m11() < READABLE_SCALE
-            and len(self.graph_scene.nodes) <= READABLE_UP_TO
+            and self.graph_scene.shown_items <= READABLE_UP_TO
         ):
             self.resetTransform()
             self.scale(READABLE_SCALE, READABLE_SCALE)
@@ -115,6 +117,7 @@ class GraphView(QGraphicsView):
     def _update_detail(self) -> None:
         zoom = self.zoom_level()
         self.graph_scene.set_detail(zoom >= DETAIL_SCALE)
+        self.graph_scene.set_group_zoom(zoom)
         self.graph_scene.set_port_scale(max(1.0, PORT_SCREEN_RADIUS / (PORT_RADIUS * zoom)))
         self._place_overview()
 
@@ -140,14 +143,15 @@ class GraphView(QGraphicsView):
         )
         self.setViewportUpdateMode(mode)
         self._place_overview()
-        if self._fit_pending and self.graph_scene.nodes:
+        if self._fit_pending and self.graph_scene.shown_items:
             self._fit_pending = False
             self.fit()
+        self._select_revealed()
 
     def resizeEvent(self, event) -> None:
         super().resizeEvent(event)
         self._place_overview()
-        if self._following_fit and not self._fit_pending and self.graph_scene.nodes:
+        if self._following_fit and not self._fit_pending and self.graph_scene.shown_items:
             self.fit()
 
     # -- search ---------------------------------------------------------------------
@@ -169,8 +173,7 @@ class GraphView(QGraphicsView):
             )
         if not matches:
             return None
-        self.select([matches[0]])
-        self.center_on(matches[0])
+        self.select([matches[0]], centre=True)
         return matches[0]
 
     def center_on(self, tid: str) -> None:
@@ -184,11 +187,69 @@ class GraphView(QGraphicsView):
         self.centerOn(node.sceneBoundingRect().center())
 
     # -- selection ------------------------------------------------------------------
-    def select(self, ids: list[str]) -> None:
-        if ids == self.graph_scene.selected:
+    def select(self, ids: list[str], centre: bool = False) -> None:
+        """Select these tasks; those inside a collapsed group are shown first (their
+        group expands, and they are selected once the new layout is applied)."""
+        scene = self.graph_scene
+        if scene.reveal(ids):
+            self._centre_revealed = centre
             return
-        self.graph_scene.set_selection(ids)
-        self.selectionChanged.emit(list(self.graph_scene.selected))
+        if ids != scene.selected:
+            scene.set_selection(ids)
+            self.selectionChanged.emit(list(scene.selected))
+        if centre and ids:
+            self.center_on(ids[0])
+
+    def _select_revealed(self) -> None:
+        scene = self.graph_scene
+        ids = [t for t in scene.reveal_waiting if t in scene.nodes]
+        if ids:
+            scene.reveal_waiting = []
+            self.select(ids, centre=getattr(self, "_centre_revealed", False))
+
+    # -- groups ---------------------------------------------------------------------
+    def _group_at(self, pos) -> str | None:
+        for item in self.items(pos):
+            for candidate in (item, item.parentItem()):
+                if candidate is not None and candidate.data(ROLE_KIND) == "group":
+                    return candidate.data(ROLE_GROUP)
+        return None
+
+    def expand_selected(self) -> bool:
+        """``+``: expand the selected group, in place (the view stays centred on it)."""
+        group = self.graph_scene.selected_group
+        return group is not None and self._expand(group)
+
+    def _expand(self, group: str) -> bool:
+        item = self.graph_scene.group_items.get(group_rep(group))
+        if item is None:
+            return False
+        scene_x, scene_y = item.pos().x(), item.pos().y()
+        self.graph_scene.expand(group)
+        members = [t for t, g in self.graph_scene.groups.items() if g == group]
+        self.graph_scene.reveal_waiting = []
+        if members:
+            self._centre_after_layout(members, (scene_x, scene_y))
+        return True
+
+    def _centre_after_layout(self, members, fallback) -> None:
+        nodes = self.graph_scene.nodes
+        placed = [nodes[t] for t in members if t in nodes and nodes[t].isVisible()]
+        if placed:
+            self.centerOn(placed[0].sceneBoundingRect().center())
+        else:
+            self.centerOn(*fallback)
+
+    def collapse_selected(self) -> bool:
+        """``-``: collapse the group of the selected task (or the selected group)."""
+        scene = self.graph_scene
+        group = next((scene.group_of(t) for t in scene.selected if scene.group_of(t)), None)
+        if group is None:
+            return False
+        changed = scene.collapse(group)
+        if changed:
+            self.selectionChanged.emit([])
+        return changed
 
     def selected(self) -> list[str]:
         return list(self.graph_scene.selected)
@@ -211,6 +272,13 @@ class GraphView(QGraphicsView):
         tid, kind = self._hit(event.position().toPoint())
         if kind == "port":
             self._start_connect(tid)
+            event.accept()
+            return
+        group = self._group_at(event.position().toPoint()) if tid is None else None
+        if group is not None:
+            self._select_edge(None)
+            self.select([])
+            self.graph_scene.select_group(group)
             event.accept()
             return
         if tid is not None:
@@ -279,8 +347,11 @@ class GraphView(QGraphicsView):
 
     def mouseDoubleClickEvent(self, event: QMouseEvent) -> None:
         tid, _ = self._hit(event.position().toPoint())
+        group = self._group_at(event.position().toPoint()) if tid is None else None
         if tid is not None:
             self.activated.emit(tid)
+        elif group is not None:
+            self._expand(group)
         else:
             super().mouseDoubleClickEvent(event)
 
@@ -288,6 +359,12 @@ class GraphView(QGraphicsView):
         key = event.key()
         if key == Qt.Key.Key_Escape and self._connect_from is not None:
             self._end_connect()
+            event.accept()
+            return
+        if key in (Qt.Key.Key_Plus, Qt.Key.Key_Equal) and self.expand_selected():
+            event.accept()
+            return
+        if key in (Qt.Key.Key_Minus, Qt.Key.Key_Underscore) and self.collapse_selected():
             event.accept()
             return
         if key in ARROWS and not event.modifiers() & Qt.KeyboardModifier.ControlModifier:

@@ -225,6 +225,9 @@ def test_no_tasks(tmp_path):
         ('timeout = "soon"', "timeout", "bad duration 'soon'"),
         ("timeout = true", "timeout", "bad duration True"),
         ("pos = [1]", "pos", "must be [x, y]"),
+        ("group = 3", "group", "must be a non-empty string, got an integer"),
+        ('group = "  "', "group", "must be a non-empty string"),
+        ('group = "a\\u0007b"', "group", "control characters"),
         ('retry = "twice"', "retry", "must be a table"),
         ("retry = { jitter = 2 }", "retry.jitter", "fraction"),
         ("retry = { max_attempts = 0 }", "retry.max_attempts", "integer >= 1"),
@@ -389,6 +392,17 @@ def test_round_trip(tmp_path):
     saved = save(original, tmp_path / "copy.toml")
     assert load(saved) == original
     assert load(save(load(saved), tmp_path / "again.toml")) == original
+
+
+def test_group_is_read_saved_and_ignored_by_the_engine(tmp_path):
+    path = write(tmp_path, task_toml('group = "nightly"\n') + task_toml("", "other"))
+    workflow = load(path)
+    assert workflow.tasks["job"].group == "nightly" and workflow.tasks["other"].group is None
+    assert load(save(workflow, tmp_path / "copy.toml")) == workflow
+    assert 'group = "nightly"' in (tmp_path / "copy.toml").read_text()
+    assert "group" not in workflow.tasks["job"].to_row()  # a label for the window only
+    plain = replace(workflow.tasks["job"], group=None)
+    assert plain.fingerprint() == workflow.tasks["job"].fingerprint()  # resumes unchanged
 
 
 def test_round_trip_of_a_built_workflow(tmp_path):

@@ -272,3 +272,47 @@ def test_with_many_tasks_only_those_with_something_to_show_get_a_lane(
     assert timeline.model.visible_lanes() == ["gate", "w007"]
     manual_scheduler.clock.advance(3600)  # the gate opens: everything runs
     qtbot.waitUntil(lambda: len(timeline.model.visible_lanes()) == len(waiting) + 1, timeout=5000)
+
+
+def test_lanes_run_upstream_first_then_in_natural_name_order():
+    from taskloom.engine import TaskInfo, TaskState
+    from taskloom.gui.timeline import TimelineModel
+
+    def task(tid, deps=()):
+        return TaskInfo(
+            tid, tid, TaskState.PENDING, tuple(deps), (), 0, 0, None, False, False, None
+        )
+
+    model = TimelineModel()
+    model.set_tasks({t: task(t) for t in ("task-10", "task-2", "Task-1")})
+    assert model.lanes == ["Task-1", "task-2", "task-10"]
+    # A task that waits for another comes after it, whatever its name.
+    model.set_tasks({"a-first": task("a-first", deps=["task-10"])})
+    assert model.lanes == ["Task-1", "task-2", "task-10", "a-first"]
+    model.set_tasks({"task-3": task("task-3")})
+    assert model.lanes == ["Task-1", "task-2", "task-3", "task-10", "a-first"]
+    assert model.lane_index["task-10"] == 3
+
+
+def test_a_collapsed_group_is_one_lane_with_its_tasks_bars():
+    from taskloom.engine import Event, TaskInfo
+    from taskloom.gui.timeline import GROUP_LANE, TimelineModel
+
+    def task(tid):
+        return TaskInfo(tid, tid, TaskState.PENDING, (), (), 0, 0, None, False, False, None)
+
+    model = TimelineModel()
+    model.set_tasks({t: task(t) for t in ("etl.b", "solo", "etl.a")})
+    model.set_lane_groups(lambda tid: "etl" if tid.startswith("etl.") else None)
+    assert model.visible_lanes() == [GROUP_LANE + "etl", "solo"]
+    assert model.group_sizes == {"etl": 2}
+
+    def event(kind, tid, at, outcome=None):
+        return Event(1, kind, tid, None, at, 1, None, None, outcome=outcome)
+
+    model.add_events([event("running", "etl.a", 5.0), event("running", "solo", 6.0)])
+    model.add_events([event("succeeded", "etl.a", 7.0, outcome="succeeded")])
+    [(tid, bar)] = model.group_bars["etl"]
+    assert tid == "etl.a" and bar[:3] == [5.0, 7.0, "succeeded"]  # ended in the group lane too
+    model.set_lane_groups(None)  # the group expanded again: a lane per task
+    assert model.visible_lanes() == ["etl.a", "etl.b", "solo"]

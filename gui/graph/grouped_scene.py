@@ -1,0 +1,297 @@
+"""The graph scene's groups and filters: which representatives it draws.
+
+A mixin of ``GraphScene`` (kept apart so the scene stays about placing and drawing).
+The scene asks ``_group_view()`` what to show on every structure change; groups
+collapse and expand, and filters change, through the methods here, which rebuild
+the view and lay it out again (a full relayout: the structure changed a lot).
+"""
+
+from __future__ import annotations
+
+import threading
+
+import networkx as nx
+from PySide6.QtCore import QPointF
+from PySide6.QtGui import QColor, QPainterPath, QPalette
+
+from taskloom.engine import TaskInfo
+
+from .filters import GraphFilter
+from .group_item import GroupItem
+from .groups import (
+    COLLAPSE_ABOVE,
+    GroupView,
+    assign_groups,
+    build_view,
+    group_rep,
+    is_group_rep,
+)
+from .items import routed_curve
+from .layout import NODE_HEIGHT, NODE_WIDTH
+
+LABEL_FONT_SIZE = 11.0
+
+
+BACKGROUND_VIEW_TASKS = 2000  # from this many tasks, the view is worked out off the GUI thread
+
+
+class ViewWork:
+    """What the scene should draw for a set of tasks: plain Python, run on any thread."""
+
+    def __init__(self, tasks, group_source, collapsed, seen, graph_filter, collapse_above):
+        self.tasks = tasks
+        self.group_source = group_source
+        self.collapsed = collapsed
+        self.seen = seen
+        self.filter = graph_filter
+        self.collapse_above = collapse_above
+
+    def run(self) -> None:
+        tasks = self.tasks
+        self.groups = assign_groups(tasks, self.group_source)
+        fresh = set(self.groups.values()) - self.seen
+        big = self.collapse_above is not None and len(tasks) > self.collapse_above
+        if fresh and big:  # a big graph starts as its groups
+            self.collapsed |= fresh
+        self.seen |= fresh
+        self.view = build_view(tasks, self.groups, self.collapsed, self.filter.shown(tasks))
+        graph = nx.DiGraph()  # upstream -> downstream, mirrors the engine's edges
+        graph.add_nodes_from(tasks)
+        graph.add_edges_from((dep, t.id) for t in tasks.values() for dep in t.deps if dep in tasks)
+        self.graph = graph
+
+
+class GroupedScene:
+    """Groups (collapsed or not) and the filter of a GraphScene."""
+
+    # Above this many tasks, groups start collapsed; None: never by themselves.
+    collapse_above: int | None = COLLAPSE_ABOVE
+
+    def _init_groups(self) -> None:
+        self.group_source = None  # callable: task id -> its file's ``group`` key, or None
+        self.groups: dict[str, str] = {}  # task id -> group
+        self.collapsed: set[str] = set()
+        self._seen_groups: set[str] = set()
+        self.filter = GraphFilter()
+        self.view_model = GroupView({}, {}, {})
+        self.group_items: dict[str, GroupItem] = {}  # representative id -> item
+        self.selected_group: str | None = None
+        # Tasks to select once a layout shows them (found inside a collapsed group).
+        self.reveal_waiting: list[str] = []
+        self._view_waiting = False  # a worker is working out what to draw
+        self.group_zoom = 1.0  # the view's zoom: group labels keep their size below 0.75
+        self.regrouped = False  # the next view is laid out afresh (nothing kept in place)
+
+    # -- what to show ------------------------------------------------------------------
+    def _work_out_view(self) -> bool:
+        """Work out what to draw for ``self.tasks``: at once for a small graph (returns
+        True: show it now), else on a worker thread (False: ``_show_view`` follows)."""
+        self._view_generation = generation = getattr(self, "_view_generation", 0) + 1
+        work = ViewWork(
+            dict(self.tasks),
+            self.group_source,
+            set(self.collapsed),
+            set(self._seen_groups),
+            self.filter,
+            self.collapse_above,
+        )
+        if len(work.tasks) < BACKGROUND_VIEW_TASKS:
+            work.run()
+            self._take_view(work)
+            return True
+        self._view_waiting = True
+
+        def run() -> None:
+            work.run()
+            try:
+                self._viewReady.emit(generation, work)
+            except RuntimeError:  # the window closed while we were working
+                pass
+
+        threading.Thread(target=run, name="taskloom-graph-view", daemon=True).start()
+        return False
+
+    def _on_view_ready(self, generation: int, work: ViewWork) -> None:
+        if generation != self._view_generation:
+            return  # the tasks or the groups changed meanwhile: a newer one is coming
+        self._view_waiting = False
+        self._take_view(work)
+        self._show_view()
+
+    def _take_view(self, work: ViewWork) -> None:
+        self.groups, self.collapsed, self._seen_groups = work.groups, work.collapsed, work.seen
+        self.graph, self.view_model = work.graph, work.view
+
+    def _sync_group_items(self, view: GroupView) -> None:
+        for rep in [r for r in self.group_items if r not in view.members]:
+            self.removeItem(self.group_items.pop(rep))
+        if self.selected_group is not None and group_rep(self.selected_group) not in view.members:
+            self.selected_group = None
+        ink = self._ink()
+        for rep, members in view.members.items():
+            if not is_group_rep(rep):
+                continue
+            item = self.group_items.get(rep)
+            if item is None:
+                item = self.group_items[rep] = GroupItem(rep, self.base, ink)
+                item.set_zoom(self.group_zoom)
+                item.setVisible(False)  # until the layout places it
+                self.addItem(item)
+            item.set_counts(self._counts(members))
+
+    def _counts(self, members) -> dict:
+        counts: dict = {}
+        tasks = self.tasks
+        for tid in members:
+            state = tasks[tid].state
+            counts[state] = counts.get(state, 0) + 1
+        return counts
+
+    def _ink(self) -> QColor:
+        return QColor(self.palette_ink) if hasattr(self, "palette_ink") else QColor("black")
+
+    def _recount_groups(self, changed: dict[str, TaskInfo], old_states: dict) -> None:
+        """Keep the state bars of collapsed groups in step with a batch of state changes."""
+        touched: dict[str, dict] = {}
+        rep_of = self.view_model.rep_of
+        for tid, info in changed.items():
+            rep = rep_of.get(tid)
+            item = self.group_items.get(rep) if rep is not None else None
+            if item is None:
+                continue
+            counts = touched.setdefault(rep, dict(item.counts))
+            old = old_states.get(tid)
+            if old is not None:
+                counts[old] = counts.get(old, 0) - 1
+            counts[info.state] = counts.get(info.state, 0) + 1
+        for rep, counts in touched.items():
+            self.group_items[rep].set_counts(counts)
+
+    def item_of(self, rep: str):
+        """The node or group item drawn for a representative, or None."""
+        return self.nodes.get(rep) or self.group_items.get(rep)
+
+    @property
+    def view_pending(self) -> bool:
+        """True while a worker thread works out what to draw (a big graph)."""
+        return self._view_waiting
+
+    @property
+    def shown_items(self) -> int:
+        """How many nodes and groups the scene draws."""
+        return len(self.nodes) + len(self.group_items)
+
+    def is_drawn(self) -> bool:
+        """Every representative made and placed by the current layout (edges built)."""
+        view = self.view_model
+        return (
+            self.layout is not None
+            and not self._view_waiting
+            and not self._unbuilt
+            and self._layout_waiting is None
+            and not self._edges_timer.isActive()
+            and not self._place_timer.isActive()
+            and all(rep in self.layout.positions for rep in view.members)
+            and all(self.item_of(rep) is not None for rep in view.members)
+        )
+
+    # -- collapse, expand, filter -----------------------------------------------------
+    def group_of(self, tid: str) -> str | None:
+        return self.groups.get(tid)
+
+    def lane_group(self, tid: str) -> str | None:
+        """The collapsed group ``tid`` is drawn in, or None (the timeline's lanes)."""
+        group = self.groups.get(tid)
+        return group if group in self.collapsed else None
+
+    def expand(self, group: str) -> bool:
+        if group not in self.collapsed:
+            return False
+        self.collapsed.discard(group)
+        self._regroup()
+        return True
+
+    def collapse(self, group: str) -> bool:
+        if group in self.collapsed or group not in self._seen_groups:
+            return False
+        self.collapsed.add(group)
+        self.selected = [t for t in self.selected if self.groups.get(t) != group]
+        self.selected_group = group
+        self._regroup()
+        return True
+
+    def expand_all(self) -> None:
+        self.collapsed.clear()
+        self._regroup()
+
+    def collapse_all(self) -> None:
+        self.collapsed = set(self._seen_groups)
+        self.selected = []
+        self._regroup()
+
+    def set_filter(self, graph_filter: GraphFilter) -> None:
+        if graph_filter != self.filter:
+            self.filter = graph_filter
+            self._regroup()
+
+    def reveal(self, ids: list[str]) -> bool:
+        """Expand the collapsed groups holding ``ids``; True if the view must change
+        first (the ids are selected once the new layout is applied)."""
+        groups = {self.groups.get(t) for t in ids if t in self.tasks and t not in self.nodes}
+        groups &= self.collapsed
+        if not groups:
+            return False
+        self.collapsed -= groups
+        self.reveal_waiting = list(ids)
+        self._regroup()
+        return True
+
+    def _regroup(self) -> None:
+        """The view changed a lot: lay it out afresh (edits' kept places are forgotten)."""
+        self.kept.clear()
+        self._fresh.clear()
+        self.regrouped = True
+        self.set_tasks(self.tasks)
+
+    # -- drawing -------------------------------------------------------------------------
+    def bundle_labels(self, view: GroupView) -> QPainterPath:
+        """The count on every bundled edge (one path: many labels, one C++ item)."""
+        from PySide6.QtGui import QFont
+
+        font = QFont()
+        font.setPointSizeF(LABEL_FONT_SIZE)
+        path = QPainterPath()
+        for (up, down), count in view.edges.items():
+            if count < 2:
+                continue
+            a, b = self.item_of(up), self.item_of(down)
+            if a is None or b is None:
+                continue
+            # Half way along the curve as drawn (long ones pass through reserved slots).
+            curve = routed_curve(a.output_point(), b.input_point(), self._route(up, down))
+            path.addText(curve.pointAtPercent(0.5) + QPointF(-4, -4), font, f"{count:,}")
+        return path
+
+    def group_halo(self, path: QPainterPath) -> None:
+        if self.selected_group is None:
+            return
+        item = self.group_items.get(group_rep(self.selected_group))
+        if item is not None:
+            corner = item.pos()
+            x, y = corner.x() - 4, corner.y() - 4
+            path.addRoundedRect(x, y, NODE_WIDTH + 12, NODE_HEIGHT + 12, 11, 11)
+
+    def set_group_zoom(self, zoom: float) -> None:
+        self.group_zoom = zoom
+        for item in self.group_items.values():
+            item.set_zoom(zoom)
+
+    def select_group(self, group: str | None) -> None:
+        self.selected_group = group
+        self.selected = []
+        self._update_halo()
+
+    def ink_from(self, palette: QPalette) -> None:
+        self.palette_ink = palette.color(QPalette.ColorRole.Text)
+        for item in self.group_items.values():
+            item.set_colours(self.base, self.palette_ink)

@@ -48,6 +48,7 @@ from .inspector import Inspector
 from .legend import Legend
 from .occurrences import later_occurrences
 from .run_history import store_of
+from .start_bar import StartBar
 from .status import StatusPanel
 from .timeline import Timeline
 
@@ -57,6 +58,8 @@ S = TaskState
 class MainWindow(QMainWindow):
     openRequested = Signal(str)  # a workflow file the user wants to open
     saveRequested = Signal(str)
+    newRequested = Signal()  # File > New: an empty workflow
+    startRequested = Signal()  # Start: the owner of the run starts its schedule
 
     def __init__(
         self,
@@ -66,6 +69,7 @@ class MainWindow(QMainWindow):
         title: str = "",
         workflow=None,
         early_events=None,
+        started: bool = True,
     ):
         super().__init__(parent)
         self.setObjectName("mainWindow")
@@ -92,12 +96,23 @@ class MainWindow(QMainWindow):
         self.document.pathChanged.connect(lambda _path: self._update_title())
         self.close_question = CloseQuestion(self)
         self.clear_question = ClearQuestion(self)
+        self.started = started
+        self.act_start = self._action(
+            "startRun",
+            "Start",
+            "start-run",
+            "F5",
+            lambda: self.startRequested.emit(),
+            "Start the workflow's schedule: nothing runs until then",
+        )
         self.graph_view = GraphView(self.scene)
         self.legend = Legend()
         central = QWidget()
         central_layout = QVBoxLayout(central)
         central_layout.setContentsMargins(0, 0, 0, 0)
         central_layout.setSpacing(0)
+        self.start_bar = StartBar(self.act_start)
+        central_layout.addWidget(self.start_bar)
         central_layout.addWidget(self.legend)
         central_layout.addWidget(self.graph_view, 1)
         self.setCentralWidget(central)
@@ -158,6 +173,7 @@ class MainWindow(QMainWindow):
         self._refresh_status()
         self._update_actions()
         self._restore_settings()
+        self.set_started(started)
 
     # -- construction ----------------------------------------------------------------
     def _dock(self, title: str, widget: QWidget, area) -> QDockWidget:
@@ -357,6 +373,8 @@ class MainWindow(QMainWindow):
         bar.setMovable(False)
         bar.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
         for action in (
+            self.act_start,
+            None,
             self.act_open,
             self.act_save,
             None,
@@ -402,6 +420,10 @@ class MainWindow(QMainWindow):
 
         menus = self.menuBar()
         file_menu = menus.addMenu("&File")
+        new_action = file_menu.addAction("New workflow")
+        new_action.setObjectName("newWorkflow")
+        new_action.setShortcut(QKeySequence("Ctrl+Shift+N"))  # Ctrl+N adds a task
+        new_action.triggered.connect(lambda: self.newRequested.emit())
         file_menu.addActions([self.act_open, self.act_save, self.act_save_as, self.act_export])
         file_menu.addSeparator()
         quit_action = file_menu.addAction("Quit", QKeySequence.StandardKey.Quit)
@@ -409,6 +431,8 @@ class MainWindow(QMainWindow):
         edit = menus.addMenu("&Edit")
         edit.addActions([self.act_undo, self.act_redo, self.act_delete_edge, self.act_find])
         task = menus.addMenu("&Task")
+        task.addAction(self.act_start)
+        task.addSeparator()
         task.addActions([self.act_add, self.act_edit, self.act_remove])
         task.addSeparator()
         task.addActions(
@@ -499,6 +523,14 @@ class MainWindow(QMainWindow):
 
     def _refresh_status(self) -> None:
         self.status_panel.update(self.dispatcher_paused)
+
+    def set_started(self, started: bool, resumed: bool = False) -> None:
+        """Whether the run's schedule runs; until it does, a banner offers Start."""
+        self.started = started
+        self.act_start.setEnabled(not started)
+        self.act_start.setVisible(not started)
+        self.start_bar.set_text(self._title, resumed)
+        self.start_bar.setVisible(not started)
 
     # -- selection and actions --------------------------------------------------------
     def select_tasks(self, ids: list[str], centre: bool = False) -> None:

@@ -2,7 +2,8 @@
 
     taskloom run FILE [--workers N] [--for DURATION] [--executor threads|processes|dask://H:P]
     taskloom validate FILE
-    taskloom [FILE] [--screenshot PNG] [--quit-after SECONDS]     (opens the window)
+    taskloom [FILE | --example NAME] [--start] [--screenshot PNG]  (the window; the start
+                                                                   page without a file)
     taskloom --version
 
 ``run`` exits 0 when every one-shot task succeeded, 1 when any did not, 2 when
@@ -120,12 +121,22 @@ def _store_arguments(parser) -> None:
 def _window_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="taskloom",
-        description="Open the Taskloom window on a workflow (the bundled ETL example if none).",
+        description="Open the Taskloom window on a workflow (the start page if none).",
         epilog="Also: 'taskloom run FILE' runs headless and 'taskloom validate FILE' checks "
         "a file; add --help to either for their options.",
     )
     parser.add_argument("--version", action="version", version=f"taskloom {_version()}")
     parser.add_argument("file", nargs="?", type=Path, help="workflow file (TOML)")
+    parser.add_argument(
+        "--example",
+        choices=("etl", "flaky", "recurring"),
+        help="open a bundled example instead of a file",
+    )
+    parser.add_argument(
+        "--start",
+        action="store_true",
+        help="start the workflow's schedule at once (default: when you press Start)",
+    )
     _store_arguments(parser)
     parser.add_argument(
         "--fresh",
@@ -181,7 +192,13 @@ def validate_workflow(path: Path) -> int:
 def open_window(args) -> int:
     from taskloom.app import run_window  # Qt loads only for the window
 
-    path = args.file if args.file is not None else taskloom.example_path("etl")
+    if args.file is not None and args.example:
+        print("taskloom: give a FILE or --example, not both", file=sys.stderr)
+        return EXIT_INVALID
+    path = taskloom.example_path(args.example) if args.example else args.file
+    if path is None and (args.start or args.select):
+        print("taskloom: --start and --select need a FILE or --example", file=sys.stderr)
+        return EXIT_INVALID
     result = run_window(
         path,
         screenshot=args.screenshot,
@@ -190,6 +207,7 @@ def open_window(args) -> int:
         fresh=args.fresh,
         theme=args.theme,
         select=args.select,
+        start=args.start,
     )
     return int(result or 0)
 

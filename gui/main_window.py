@@ -33,6 +33,7 @@ from PySide6.QtWidgets import (
 
 from taskloom.engine import Action, Outcome, TaskState
 
+from .accessibility import GraphDescription, label_window
 from .bridge import EngineBridge
 from .clear import ClearQuestion, why_not
 from .close_question import CloseQuestion
@@ -46,10 +47,12 @@ from .history_reader import HistoryReader
 from .icons import icon
 from .inspector import Inspector
 from .legend import Legend
+from .notifications import RunNotices
 from .occurrences import later_occurrences
 from .run_history import store_of
 from .start_bar import StartBar
 from .status import StatusPanel
+from .task_list import TaskList
 from .timeline import Timeline
 
 S = TaskState
@@ -136,6 +139,11 @@ class MainWindow(QMainWindow):
             "Events", self.event_log, Qt.DockWidgetArea.BottomDockWidgetArea
         )
         self.splitDockWidget(self.timeline_dock, self.event_dock, Qt.Orientation.Horizontal)
+        # The graph's tasks for assistive technology and the keyboard: a tab beside Events.
+        self.task_list = TaskList()
+        self.task_dock = self._dock("Tasks", self.task_list, Qt.DockWidgetArea.BottomDockWidgetArea)
+        self.tabifyDockWidget(self.event_dock, self.task_dock)
+        self.event_dock.raise_()
         # The inspector runs the full height on the right: attempts and output need room.
         self.setCorner(Qt.Corner.BottomRightCorner, Qt.DockWidgetArea.RightDockWidgetArea)
         self.resizeDocks([self.inspector_dock], [340], Qt.Orientation.Horizontal)
@@ -155,6 +163,12 @@ class MainWindow(QMainWindow):
         self._make_toolbar_and_menus()
         self.status_panel = StatusPanel(self.statusBar(), self.bridge)
         self._wire()
+        self.owns_run = True  # False while watching another process's run
+        self.notices = RunNotices(self, self.settings)
+        self.notices.taskChosen.connect(lambda tid: self.select_tasks([tid], centre=True))
+        self.notices.showRequested.connect(self.bring_to_front)
+        label_window(self)
+        self.graph_description = GraphDescription(self.graph_view, lambda: self.bridge.tasks)
 
         if workflow is not None:
             self.attach_workflow(workflow)
@@ -426,6 +440,9 @@ class MainWindow(QMainWindow):
         new_action.triggered.connect(lambda: self.newRequested.emit())
         file_menu.addActions([self.act_open, self.act_save, self.act_save_as, self.act_export])
         file_menu.addSeparator()
+        preferences = file_menu.addAction("Preferences…", self.show_preferences)
+        preferences.setObjectName("preferences")
+        file_menu.addSeparator()
         quit_action = file_menu.addAction("Quit", QKeySequence.StandardKey.Quit)
         quit_action.triggered.connect(self.close)
         edit = menus.addMenu("&Edit")
@@ -451,7 +468,7 @@ class MainWindow(QMainWindow):
         view = menus.addMenu("&View")
         view.addActions([self.act_zoom_in, self.act_zoom_out, self.act_fit, self.act_relayout])
         view.addSeparator()
-        for dock in (self.inspector_dock, self.timeline_dock, self.event_dock):
+        for dock in (self.inspector_dock, self.timeline_dock, self.event_dock, self.task_dock):
             view.addAction(dock.toggleViewAction())
         view.addSeparator()
         view.addAction(self.timeline.by_worker_action)
@@ -475,6 +492,9 @@ class MainWindow(QMainWindow):
         v.menuRequested.connect(self._task_menu)
         v.connectHint.connect(self._show_connect_hint)
         self.timeline.taskClicked.connect(lambda tid: self.select_tasks([tid]))
+        self.task_list.taskSelected.connect(lambda tid: self.select_tasks([tid], centre=True))
+        self.task_list.taskActivated.connect(lambda tid: self.inspector_dock.show())
+        b.tasksChanged.connect(self.task_list.update_tasks)
         self.inspector.taskActivated.connect(lambda tid: self.select_tasks([tid], centre=True))
         b.pausedChanged.connect(self._on_paused_changed)
         c = self.controller
@@ -517,6 +537,7 @@ class MainWindow(QMainWindow):
         self.search_names.setStringList(sorted(tasks))
         self.scene.set_tasks(tasks)
         self.timeline.set_tasks(tasks)
+        self.task_list.set_tasks(tasks)
         self.selected = [t for t in self.selected if t in tasks]
         self.inspector.refresh()
         self._update_actions()
@@ -531,6 +552,24 @@ class MainWindow(QMainWindow):
         self.act_start.setVisible(not started)
         self.start_bar.set_text(self._title, resumed)
         self.start_bar.setVisible(not started)
+        self.notices.update_tray()
+
+    def bring_to_front(self) -> None:
+        """A click on the tray or a notification: the window, as it was, in front."""
+        if self.isMinimized() or not self.isVisible():
+            self.showNormal()
+        self.raise_()
+        self.activateWindow()
+
+    def show_preferences(self):
+        from .preferences import PreferencesDialog
+
+        dialog = PreferencesDialog(self.settings, self)
+        dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        dialog.accepted.connect(self.notices.update_tray)
+        dialog.open()
+        self.preferences_dialog = dialog
+        return dialog
 
     # -- selection and actions --------------------------------------------------------
     def select_tasks(self, ids: list[str], centre: bool = False) -> None:
@@ -542,6 +581,8 @@ class MainWindow(QMainWindow):
         self.selected = list(ids)
         self.inspector.show_task(ids[0] if ids else None)
         self.timeline.select(ids[0] if ids else None)
+        self.task_list.select(ids[0] if ids else None)
+        self.graph_description.update(self.selected)
         self._update_actions()
 
     def _update_actions(self) -> None:
@@ -889,6 +930,7 @@ class MainWindow(QMainWindow):
     def shutdown_views(self) -> None:
         """Stop listening to the engine; the caller owns the scheduler."""
         self.stop_history()
+        self.notices.close()
         self.bridge.close()
         self._status_timer.stop()
         self._inspector_timer.stop()

@@ -150,6 +150,7 @@ class StartPage(QWidget):
     def _add_item(widget: QListWidget, name: str, detail: str, path: Path) -> None:
         item = QListWidgetItem(icon("open-workflow"), f"{name}\n{detail}" if detail else name)
         item.setData(PATH_ROLE, str(path))
+        item.setData(Qt.ItemDataRole.AccessibleTextRole, f"{name}, {detail}" if detail else name)
         item.setToolTip(str(path))
         widget.addItem(item)
 

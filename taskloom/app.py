@@ -29,6 +29,7 @@ from pathlib import Path
 from PySide6.QtCore import QEvent, QObject
 
 from taskloom import example_path
+from taskloom.desktop import DESKTOP_ID  # the .desktop entry's and AppStream's id
 from taskloom.engine.store import StoreBusy
 from taskloom.gui.run_choice import ask_resume_or_new
 
@@ -37,7 +38,6 @@ log = logging.getLogger(__name__)
 EXIT_BUSY = 3  # as ``taskloom run``: another live process owns the workflow's run
 
 DEFAULT_WORKFLOW = example_path("etl")
-DESKTOP_ID = "io.github.taskloom.Taskloom"  # the .desktop entry's and AppStream's id
 READER_JOIN_TIMEOUT = 10.0  # seconds the store waits for a history read still running
 # Errors opening a run: a store that cannot be used, or a task the engine refuses.
 OPEN_ERRORS = (RuntimeError, ValueError, KeyError, TypeError, OSError)
@@ -265,6 +265,8 @@ class WorkflowSession:
         """Whether closing the window asks about the schedule: a person closes a
         window whose stored run has recurring tasks (a headless owner can take it)."""
         if self.quiet or self._stopper is not None or self.db_path is None:
+            return False
+        if not self.started:  # never started here: handing it off would start it
             return False
         if self.workflow.path is None:
             return False

@@ -33,7 +33,7 @@ from pathlib import Path
 import taskloom
 
 EXIT_OK, EXIT_FAILED, EXIT_INVALID, EXIT_BUSY = 0, 1, 2, 3
-SUBCOMMANDS = ("run", "validate", "history")
+SUBCOMMANDS = ("run", "validate", "history", "install-desktop")
 SIGNAL_CHECK = 0.2  # seconds between looks for Ctrl-C / SIGTERM while waiting
 
 
@@ -106,6 +106,10 @@ def _command_parser() -> argparse.ArgumentParser:
 
     validate = sub.add_parser("validate", help="check a workflow file and list every problem")
     validate.add_argument("file", type=Path, help="workflow file (TOML)")
+
+    from .desktop import add_parser as add_desktop_parser
+
+    add_desktop_parser(sub)
     return parser
 
 
@@ -166,6 +170,10 @@ def main(argv=None) -> int:
             return run_workflow(args)
         if args.command == "history":
             return show_history(args)
+        if args.command == "install-desktop":
+            from .desktop import main as install_desktop
+
+            return install_desktop(args)
         return validate_workflow(args.file)
     args = _window_parser().parse_args(argv)
     return open_window(args)

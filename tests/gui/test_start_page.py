@@ -12,6 +12,7 @@ from PySide6.QtGui import QImage
 from PySide6.QtWidgets import QApplication
 
 from taskloom.app import run_window
+from taskloom.desktop import DESKTOP_ID
 from taskloom.engine import TaskState
 from taskloom.launcher import Launcher
 
@@ -179,3 +180,27 @@ def test_run_window_without_a_file_shows_the_start_page(qtbot, settings, tmp_pat
     # Nothing was opened, so nothing was run or remembered.
     assert run_window(None, quit_after=0.1, settings=settings) == 0
     assert settings.value("recent/files") is None
+    # The desktop matches the window to the entry `taskloom install-desktop` writes.
+    assert QApplication.desktopFileName() == DESKTOP_ID
+
+
+def test_closing_a_recurring_workflow_that_never_started_asks_nothing(qtbot, settings, tmp_path):
+    from taskloom.app import WorkflowSession
+    from taskloom.engine.workflow import load
+
+    path = tmp_path / "tick.toml"
+    path.write_text(
+        f'[workflow]\nname = "tick"\n\n[tasks.tick]\ncommand = ["{sys.executable}", "-c", "pass"]\n'
+        'every = "1h"\n',
+        encoding="utf-8",
+    )
+    db = tmp_path / "tick.db"
+    logs = tmp_path / "logs"
+    session = WorkflowSession(load(path), settings, db_path=db, log_dir=logs, start=False)
+    try:
+        # Keeping it running in the background would start what the person never started.
+        assert not session.asks_on_close()
+        session.start()
+        assert session.asks_on_close()
+    finally:
+        session.close()

@@ -438,7 +438,12 @@ class MainWindow(QMainWindow):
         new_action.setObjectName("newWorkflow")
         new_action.setShortcut(QKeySequence("Ctrl+Shift+N"))  # Ctrl+N adds a task
         new_action.triggered.connect(lambda: self.newRequested.emit())
-        file_menu.addActions([self.act_open, self.act_save, self.act_save_as, self.act_export])
+        file_menu.addAction(self.act_open)
+        # Filled by the app layer (set_recent): the workflows opened lately.
+        self.recent_menu = file_menu.addMenu("Open &recent")
+        self.recent_menu.setObjectName("recentMenu")
+        self.recent_menu.setEnabled(False)
+        file_menu.addActions([self.act_save, self.act_save_as, self.act_export])
         file_menu.addSeparator()
         preferences = file_menu.addAction("Preferences…", self.show_preferences)
         preferences.setObjectName("preferences")
@@ -553,6 +558,15 @@ class MainWindow(QMainWindow):
         self.start_bar.set_text(self._title, resumed)
         self.start_bar.setVisible(not started)
         self.notices.update_tray()
+
+    def set_recent(self, paths) -> None:
+        """File > Open recent lists ``paths`` (newest first); choosing one opens it."""
+        self.recent_menu.clear()
+        for path in paths:
+            action = self.recent_menu.addAction(f"{Path(path).stem}  ({path})")
+            action.setData(str(path))
+            action.triggered.connect(lambda _on=False, p=str(path): self.openRequested.emit(p))
+        self.recent_menu.setEnabled(bool(paths))
 
     def bring_to_front(self) -> None:
         """A click on the tray or a notification: the window, as it was, in front."""

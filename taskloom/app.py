@@ -413,6 +413,9 @@ class Sessions:
             old.quiet = True
             old.stop()
             old.join()
+        for closing in self.closing:  # A, then B, then A again (Open recent): A's
+            if closing.db_path is not None and closing.db_path.resolve() == db_path.resolve():
+                closing.join()  # old engine still holds A's store until it has stopped
         start = self.start if start is None else start
         try:
             session = self._session(workflow, db_path, log_dir, fresh, start)

@@ -27,8 +27,15 @@ class Launcher:
         self.settings = settings
         self.recent = RecentFiles(settings)
         self.sessions = Sessions(settings, db=db, fresh=fresh, data_dir=data_dir, start=False)
-        self.sessions.opened.append(self.recent.add)
+        self.sessions.opened.append(self._opened)
         self.page = None
+
+    def _opened(self, path) -> None:
+        """Remember ``path``, and list the recent files in the window now showing."""
+        self.recent.add(path)
+        current = self.sessions.current
+        if current is not None and hasattr(current.window, "set_recent"):
+            current.window.set_recent(self.recent.files())
 
     def show_start_page(self):
         from taskloom.gui.start_page import StartPage, bundled_examples

@@ -204,3 +204,54 @@ def test_closing_a_recurring_workflow_that_never_started_asks_nothing(qtbot, set
         assert session.asks_on_close()
     finally:
         session.close()
+
+
+def test_file_open_recent_lists_the_recent_workflows_and_opens_one(qtbot, settings, tmp_path):
+    first = write_workflow(tmp_path, "first")
+    second = write_workflow(tmp_path, "second")
+    launcher = launcher_for(qtbot, settings, tmp_path)
+    try:
+        assert launcher.open(first)
+        assert launcher.sessions.open(second)
+        menu = launcher.sessions.current.window.recent_menu
+        assert menu.isEnabled()
+        listed = [action.data() for action in menu.actions()]
+        assert listed == [str(second.resolve()), str(first.resolve())]
+        menu.actions()[1].trigger()
+        session = launcher.sessions.current
+        assert session.workflow.path.resolve() == first.resolve()
+        assert not session.started  # opened from the menu: it waits for Start too
+        assert [a.data() for a in session.window.recent_menu.actions()][0] == str(first.resolve())
+    finally:
+        launcher.close()
+
+
+def test_reopening_a_workflow_whose_old_window_is_still_stopping_waits_for_it(
+    qtbot, settings, tmp_path
+):
+    import threading
+
+    first = write_workflow(tmp_path, "first")
+    second = write_workflow(tmp_path, "second")
+    launcher = launcher_for(qtbot, settings, tmp_path)
+    try:
+        assert launcher.open(first)
+        old = launcher.sessions.current
+        release = threading.Event()
+        shut_down = old._shut_down
+
+        def slow_shut_down():  # the old engine takes its time to let go of the store
+            release.wait(20)
+            shut_down()
+
+        old._shut_down = slow_shut_down
+        assert launcher.sessions.open(second)
+        assert old in launcher.sessions.closing and not old.stopped
+        threading.Timer(0.2, release.set).start()  # it lets go while we reopen
+        assert launcher.sessions.open(first)  # waits for it, instead of "already running"
+        assert old.stopped
+        assert launcher.sessions.current.workflow.path.resolve() == first.resolve()
+        assert not getattr(launcher.sessions.current, "watching", False)
+    finally:
+        release.set()
+        launcher.close()

@@ -2,9 +2,10 @@
 when a task fails for good and when a run finishes, and a tray icon while the
 window owns recurring schedules.
 
-Notifications go through Qt's system tray message: on a Linux desktop with a
-StatusNotifier host Qt sends them to the freedesktop notification service
-(org.freedesktop.Notifications), elsewhere it shows a balloon. A click on the
+Notifications go to the freedesktop notification service with ``notify-send``
+when there is one and a session bus (``desktop_notify.py``: a stock GNOME has no
+tray to show Qt's messages), else through Qt's system tray message (a balloon, or
+the notification service on desktops with a StatusNotifier host). A click on the
 message selects the task it was about. Both can be turned off in Preferences.
 """
 
@@ -15,6 +16,7 @@ from PySide6.QtWidgets import QMenu, QSystemTrayIcon
 
 from taskloom.engine import TaskState
 
+from .desktop_notify import FreedesktopNotifier, find_notify_send
 from .icons import icon
 
 NOTIFY_KEY = "notifications/enabled"
@@ -40,7 +42,7 @@ class TrayNotifier:
         self._hide.timeout.connect(self._hide_again)
         self._shown_for_message = False
 
-    def notify(self, title: str, text: str, error: bool) -> None:
+    def notify(self, title: str, text: str, error: bool, task: str | None = None) -> None:
         if not self.tray.isVisible():
             self._shown_for_message = True
             self.tray.show()
@@ -83,7 +85,12 @@ class RunNotices(QObject):
         self.tray.setContextMenu(menu)
         self.tray.activated.connect(self._on_activated)
         self.tray.messageClicked.connect(self._on_message_clicked)
-        self.notifier = notifier if notifier is not None else TrayNotifier(self.tray)
+        if notifier is None:
+            program = find_notify_send()
+            notifier = FreedesktopNotifier(program, self) if program else TrayNotifier(self.tray)
+        self.notifier = notifier
+        if hasattr(notifier, "clicked"):  # it knows which message was clicked
+            notifier.clicked.connect(self._on_clicked)
         self.last_task: str | None = None
         self._states = {tid: info.state for tid, info in window.bridge.tasks.items()}
         # Kept up to date per batch, so a big graph costs per change, not per task.
@@ -161,16 +168,20 @@ class RunNotices(QObject):
         if not self.window.started or not setting_on(self.settings, NOTIFY_KEY):
             return
         self.last_task = task
-        self.notifier.notify(title, text, error)
+        self.notifier.notify(title, text, error, task)
 
     def _name(self) -> str:
         return self.window.document.name or "Taskloom"
 
     # -- clicks -----------------------------------------------------------------------
     def _on_message_clicked(self) -> None:
+        """Qt says only that the last message was clicked."""
+        self._on_clicked(self.last_task)
+
+    def _on_clicked(self, task) -> None:
         self.showRequested.emit()
-        if self.last_task is not None:
-            self.taskChosen.emit(self.last_task)
+        if task is not None:
+            self.taskChosen.emit(task)
 
     def _on_activated(self, reason) -> None:
         if reason in (
@@ -199,3 +210,5 @@ class RunNotices(QObject):
 
     def close(self) -> None:
         self.tray.hide()
+        if hasattr(self.notifier, "close"):
+            self.notifier.close()

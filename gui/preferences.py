@@ -26,7 +26,10 @@ class PreferencesDialog(QDialog):
         self.tray.setObjectName("trayCheck")
         self.tray.setAccessibleDescription("The icon shows the window again when clicked")
         self.tray.setChecked(setting_on(settings, TRAY_KEY))
-        note = QLabel("Notifications use the desktop's notification service when there is one.")
+        note = QLabel(
+            "Notifications go to the desktop's notification service (notify-send) when "
+            "there is one, else to the system tray."
+        )
         note.setWordWrap(True)
         buttons = QDialogButtonBox(
             QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel

@@ -17,8 +17,9 @@ ROOT = Path(__file__).resolve().parents[1]
 @pytest.fixture
 def env(tmp_path):
     """Offscreen, with the person's config and data folders in the test's temp dir."""
+    base = {k: v for k, v in os.environ.items() if k != "DBUS_SESSION_BUS_ADDRESS"}
     return {
-        **os.environ,
+        **base,  # no session bus: no real desktop notifications from these windows
         "PYTHONPATH": str(ROOT),
         "QT_QPA_PLATFORM": "offscreen",
         "XDG_CONFIG_HOME": str(tmp_path / "config"),

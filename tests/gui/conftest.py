@@ -39,6 +39,13 @@ def no_user_settings(tmp_path_factory):
         QSettings.setPath(kind, QSettings.Scope.UserScope, folder)
 
 
+@pytest.fixture(autouse=True)
+def no_desktop_notifications(monkeypatch):
+    """Windows in tests send no real desktop notifications: without a session bus
+    they use the tray (offscreen). The test of notify-send sets its own."""
+    monkeypatch.delenv("DBUS_SESSION_BUS_ADDRESS", raising=False)
+
+
 @pytest.fixture
 def settings(tmp_path):
     """A throwaway settings file, so tests never touch the user's."""

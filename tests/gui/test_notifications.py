@@ -18,9 +18,11 @@ FAIL = f'command = ["{sys.executable}", "-c", "import sys; sys.exit(3)"]'
 class FakeNotifier:
     def __init__(self):
         self.calls: list[tuple[str, str, bool]] = []
+        self.tasks: list[str | None] = []
 
-    def notify(self, title: str, text: str, error: bool) -> None:
+    def notify(self, title: str, text: str, error: bool, task=None) -> None:
         self.calls.append((title, text, error))
+        self.tasks.append(task)
 
 
 def session_for(tmp_path, settings, body: str, name="alerts"):
@@ -46,6 +48,7 @@ def test_a_task_that_fails_for_good_is_told_with_its_error_and_the_click_selects
         assert title == "bad failed" and error
         assert "alerts" in text and "3" in text  # the workflow and the exit code
         assert len(fake.calls) == 1  # "later" waits an hour: the run is not finished
+        assert fake.tasks == ["bad"]
         window.notices.tray.messageClicked.emit()  # the person clicks the message
         assert window.selected == ["bad"]
     finally:
@@ -120,6 +123,7 @@ def test_a_one_shot_workflow_has_no_tray_icon(qtbot, settings, tmp_path):
 def test_the_tray_notifier_shows_the_tray_for_its_message_and_hides_it_after(
     qtbot, settings, tmp_path
 ):
+    # No session bus here (conftest): Qt's tray message it is.
     path = tmp_path / "real.toml"
     path.write_text(f'[workflow]\nname = "real"\n\n[tasks.bad]\n{FAIL}\n', encoding="utf-8")
     session = WorkflowSession(load(path), settings, start=False)
@@ -133,5 +137,47 @@ def test_the_tray_notifier_shows_the_tray_for_its_message_and_hides_it_after(
         assert notices.notifier._hide.isActive()
         notices.notifier._hide_again()  # the message's time is over
         assert not tray.isVisible()
+    finally:
+        session.close()
+
+
+FAKE_NOTIFY_SEND = """#!/bin/sh
+# Records its arguments, one per line, and answers as if the notification was clicked.
+for arg in "$@"; do printf '%s\\n' "$arg"; done >> "$FAKE_NOTIFY_LOG"
+echo show
+"""
+
+
+def test_with_a_notification_service_notify_send_is_used_and_its_click_selects_the_task(
+    qtbot, settings, tmp_path, monkeypatch
+):
+    import os
+
+    from taskloom.gui.desktop_notify import FreedesktopNotifier
+
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    program = bin_dir / "notify-send"
+    program.write_text(FAKE_NOTIFY_SEND)
+    program.chmod(0o755)
+    log = tmp_path / "notify.log"
+    monkeypatch.setenv("FAKE_NOTIFY_LOG", str(log))
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}")
+    monkeypatch.setenv("DBUS_SESSION_BUS_ADDRESS", "unix:path=/nonexistent")
+    body = f'[tasks.bad]\n{FAIL}\n\n[tasks.later]\n{PASS}\nafter = "1h"\n'
+    path = tmp_path / "service.toml"
+    path.write_text(f'[workflow]\nname = "service"\n\n{body}', encoding="utf-8")
+    session = WorkflowSession(load(path), settings, start=False)
+    try:
+        notices = session.window.notices
+        assert isinstance(notices.notifier, FreedesktopNotifier)
+        session.start()
+        qtbot.waitUntil(lambda: session.window.selected == ["bad"], timeout=20000)
+        args = log.read_text().splitlines()
+        assert "bad failed" in args and "--app-name=Taskloom" in args
+        assert "--action=show=Show task" in args
+        assert any(a.startswith("service: ") and "3" in a for a in args)  # workflow, error
+        assert not notices.tray.isVisible()  # no tray needed for these
+        qtbot.waitUntil(lambda: not notices.notifier.live)  # its process has ended
     finally:
         session.close()

@@ -15,9 +15,7 @@ from PySide6.QtWidgets import QDockWidget, QFocusFrame, QScrollArea, QToolBar
 
 from .task_list import describe, spoken
 
-GRAPH_KEYS = (
-    "Arrow keys move between tasks; Enter opens the inspector; the Tasks panel lists every task"
-)
+GRAPH_KEYS = "Arrow keys move between tasks; the Tasks panel lists every task"
 TIMELINE_KEYS = "Left and Right pan, plus and minus zoom, Home follows now"
 
 

@@ -88,7 +88,7 @@ class TaskList(QWidget):
     """The list view and its model; emits the task the person moved to."""
 
     taskSelected = Signal(str)
-    taskActivated = Signal(str)  # Enter or a double click: show it in the graph
+    taskActivated = Signal(str)  # Enter or a double click: show its inspector
 
     def __init__(self, parent=None):
         super().__init__(parent)
@@ -101,7 +101,8 @@ class TaskList(QWidget):
         self.view.setUniformItemSizes(True)
         self.view.setAccessibleName("Tasks in the graph")
         self.view.setAccessibleDescription(
-            "Every task with its state; moving here selects it in the graph, Enter centres it"
+            "Every task with its state; moving here selects it in the graph, Enter shows "
+            "the inspector"
         )
         self.view.selectionModel().currentChanged.connect(self._on_current)
         self.view.activated.connect(lambda index: self.taskActivated.emit(index.data(ID_ROLE)))

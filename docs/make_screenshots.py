@@ -78,6 +78,32 @@ def take_watching(picture: str, workflow: str, seconds: float, kill_owner_after=
     return out
 
 
+START_PAGE = """
+import sys
+from pathlib import Path
+from PySide6.QtWidgets import QApplication
+app = QApplication(sys.argv[:1])
+from taskloom.gui.start_page import StartPage, bundled_examples
+folder = Path.home() / "pipelines"  # a throwaway HOME: the paths read as a person's
+folder.mkdir()
+recent = [folder / "nightly-backup.toml", folder / "reports.toml"]
+page = StartPage(recent, bundled_examples(), last=recent[0])
+page.show()
+app.processEvents()
+sys.exit(0 if page.grab().save(sys.argv[1]) else 1)
+"""
+
+
+def take_start_page(picture: str) -> Path:
+    """The start page as a person who opened two examples before sees it."""
+    out = DOCS / picture
+    env = dict(os.environ, QT_QPA_PLATFORM="offscreen", HOME=tempfile.mkdtemp())
+    env.pop("TASKLOOM_THEME", None)
+    command = [sys.executable, "-c", START_PAGE, str(out)]
+    subprocess.run(command, cwd=ROOT, env=env, check=True, timeout=60)
+    return out
+
+
 def shrink(path: Path) -> None:
     """Re-save at the strongest PNG compression (Qt maps quality 0 to zlib level 9).
 
@@ -103,6 +129,9 @@ def main() -> int:
         path = take_watching(picture, "etl.toml", 4.5, kill_after)
         shrink(path)
         print(f"{path.relative_to(ROOT)}: {path.stat().st_size // 1024} KB")
+    path = take_start_page("start-page.png")
+    shrink(path)
+    print(f"{path.relative_to(ROOT)}: {path.stat().st_size // 1024} KB")
     del app
     return 0
 

@@ -33,6 +33,8 @@ from PySide6.QtWidgets import (
 
 from taskloom.engine import Action, Outcome, TaskState
 
+from .accessibility import GraphDescription, label_window
+from .app_settings import user_settings
 from .bridge import EngineBridge
 from .clear import ClearQuestion, why_not
 from .close_question import CloseQuestion
@@ -49,9 +51,12 @@ from .history_reader import HistoryReader
 from .icons import icon
 from .inspector import Inspector
 from .legend import Legend
+from .notifications import RunNotices
 from .occurrences import later_occurrences
 from .run_history import store_of
+from .start_bar import StartBar
 from .status import StatusPanel
+from .task_list import TaskList
 from .timeline import Timeline
 
 S = TaskState
@@ -61,6 +66,8 @@ class MainWindow(QMainWindow):
     openRequested = Signal(str)  # a workflow file the user wants to open
     saveRequested = Signal(str)
     newRunRequested = Signal()  # Run again as a new run: the session starts it
+    newRequested = Signal()  # File > New: an empty workflow
+    startRequested = Signal()  # Start: the owner of the run starts its schedule
 
     def __init__(
         self,
@@ -70,11 +77,12 @@ class MainWindow(QMainWindow):
         title: str = "",
         workflow=None,
         early_events=None,
+        started: bool = True,
     ):
         super().__init__(parent)
         self.setObjectName("mainWindow")
         self.scheduler = scheduler
-        self.settings = settings if settings is not None else QSettings("Taskloom", "Taskloom")
+        self.settings = settings if settings is not None else user_settings()
         self.setWindowTitle(f"{title} — Taskloom" if title else "Taskloom")
         self.setWindowIcon(icon("app"))
         # early_events (bridge.EarlyEvents): what the engine said before this window existed.
@@ -105,12 +113,23 @@ class MainWindow(QMainWindow):
         self.document.pathChanged.connect(lambda _path: self._update_title())
         self.close_question = CloseQuestion(self)
         self.clear_question = ClearQuestion(self)
+        self.started = started
+        self.act_start = self._action(
+            "startRun",
+            "Start",
+            "start-run",
+            "F5",
+            lambda: self.startRequested.emit(),
+            "Start the workflow's schedule: nothing runs until then",
+        )
         self.graph_view = GraphView(self.scene)
         self.legend = Legend()
         central = QWidget()
         central_layout = QVBoxLayout(central)
         central_layout.setContentsMargins(0, 0, 0, 0)
         central_layout.setSpacing(0)
+        self.start_bar = StartBar(self.act_start)
+        central_layout.addWidget(self.start_bar)
         central_layout.addWidget(self.legend)
         self.filter_bar = FilterBar(lambda: list(self.selected))  # filters, groups (8.7)
         self.filter_bar.filterChanged.connect(self.scene.set_filter)
@@ -139,6 +158,11 @@ class MainWindow(QMainWindow):
             "Events", self.event_log, Qt.DockWidgetArea.BottomDockWidgetArea
         )
         self.splitDockWidget(self.timeline_dock, self.event_dock, Qt.Orientation.Horizontal)
+        # The graph's tasks for assistive technology and the keyboard: a tab beside Events.
+        self.task_list = TaskList()
+        self.task_dock = self._dock("Tasks", self.task_list, Qt.DockWidgetArea.BottomDockWidgetArea)
+        self.tabifyDockWidget(self.event_dock, self.task_dock)
+        self.event_dock.raise_()
         # The inspector runs the full height on the right: attempts and output need room.
         self.setCorner(Qt.Corner.BottomRightCorner, Qt.DockWidgetArea.RightDockWidgetArea)
         self.resizeDocks([self.inspector_dock], [340], Qt.Orientation.Horizontal)
@@ -159,6 +183,12 @@ class MainWindow(QMainWindow):
         self.status_panel = StatusPanel(self.statusBar(), self.bridge)
         self._wire()
         self.forecast_view = ForecastView(self)  # ETA, critical path, ghost bars
+        self.owns_run = True  # False while watching another process's run
+        self.notices = RunNotices(self, self.settings)
+        self.notices.taskChosen.connect(lambda tid: self.select_tasks([tid], centre=True))
+        self.notices.showRequested.connect(self.bring_to_front)
+        label_window(self)
+        self.graph_description = GraphDescription(self.graph_view, lambda: self.bridge.tasks)
 
         if workflow is not None:
             self.attach_workflow(workflow)
@@ -177,6 +207,7 @@ class MainWindow(QMainWindow):
         self._refresh_status()
         self._update_actions()
         self._restore_settings()
+        self.set_started(started)
 
     # -- construction ----------------------------------------------------------------
     def _dock(self, title: str, widget: QWidget, area) -> QDockWidget:
@@ -376,6 +407,8 @@ class MainWindow(QMainWindow):
         bar.setMovable(False)
         bar.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
         for action in (
+            self.act_start,
+            None,
             self.act_open,
             self.act_save,
             None,
@@ -421,13 +454,27 @@ class MainWindow(QMainWindow):
 
         menus = self.menuBar()
         file_menu = menus.addMenu("&File")
-        file_menu.addActions([self.act_open, self.act_save, self.act_save_as, self.act_export])
+        new_action = file_menu.addAction("New workflow")
+        new_action.setObjectName("newWorkflow")
+        new_action.setShortcut(QKeySequence("Ctrl+Shift+N"))  # Ctrl+N adds a task
+        new_action.triggered.connect(lambda: self.newRequested.emit())
+        file_menu.addAction(self.act_open)
+        # Filled by the app layer (set_recent): the workflows opened lately.
+        self.recent_menu = file_menu.addMenu("Open &recent")
+        self.recent_menu.setObjectName("recentMenu")
+        self.recent_menu.setEnabled(False)
+        file_menu.addActions([self.act_save, self.act_save_as, self.act_export])
+        file_menu.addSeparator()
+        preferences = file_menu.addAction("Preferences…", self.show_preferences)
+        preferences.setObjectName("preferences")
         file_menu.addSeparator()
         quit_action = file_menu.addAction("Quit", QKeySequence.StandardKey.Quit)
         quit_action.triggered.connect(self.close)
         edit = menus.addMenu("&Edit")
         edit.addActions([self.act_undo, self.act_redo, self.act_delete_edge, self.act_find])
         task = menus.addMenu("&Task")
+        task.addAction(self.act_start)
+        task.addSeparator()
         task.addActions([self.act_add, self.act_edit, self.act_remove])
         task.addSeparator()
         task.addActions(
@@ -446,7 +493,7 @@ class MainWindow(QMainWindow):
         view = menus.addMenu("&View")
         view.addActions([self.act_zoom_in, self.act_zoom_out, self.act_fit, self.act_relayout])
         view.addSeparator()
-        for dock in (self.inspector_dock, self.timeline_dock, self.event_dock):
+        for dock in (self.inspector_dock, self.timeline_dock, self.event_dock, self.task_dock):
             view.addAction(dock.toggleViewAction())
         view.addSeparator()
         view.addAction(self.timeline.by_worker_action)
@@ -474,6 +521,9 @@ class MainWindow(QMainWindow):
         v.menuRequested.connect(self._task_menu)
         v.connectHint.connect(self._show_connect_hint)
         self.timeline.taskClicked.connect(lambda tid: self.select_tasks([tid]))
+        self.task_list.taskSelected.connect(lambda tid: self.select_tasks([tid], centre=True))
+        self.task_list.taskActivated.connect(lambda tid: self.inspector_dock.show())
+        b.tasksChanged.connect(self.task_list.update_tasks)
         self.inspector.taskActivated.connect(lambda tid: self.select_tasks([tid], centre=True))
         b.pausedChanged.connect(self._on_paused_changed)
         c = self.controller
@@ -519,12 +569,48 @@ class MainWindow(QMainWindow):
         self.search_names.setStringList(sorted(tasks))
         self.scene.set_tasks(tasks)
         self.timeline.set_tasks(tasks)
+        self.task_list.set_tasks(tasks)
         self.selected = [t for t in self.selected if t in tasks]
         self.inspector.refresh()
         self._update_actions()
 
     def _refresh_status(self) -> None:
         self.status_panel.update(self.dispatcher_paused)
+
+    def set_started(self, started: bool, resumed: bool = False) -> None:
+        """Whether the run's schedule runs; until it does, a banner offers Start."""
+        self.started = started
+        self.act_start.setEnabled(not started)
+        self.act_start.setVisible(not started)
+        self.start_bar.set_text(self._title, resumed)
+        self.start_bar.setVisible(not started)
+        self.notices.update_tray()
+
+    def set_recent(self, paths) -> None:
+        """File > Open recent lists ``paths`` (newest first); choosing one opens it."""
+        self.recent_menu.clear()
+        for path in paths:
+            action = self.recent_menu.addAction(f"{Path(path).stem}  ({path})")
+            action.setData(str(path))
+            action.triggered.connect(lambda _on=False, p=str(path): self.openRequested.emit(p))
+        self.recent_menu.setEnabled(bool(paths))
+
+    def bring_to_front(self) -> None:
+        """A click on the tray or a notification: the window, as it was, in front."""
+        if self.isMinimized() or not self.isVisible():
+            self.showNormal()
+        self.raise_()
+        self.activateWindow()
+
+    def show_preferences(self):
+        from .preferences import PreferencesDialog
+
+        dialog = PreferencesDialog(self.settings, self)
+        dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        dialog.accepted.connect(self.notices.update_tray)
+        dialog.open()
+        self.preferences_dialog = dialog
+        return dialog
 
     # -- selection and actions --------------------------------------------------------
     def select_tasks(self, ids: list[str], centre: bool = False) -> None:
@@ -534,6 +620,8 @@ class MainWindow(QMainWindow):
         self.selected = list(ids)
         self.inspector.show_task(ids[0] if ids else None)
         self.timeline.select(ids[0] if ids else None)
+        self.task_list.select(ids[0] if ids else None)
+        self.graph_description.update(self.selected)
         self._update_actions()
 
     def _update_actions(self) -> None:
@@ -891,6 +979,7 @@ class MainWindow(QMainWindow):
     def shutdown_views(self) -> None:
         """Stop listening to the engine; the caller owns the scheduler."""
         self.stop_history()
+        self.notices.close()
         self.bridge.close()
         self._status_timer.stop()
         self._inspector_timer.stop()

@@ -308,7 +308,7 @@ class TimelineCanvas(QWidget):
         self._dragging = False
         self.setMouseTracking(True)
         self.setMinimumHeight(LANE_HEIGHT)
-        self.setFocusPolicy(Qt.FocusPolicy.ClickFocus)
+        self.setFocusPolicy(Qt.FocusPolicy.StrongFocus)  # Tab reaches it: keys pan and zoom
 
     # -- the window ---------------------------------------------------------------
     @property

@@ -29,6 +29,7 @@ from pathlib import Path
 from PySide6.QtCore import QEvent, QObject
 
 from taskloom import example_path
+from taskloom.desktop import DESKTOP_ID  # the .desktop entry's and AppStream's id
 from taskloom.engine.store import StoreBusy
 from taskloom.gui.run_choice import ask_resume_or_new
 
@@ -40,13 +41,30 @@ DEFAULT_WORKFLOW = example_path("etl")
 READER_JOIN_TIMEOUT = 10.0  # seconds the store waits for a history read still running
 # Errors opening a run: a store that cannot be used, or a task the engine refuses.
 OPEN_ERRORS = (RuntimeError, ValueError, KeyError, TypeError, OSError)
+# Errors of Scheduler.start(): a task depending on an unknown one, no threads to be had.
+START_ERRORS = (RuntimeError, KeyError, ValueError)
 
 
-def _ensure_platform(screenshot: str | None) -> None:
-    # A screenshot needs no screen: fall back to the offscreen platform on a headless box.
-    headless = not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
-    if screenshot and headless and sys.platform.startswith("linux"):
-        os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+NO_DISPLAY = (
+    "taskloom: no display to open the window on (DISPLAY and WAYLAND_DISPLAY are unset); "
+    "use 'taskloom run FILE' to run a workflow without one"
+)
+
+
+def _ensure_platform(screenshot: str | None) -> str:
+    """ "" if Qt can show a window here, else the one line that says what to do instead.
+
+    Without a display Qt's xcb plugin aborts the process (SIGABRT) with a message about
+    plugins; we look first. A screenshot needs no screen: it falls back to the
+    offscreen platform on a headless box. QT_QPA_PLATFORM set by the person wins."""
+    if not sys.platform.startswith("linux") or os.environ.get("QT_QPA_PLATFORM"):
+        return ""
+    if os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"):
+        return ""
+    if screenshot:
+        os.environ["QT_QPA_PLATFORM"] = "offscreen"
+        return ""
+    return NO_DISPLAY
 
 
 def store_paths(workflow, db: Path | None = None, data_dir: Path | None = None):
@@ -128,7 +146,15 @@ class WorkflowSession:
     """
 
     def __init__(
-        self, workflow, settings=None, *, db_path=None, fresh=False, log_dir=None, decide=None
+        self,
+        workflow,
+        settings=None,
+        *,
+        db_path=None,
+        fresh=False,
+        log_dir=None,
+        decide=None,
+        start=True,
     ):
         from taskloom.gui.main_window import MainWindow
 
@@ -159,12 +185,19 @@ class WorkflowSession:
                 title=workflow.name,
                 workflow=workflow,
                 early_events=self._early,
+                started=False,
             )
             self._reader = self.window.history_reader
-            self.scheduler.start()
+            if start:  # refusals go to the caller, who opens nothing
+                self.scheduler.start()
+                self.window.set_started(True)
+            else:
+                self.window.set_started(False, resumed=self.resumed)
         except BaseException:
             self._shut_down()
             raise
+        # Without ``start`` the run (a resumed one too) waits for the window's Start.
+        self.window.startRequested.connect(self.start)
         self.window.installEventFilter(_CloseWatcher(self))
         if type(self.executor).__name__ == "DaskExecutor":  # a cluster: show its workers
             self.window.timeline.set_by_worker(True)
@@ -218,6 +251,24 @@ class WorkflowSession:
         self.pruner = AttemptPruner(opened.store, keep.attempts, log_dir).start()
         return opened.scheduler, opened.store
 
+    def start(self) -> bool:
+        """Start the run's schedule (the window's Start, or ``--start``); True once it
+        runs. Idempotent; nothing starts once the session is stopping. A refusal (a task
+        depending on an unknown one, no threads to be had) is shown in the status bar."""
+        if self._stopper is not None:
+            return False
+        try:
+            self.scheduler.start()
+        except START_ERRORS as exc:
+            self.window.statusBar().showMessage(f"⚠ Cannot start: {exc}", 15000)
+            return False
+        self.window.set_started(True)
+        return True
+
+    @property
+    def started(self) -> bool:
+        return self.window.started
+
     @property
     def stopped(self) -> bool:
         return self._stopper is not None and not self._stopper.is_alive()
@@ -226,6 +277,8 @@ class WorkflowSession:
         """Whether closing the window asks about the schedule: a person closes a
         window whose stored run has recurring tasks (a headless owner can take it)."""
         if self.quiet or self._stopper is not None or self.db_path is None:
+            return False
+        if not self.started:  # never started here: handing it off would start it
             return False
         if self.workflow.path is None:
             return False
@@ -316,12 +369,18 @@ class Sessions:
 
     ``db`` and ``fresh`` apply to the first workflow opened (the command line's);
     later ones use their own store in ``data_dir`` (default: the user's data dir).
+    ``start``: a workflow opened starts its schedule at once; the window passes False,
+    so that nothing runs until the person presses Start (or ``--start``).
     """
 
-    def __init__(self, settings=None, *, db=None, fresh: bool = False, data_dir=None):
+    def __init__(
+        self, settings=None, *, db=None, fresh: bool = False, data_dir=None, start: bool = True
+    ):
         self.settings = settings
         self.db = None if db is None else Path(db)
         self.fresh = fresh
+        self.start = start
+        self.opened = []  # called with each workflow file opened (recent files)
         self.data_dir = data_dir
         self.current: WorkflowSession | None = None
         self.closing: list[WorkflowSession] = []  # replaced sessions still stopping
@@ -376,9 +435,10 @@ class Sessions:
             return False
         path = current.workflow.path
         _, log_dir = store_paths(current.workflow, current.db_path)
-        return self._open(current.workflow, path, current.db_path, log_dir, fresh=False)
+        # The person asked to take the run over: it goes on at once.
+        return self._open(current.workflow, path, current.db_path, log_dir, False, start=True)
 
-    def _open(self, workflow, path, db_path, log_dir, fresh: bool) -> bool:
+    def _open(self, workflow, path, db_path, log_dir, fresh: bool, start=None) -> bool:
         old = self.current
         if (
             old is not None
@@ -391,8 +451,12 @@ class Sessions:
             old.quiet = True
             old.stop()
             old.join()
+        for closing in self.closing:  # A, then B, then A again (Open recent): A's
+            if closing.db_path is not None and closing.db_path.resolve() == db_path.resolve():
+                closing.join()  # old engine still holds A's store until it has stopped
+        start = self.start if start is None else start
         try:
-            session = self._session(workflow, db_path, log_dir, fresh)
+            session = self._session(workflow, db_path, log_dir, fresh, start)
         except OPEN_ERRORS as exc:
             if old is None:
                 raise
@@ -400,20 +464,37 @@ class Sessions:
             if isinstance(exc, StoreBusy):  # a person must see why nothing opened
                 _show_busy(old.window, exc, workflow.name)
             return False
+        self._show(session, old)
+        for listener in self.opened:
+            listener(path)
+        return True
+
+    def new(self) -> bool:
+        """A new, empty workflow without a file (Save asks where) and without a store."""
+        from taskloom.engine.workflow import Workflow
+
+        old = self.current
+        if old is not None and not old.window.close_question.may_close():
+            return False
+        self._show(WorkflowSession(Workflow(name="untitled"), self.settings, start=self.start), old)
+        return True
+
+    def _show(self, session, old) -> None:
         self.current = session
         session.window.openRequested.connect(self.open)
-        if not getattr(session, "watching", False) and db_path is not None and path is not None:
+        watching = getattr(session, "watching", False)
+        if not watching and session.db_path is not None and session.workflow.path is not None:
             session.window.new_run_possible = True
             session.window.newRunRequested.connect(self.new_run)
+        session.window.newRequested.connect(self.new)
         if getattr(session, "watching", False):
             session.status.takeOverRequested.connect(self.take_over)
         session.window.show()
         if old is not None:  # after the new window shows, so the app never has none
             old.close(wait=False)
             self.closing.append(old)
-        return True
 
-    def _session(self, workflow, db_path, log_dir, fresh: bool):
+    def _session(self, workflow, db_path, log_dir, fresh: bool, start: bool = True):
         """Own the workflow's run; if another live process owns it, watch that one."""
         from taskloom.engine.watched_run import OwnerGone
 
@@ -433,6 +514,7 @@ class Sessions:
                     fresh=fresh,
                     log_dir=log_dir,
                     decide=decide,
+                    start=start,
                 )
             except StoreBusy:
                 try:
@@ -440,7 +522,13 @@ class Sessions:
                 except OwnerGone:
                     continue
         return WorkflowSession(
-            workflow, self.settings, db_path=db_path, fresh=fresh, log_dir=log_dir, decide=decide
+            workflow,
+            self.settings,
+            db_path=db_path,
+            fresh=fresh,
+            log_dir=log_dir,
+            decide=decide,
+            start=start,
         )
 
     def open_broken(self, path, error) -> None:
@@ -527,7 +615,12 @@ class _StopSignals:
 
     def _quit(self) -> None:
         _close_without_asking(self.app)
-        self.app.quit()
+        # Posted, not called: a signal handled just before app.exec() starts its loop
+        # would otherwise quit nothing (quit() outside a loop is a no-op) and the
+        # window would run on. The loop runs posted calls as soon as it starts.
+        from PySide6.QtCore import QTimer
+
+        QTimer.singleShot(0, self.app.quit)
 
     def restore(self) -> None:
         """Put back the handlers we replaced (the window may run inside a test)."""
@@ -580,27 +673,38 @@ def run_window(
     fresh: bool = False,
     theme: str | None = None,
     select: str | None = None,
+    start: bool = False,
+    settings=None,
 ) -> int:
-    """Show the window for the workflow at ``path`` (default: the bundled ETL example).
+    """Show the window for the workflow at ``path``; without one, the start page.
 
     The run lives in ``db`` (default: the workflow file's store in
     ``<user data dir>/taskloom/runs``):
-    an unfinished run is resumed unless ``fresh``. With ``screenshot``, save a
+    an unfinished run is resumed unless ``fresh``. It waits for the window's Start
+    unless ``start`` (``--start``). With ``screenshot``, save a
     picture of the window after ``quit_after`` seconds (default 3) and exit 0; a
-    screenshot always starts a fresh run, in a throwaway store unless ``db`` is
-    given, so it shows work happening and leaves the user's history alone.
-    ``theme`` ("light", "dark" or "system"; default: $TASKLOOM_THEME, else
+    screenshot of a workflow starts it, always as a fresh run, in a throwaway store
+    unless ``db`` is given, so it shows work happening and leaves the user's history
+    alone. ``theme`` ("light", "dark" or "system"; default: $TASKLOOM_THEME, else
     system) is applied before the window is built. ``select`` pre-selects a task
-    (for pictures that show the inspector with its attempts).
-    Returns the process exit code.
+    (for pictures that show the inspector with its attempts). ``settings`` (a
+    QSettings) replaces the person's own (tests).
+    Returns the process exit code; 2 at once when there is no display to show it on.
     """
-    _ensure_platform(screenshot)
+    problem = _ensure_platform(screenshot)
+    if problem:
+        print(problem, file=sys.stderr)
+        return 2
     from PySide6.QtCore import QSettings
     from PySide6.QtWidgets import QApplication
 
+    from taskloom.gui.app_settings import APP_NAME, DISPLAY_NAME, user_settings
+
     app = QApplication.instance() or QApplication(sys.argv[:1])
-    app.setApplicationName("Taskloom")
-    app.setOrganizationName("Taskloom")
+    app.setApplicationName(APP_NAME)
+    app.setOrganizationName(APP_NAME)
+    app.setApplicationDisplayName(DISPLAY_NAME)
+    app.setDesktopFileName(DESKTOP_ID)  # the launcher entry `taskloom install-desktop` writes
     from taskloom.gui.style import apply_theme
 
     try:
@@ -608,60 +712,77 @@ def run_window(
     except ValueError as exc:
         print(exc, file=sys.stderr)
         return 2
-    from taskloom.places import window_settings_file
-
-    # One folder, one case: <user config dir>/taskloom (was ~/.config/Taskloom).
-    settings = QSettings(str(window_settings_file()), QSettings.Format.IniFormat)
-    data_dir = scratch = None
+    data_dir = None
+    scratch = None
     if screenshot:  # a reproducible picture: default geometry, not the user's saved one
-        scratch = Path(tempfile.mkdtemp(prefix="taskloom-"))
-        settings = QSettings(str(scratch / "screenshot.ini"), QSettings.Format.IniFormat)
-        data_dir = scratch
+        scratch = tempfile.TemporaryDirectory(prefix="taskloom-")
+        settings = QSettings(str(Path(scratch.name) / "screenshot.ini"), QSettings.Format.IniFormat)
+        data_dir = Path(scratch.name)
         fresh = True
+        start = path is not None  # a picture of a workflow at work
+    if settings is None:
+        settings = user_settings()
     stop_signals = _StopSignals(app)
     stop_signals.install()
     try:
         return _open_and_run(
-            app, stop_signals, path, screenshot, quit_after, settings, db, fresh, data_dir, select
+            app,
+            stop_signals,
+            path,
+            screenshot,
+            quit_after,
+            settings,
+            db,
+            fresh,
+            data_dir,
+            select,
+            start,
         )
     finally:
         stop_signals.restore()
         if scratch is not None:  # the throwaway store, its logs and settings
-            import shutil
-
             settings.sync()  # written now, not when Qt destroys it (into a removed folder)
-            shutil.rmtree(scratch, ignore_errors=True)
+            scratch.cleanup()
 
 
 def _open_and_run(
-    app, stop_signals, path, screenshot, quit_after, settings, db, fresh, data_dir, select
+    app, stop_signals, path, screenshot, quit_after, settings, db, fresh, data_dir, select, start
 ) -> int:
     from PySide6.QtCore import QTimer
 
     from taskloom.engine.workflow import WorkflowError
 
-    sessions = Sessions(settings, db=db, fresh=fresh, data_dir=data_dir)
+    from .launcher import Launcher
+
+    launcher = Launcher(settings, db=db, fresh=fresh, data_dir=data_dir)
+    sessions = launcher.sessions
     if app.platformName() == "offscreen":
         # Nobody to ask (a headless box, a CI job): resume, as ``taskloom run`` does.
         sessions.choose_run = resume_without_asking
     try:
-        sessions.open(path or DEFAULT_WORKFLOW)
+        if path is None:
+            launcher.show_start_page()
+        else:
+            sessions.open(path)
     except WorkflowError as exc:
         print(exc, file=sys.stderr)  # and the window lists them (open_broken)
         if sessions.current is None or screenshot:
-            sessions.close()
+            launcher.close()
             return 2
     except StoreBusy as exc:
         print(f"taskloom: {exc}; not opening a second run of it", file=sys.stderr)
         if not screenshot and app.platformName() != "offscreen":
-            _show_busy(None, exc, Path(path or DEFAULT_WORKFLOW).name, modal=True)
+            _show_busy(None, exc, Path(path).name, modal=True)
         return EXIT_BUSY
     except OPEN_ERRORS as exc:
-        print(f"{path or DEFAULT_WORKFLOW}: {exc}", file=sys.stderr)
+        print(f"{path}: {exc}", file=sys.stderr)
         return 2
     code = {"value": 0}
-    if select:
-        window = sessions.current.window
+    current = sessions.current
+    if start and current is not None and hasattr(current, "start") and not current.start():
+        print(f"{path}: {current.window.statusBar().currentMessage()}", file=sys.stderr)
+    if select and current is not None:
+        window = current.window
         if select not in window.bridge.tasks:
             print(f"--select: no task {select!r} in the workflow", file=sys.stderr)
         else:
@@ -671,7 +792,8 @@ def _open_and_run(
         if screenshot and not _graph_drawn(sessions, finish):
             return  # asked again once the graph is drawn
         if screenshot:
-            picture = sessions.current.window.grab()
+            shown = launcher.page if sessions.current is None else sessions.current.window
+            picture = shown.grab()
             if not picture.save(str(screenshot)):
                 print(f"cannot write screenshot {screenshot}", file=sys.stderr)
                 code["value"] = 1
@@ -683,5 +805,5 @@ def _open_and_run(
     try:
         result = 0 if stop_signals.requested else app.exec()
     finally:
-        sessions.close()
+        launcher.close()
     return code["value"] if screenshot else result

@@ -7,7 +7,9 @@
     taskloom next FILE [-n N] [--json]   the next fire times across tasks
     taskloom history FILE [--json]
     taskloom forecast FILE [--for DURATION] [--json]
-    taskloom [FILE] [--screenshot PNG] [--quit-after SECONDS]     (opens the window)
+    taskloom install-desktop [--uninstall]
+    taskloom [FILE | --example NAME] [--start] [--screenshot PNG]  (the window; the start
+                                                                   page without a file)
     taskloom --version
     -q/--quiet and -v/--verbose (-vv) before or after the command (logs.py)
 
@@ -42,7 +44,7 @@ import taskloom
 EXIT_OK, EXIT_FAILED, EXIT_INVALID = 0, 1, 2
 EXIT_BUSY = 75  # EX_TEMPFAIL (sysexits.h): not now, try again when the owner has finished
 EXIT_SIGNAL_BASE = 128  # 128 + the signal's number, as shells report: SIGINT 130, SIGTERM 143
-SUBCOMMANDS = ("run", "validate", "history", "list", "next", "forecast")
+SUBCOMMANDS = ("run", "validate", "history", "list", "next", "forecast", "install-desktop")
 SIGNAL_CHECK = 0.2  # seconds between looks for Ctrl-C / SIGTERM while waiting
 log = logging.getLogger("taskloom.cli")
 
@@ -207,6 +209,10 @@ def _command_parser() -> argparse.ArgumentParser:
     ahead.add_argument("--workers", type=_positive_int, help="worker threads (default: the file's)")
     ahead.add_argument("--seed", type=int, default=0, help="seed of the sampled passes")
     _store_arguments(ahead)
+
+    from .desktop import add_parser as add_desktop_parser
+
+    add_desktop_parser(sub)
     return parser
 
 
@@ -228,13 +234,24 @@ def _store_arguments(parser) -> None:
 def _window_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="taskloom",
-        description="Open the Taskloom window on a workflow (the bundled ETL example if none).",
+        description="Open the Taskloom window on a workflow (the start page if none).",
         epilog="Also: 'taskloom run FILE' runs headless, 'taskloom validate FILE' checks a "
-        "file, 'taskloom list|next|history FILE' tell about it; add --help to any of them.",
+        "file, 'taskloom list|next|history|forecast FILE' tell about it; add --help to any "
+        "of them.",
         parents=[_output_options(True)],
     )
     parser.add_argument("--version", action="version", version=f"taskloom {_version()}")
     parser.add_argument("file", nargs="?", type=Path, help="workflow file (TOML)")
+    parser.add_argument(
+        "--example",
+        choices=("etl", "flaky", "recurring"),
+        help="open a bundled example instead of a file",
+    )
+    parser.add_argument(
+        "--start",
+        action="store_true",
+        help="start the workflow's schedule at once (default: when you press Start)",
+    )
     _store_arguments(parser)
     parser.add_argument(
         "--fresh",
@@ -281,6 +298,10 @@ def main(argv=None) -> int:
             from .forecasting import show_forecast
 
             return show_forecast(args)
+        if args.command == "install-desktop":
+            from .desktop import main as install_desktop
+
+            return install_desktop(args)
         return validate_workflow(args.file, quiet=args.quiet, as_json=args.json)
     args = _window_parser().parse_args(argv)
     from taskloom import logs
@@ -342,7 +363,13 @@ def _print_problems(path: Path, problems) -> int:
 def open_window(args) -> int:
     from taskloom.app import run_window  # Qt loads only for the window
 
-    path = args.file if args.file is not None else taskloom.example_path("etl")
+    if args.file is not None and args.example:
+        print("taskloom: give a FILE or --example, not both", file=sys.stderr)
+        return EXIT_INVALID
+    path = taskloom.example_path(args.example) if args.example else args.file
+    if path is None and (args.start or args.select):
+        print("taskloom: --start and --select need a FILE or --example", file=sys.stderr)
+        return EXIT_INVALID
     result = run_window(
         path,
         screenshot=args.screenshot,
@@ -351,6 +378,7 @@ def open_window(args) -> int:
         fresh=args.fresh,
         theme=args.theme,
         select=args.select,
+        start=args.start,
     )
     return int(result or 0)
 

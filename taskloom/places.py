@@ -18,7 +18,6 @@ current one included):
 
 from __future__ import annotations
 
-import shutil
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
@@ -49,19 +48,6 @@ def log_dir_for(db_path: Path) -> Path:
 
 def settings_file() -> Path:
     return config_dir() / "settings.toml"
-
-
-def window_settings_file() -> Path:
-    """The window's QSettings (INI) file; the old ``Taskloom/Taskloom.conf`` is copied
-    here the first time."""
-    from platformdirs import user_config_path
-
-    target = config_dir() / "window.ini"
-    old = user_config_path("Taskloom") / "Taskloom.conf"
-    if not target.exists() and old.is_file() and old.parent != target.parent:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(old, target)
-    return target
 
 
 @dataclass(frozen=True)

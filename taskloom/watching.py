@@ -41,6 +41,7 @@ class WatchSession:
         except BaseException:
             self.scheduler.close()
             raise
+        self.window.owns_run = False  # its schedules are the owner's: no tray icon here
         self.status = WatchStatus(self.window, self.scheduler, workflow.name)
         self.window.installEventFilter(_CloseWatcher(self))
 

@@ -115,16 +115,8 @@ def test_retention_defaults_and_keeps_logs_within_runs(tmp_path):
     assert places.retention(tmp_path / "s.toml") == places.Retention(5, 5)
 
 
-def test_window_settings_live_in_the_lowercase_folder_and_old_ones_move_over(tmp_path, monkeypatch):
+def test_the_config_folder_is_lower_case(tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))
-    old = tmp_path / "Taskloom" / "Taskloom.conf"
-    old.parent.mkdir()
-    old.write_text("[General]\ntheme=dark\n")
-    target = places.window_settings_file()
-    assert target == tmp_path / "taskloom" / "window.ini"
-    assert target.read_text() == old.read_text()
-    old.write_text("[General]\ntheme=light\n")
-    assert places.window_settings_file().read_text() == "[General]\ntheme=dark\n"  # once only
     assert os.path.samefile(places.config_dir(), tmp_path / "taskloom")
 
 

@@ -30,6 +30,22 @@ def no_close_questions(monkeypatch):
     monkeypatch.setattr(CloseQuestion, "asks_by_default", False)
 
 
+@pytest.fixture(autouse=True)
+def no_user_settings(tmp_path_factory):
+    """QSettings of the user scope (the window's defaults, recent files) go to a temp
+    folder: no test reads or writes the person's own ~/.config."""
+    folder = str(tmp_path_factory.mktemp("config"))
+    for kind in (QSettings.Format.NativeFormat, QSettings.Format.IniFormat):
+        QSettings.setPath(kind, QSettings.Scope.UserScope, folder)
+
+
+@pytest.fixture(autouse=True)
+def no_desktop_notifications(monkeypatch):
+    """Windows in tests send no real desktop notifications: without a session bus
+    they use the tray (offscreen). The test of notify-send sets its own."""
+    monkeypatch.delenv("DBUS_SESSION_BUS_ADDRESS", raising=False)
+
+
 @pytest.fixture
 def settings(tmp_path):
     """A throwaway settings file, so tests never touch the user's."""

@@ -60,7 +60,7 @@ def test_a_stop_signal_to_the_window_ends_its_commands_and_leaves_the_run_resuma
     path, fifo = announcing_workflow(tmp_path)
     db = tmp_path / "run.db"
     window = subprocess.Popen(
-        [sys.executable, "-m", "taskloom", str(path), "--db", str(db)],
+        [sys.executable, "-m", "taskloom", str(path), "--db", str(db), "--start"],
         cwd=ROOT,
         env=env(tmp_path),
         stdout=subprocess.PIPE,

@@ -655,6 +655,8 @@ def _graph_drawn(sessions, then) -> bool:
 
     from PySide6.QtCore import QTimer
 
+    if sessions.current is None:  # the start page: no graph to wait for
+        return True
     scene = sessions.current.window.scene
     waited = getattr(then, "waited_since", None)
     if waited is None:

@@ -57,7 +57,7 @@ from .run_history import store_of
 from .start_bar import StartBar
 from .status import StatusPanel
 from .task_list import TaskList
-from .timeline import Timeline
+from .timeline import LOOK_AHEAD, Timeline
 
 S = TaskState
 
@@ -497,6 +497,13 @@ class MainWindow(QMainWindow):
             view.addAction(dock.toggleViewAction())
         view.addSeparator()
         view.addAction(self.timeline.by_worker_action)
+        ahead = view.addMenu("Timeline &looks ahead")
+        ahead.setObjectName("lookAheadMenu")
+        for name in LOOK_AHEAD:  # hour, day, week
+            action = ahead.addAction(f"the next &{name}")
+            action.setObjectName(f"lookAhead_{name}")
+            seconds = LOOK_AHEAD[name]
+            action.triggered.connect(lambda _c=False, s=seconds: self.timeline.look_ahead(s))
 
     def _wire(self) -> None:
         b = self.bridge

@@ -47,9 +47,12 @@ from .style import ENTRY_COLOURS, OUTCOME_COLOURS, RECURRING_MARK
 LANE_HEIGHT = 24
 LABEL_WIDTH = 130
 AXIS_HEIGHT = 24
-NOW_AT = 0.2  # where now sits while following, as a fraction of the width
 SPANS = (10.0, 20.0, 30.0, 60.0, 150.0, 300.0, 600.0, 1800.0, 3600.0)
-SPANS += (3 * 3600.0, 6 * 3600.0, 12 * 3600.0, 86400.0)
+SPANS += (3 * 3600.0, 6 * 3600.0, 12 * 3600.0, 86400.0, 2 * 86400.0)
+NOW_AT = 0.2  # where now sits while following, as a fraction of the width
+# View > Look ahead: the next hour, day or week after now (the forecast fills it).
+LOOK_AHEAD = {"hour": 3600.0, "day": 86400.0, "week": 7 * 86400.0}
+SPANS += (LOOK_AHEAD["week"] / (1 - NOW_AT),)
 DEFAULT_SPAN = 150.0  # 30 s of history, 2 min ahead (once a person zooms or pans)
 FIT_SPANS = (20.0, 600.0)  # the range the automatic fit stays within
 FIT_HISTORY = 30.0  # seconds shown before now when this run has no attempt yet
@@ -1035,6 +1038,11 @@ class Timeline(QWidget):
     def follow_now(self) -> None:
         self.canvas.follow_now()
 
+    def look_ahead(self, seconds: float) -> None:
+        """Follow now and show ``seconds`` after it (the forecast's ghosts fill it)."""
+        self.canvas.follow_now()
+        self.canvas.set_span(seconds / (1 - NOW_AT))
+
 
 def _ticks(left, right, now, step, offset, following):
     """(time, label) pairs: "now", "−30 s", "+1 min" while following; wall-clock
@@ -1073,10 +1081,11 @@ def _marker(kind: str, x: float, y: float) -> QPainterPath:
 
 
 def _tick_step(span: float, max_ticks: int = 8) -> float:
-    for step in (1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 14400, 21600):
+    steps = (1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 14400, 21600)
+    for step in (*steps, 43200, 86400, 2 * 86400):  # up to a week ahead (View > Look ahead)
         if span / step <= min(8, max_ticks):
             return float(step)
-    return 43200.0
+    return 7 * 86400.0
 
 
 def _short(seconds: float) -> str:

@@ -90,7 +90,7 @@ def wheel(widget, dy=0, dx=0, modifiers=Qt.KeyboardModifier.NoModifier, x=400.0)
     return event
 
 
-def test_ctrl_wheel_zooms_from_ten_seconds_to_a_day(qtbot, make_window, manual_scheduler):
+def test_ctrl_wheel_zooms_from_ten_seconds_to_a_week_ahead(qtbot, make_window, manual_scheduler):
     window = make_window(manual_scheduler)
     canvas = window.timeline.canvas
     canvas.set_span(DEFAULT_SPAN)
@@ -99,7 +99,7 @@ def test_ctrl_wheel_zooms_from_ten_seconds_to_a_day(qtbot, make_window, manual_s
     assert canvas.span == 300.0
     for _ in range(20):
         wheel(canvas, dy=-120, modifiers=Qt.KeyboardModifier.ControlModifier)
-    assert canvas.span == SPANS[-1] == 86400.0
+    assert canvas.span == SPANS[-1] and canvas.horizon == 7 * 86400.0  # a week ahead
     for _ in range(20):
         wheel(canvas, dy=120, modifiers=Qt.KeyboardModifier.ControlModifier)
     assert canvas.span == SPANS[0] == 10.0
@@ -316,3 +316,17 @@ def test_a_collapsed_group_is_one_lane_with_its_tasks_bars():
     assert tid == "etl.a" and bar[:3] == [5.0, 7.0, "succeeded"]  # ended in the group lane too
     model.set_lane_groups(None)  # the group expanded again: a lane per task
     assert model.visible_lanes() == ["etl.a", "etl.b", "solo"]
+
+
+def test_view_menu_looks_ahead_an_hour_a_day_or_a_week(qtbot, make_window, manual_scheduler):
+    from PySide6.QtGui import QAction
+
+    window = make_window(manual_scheduler)
+    canvas = window.timeline.canvas
+    canvas.pan(-3000)  # a person looked back; looking ahead follows now again
+    for name, seconds in (("week", 7 * 86400.0), ("hour", 3600.0), ("day", 86400.0)):
+        window.findChild(QAction, f"lookAhead_{name}").trigger()
+        assert canvas.following and not canvas.auto_fit
+        assert abs(canvas.horizon - seconds) < 1e-6
+        now = manual_scheduler.clock.now()
+        assert abs(canvas.window(now)[1] - (now + seconds)) < 1e-6

@@ -46,7 +46,7 @@ START_ERRORS = (RuntimeError, KeyError, ValueError)
 
 
 NO_DISPLAY = (
-    "taskloom: no display to open the window on (DISPLAY and WAYLAND_DISPLAY are unset); "
+    "taskloom: no display to open the window on ({why}); "
     "use 'taskloom run FILE' to run a workflow without one"
 )
 
@@ -59,12 +59,15 @@ def _ensure_platform(screenshot: str | None) -> str:
     offscreen platform on a headless box. QT_QPA_PLATFORM set by the person wins."""
     if not sys.platform.startswith("linux") or os.environ.get("QT_QPA_PLATFORM"):
         return ""
-    if os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"):
+    from taskloom.display import unreachable
+
+    why = unreachable()
+    if why is None:
         return ""
     if screenshot:
         os.environ["QT_QPA_PLATFORM"] = "offscreen"
         return ""
-    return NO_DISPLAY
+    return NO_DISPLAY.format(why=why)
 
 
 def store_paths(workflow, db: Path | None = None, data_dir: Path | None = None):

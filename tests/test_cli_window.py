@@ -104,6 +104,14 @@ def test_without_a_display_one_line_says_to_use_run_and_exits_2(tmp_path):
         assert len(lines) == 1, result.stderr
         assert "no display" in lines[0] and "taskloom run FILE" in lines[0]
         assert "xcb" not in result.stderr
+    # A display named but gone (X forwarding dropped, an Xvfb that exited) is no
+    # display either: Qt would abort with its xcb message.
+    for gone in ({"DISPLAY": ":97"}, {"WAYLAND_DISPLAY": "wayland-97"}):
+        result = taskloom({**bare, **gone, "XDG_RUNTIME_DIR": str(tmp_path)})
+        assert result.returncode == 2, result.stderr
+        (line,) = result.stderr.strip().splitlines()
+        assert "no display" in line and next(iter(gone.values())) in line, line
+        assert "xcb" not in result.stderr
     # A screenshot needs no display: it falls back to the offscreen platform.
     picture = tmp_path / "etl.png"
     result = taskloom(bare, "--example", "etl", "--screenshot", picture, "--quit-after", "0.5")

@@ -59,11 +59,12 @@ def _ensure_platform(screenshot: str | None) -> str:
     offscreen platform on a headless box. QT_QPA_PLATFORM set by the person wins."""
     if not sys.platform.startswith("linux") or os.environ.get("QT_QPA_PLATFORM"):
         return ""
-    from taskloom.display import unreachable
+    from taskloom.display import unreachable, x11_only, x11_plugin_problem
 
     why = unreachable()
     if why is None:
-        return ""
+        problem = x11_plugin_problem() if x11_only() else None
+        return "" if problem is None else f"taskloom: {problem}; or use 'taskloom run FILE'"
     if screenshot:
         os.environ["QT_QPA_PLATFORM"] = "offscreen"
         return ""

@@ -8,9 +8,12 @@ X authorisation: a socket that accepts is taken as a display.
 
 from __future__ import annotations
 
+import ctypes
+import importlib.util
 import os
 import re
 import socket
+from pathlib import Path
 
 CONNECT_TIMEOUT_S = 1.0
 _X_DISPLAY = re.compile(r"^(?P<host>[^:]*):(?P<number>\d+)(\.\d+)?$")
@@ -63,3 +66,39 @@ def _connects(family: int, address) -> bool:
         return True
     except OSError:
         return False
+
+
+def x11_plugin_problem(plugin: Path | None = None) -> str | None:
+    """Why Qt's X11 platform plugin cannot load here (a system library it links to is
+    missing), or None. Qt itself would abort with a message about xcb-cursor whatever
+    the library is; loading the plugin first names the one that is missing."""
+    if plugin is None:
+        spec = importlib.util.find_spec("PySide6")
+        if spec is None or not spec.submodule_search_locations:
+            return None
+        plugin = Path(spec.submodule_search_locations[0]) / "Qt/plugins/platforms/libqxcb.so"
+    if not plugin.is_file():
+        return None  # a build without it: let Qt judge
+    try:
+        ctypes.CDLL(str(plugin))
+    except OSError as exc:
+        found = re.search(r"([\w.+-]+\.so[\w.]*): cannot open", str(exc))
+        missing = f"{found[1]} is missing" if found else str(exc)
+        return (
+            f"Qt's X11 plugin cannot load ({missing}); install the X11 libraries Qt needs "
+            "(Debian/Ubuntu: apt install libxcb-cursor0 libxcb-icccm4 libxcb-keysyms1 "
+            "libxcb-shape0 libxkbcommon-x11-0)"
+        )
+    return None
+
+
+def x11_only(environ: dict[str, str] | None = None) -> bool:
+    """Qt will use X11: no Wayland compositor answers (Qt prefers Wayland when one does)."""
+    env = os.environ if environ is None else environ
+    wayland = env.get("WAYLAND_DISPLAY")
+    if not wayland:
+        return True
+    runtime = env.get("XDG_RUNTIME_DIR", "")
+    return not _connects(
+        socket.AF_UNIX, wayland if wayland.startswith("/") else os.path.join(runtime, wayland)
+    )

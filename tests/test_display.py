@@ -29,3 +29,13 @@ def test_wayland_is_its_socket_in_the_runtime_dir(tmp_path):
     path.unlink()
     why = unreachable({"WAYLAND_DISPLAY": "wayland-7", "XDG_RUNTIME_DIR": str(tmp_path)})
     assert "wayland-7" in why and "no compositor" in why
+
+
+def test_a_plugin_that_cannot_load_names_what_it_lacks(tmp_path):
+    from taskloom.display import x11_plugin_problem
+
+    broken = tmp_path / "libqxcb.so"
+    broken.write_bytes(b"not a library")
+    problem = x11_plugin_problem(broken)
+    assert problem is not None and "cannot load" in problem and "apt install" in problem
+    assert x11_plugin_problem(tmp_path / "absent.so") is None  # no plugin: Qt judges

@@ -4,7 +4,6 @@ runs; a store that keeps its last runs and stops growing; no temp folders left."
 from __future__ import annotations
 
 import json
-import os
 import sqlite3
 import subprocess
 import sys
@@ -117,7 +116,7 @@ def test_retention_defaults_and_keeps_logs_within_runs(tmp_path):
 
 def test_the_config_folder_is_lower_case(tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))
-    assert os.path.samefile(places.config_dir(), tmp_path / "taskloom")
+    assert places.config_dir() == tmp_path / "taskloom"
 
 
 def test_a_long_run_keeps_each_tasks_last_attempts(tmp_path):

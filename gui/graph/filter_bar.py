@@ -68,7 +68,14 @@ class FilterBar(QWidget):
         self.collapse = QToolButton()
         self.collapse.setText("⊟ All")
         self.collapse.setToolTip("Collapse every group (- collapses the selected task's)")
-        for widget in (self.states, self.text, self.around, self.expand, self.collapse):
+        for widget, name in (  # what a screen reader says for each control
+            (self.states, "Show tasks in state"),
+            (self.text, "Filter graph by name"),
+            (self.around, "Only the selection and what it waits for or blocks"),
+            (self.expand, "Expand every group"),
+            (self.collapse, "Collapse every group"),
+        ):
+            widget.setAccessibleName(name)
             row.addWidget(widget)
         row.setStretch(1, 1)
         self._typing = QTimer(self)

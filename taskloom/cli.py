@@ -286,28 +286,37 @@ def main(argv=None) -> int:
         from taskloom import logs
 
         logs.configure(verbosity(args))  # once, for every command
-        if args.command == "run":
-            return run_workflow(args)
-        if args.command == "history":
-            return show_history(args)
-        if args.command in ("list", "next"):
-            from taskloom import listing
-
-            return listing.main(args)
-        if args.command == "forecast":
-            from .forecasting import show_forecast
-
-            return show_forecast(args)
-        if args.command == "install-desktop":
-            from .desktop import main as install_desktop
-
-            return install_desktop(args)
-        return validate_workflow(args.file, quiet=args.quiet, as_json=args.json)
+        try:
+            return _command(args)
+        except BrokenPipeError:  # `taskloom list FILE | head`: the reader has gone
+            # Python would print a traceback at exit when it flushes stdout again.
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            return EXIT_SIGNAL_BASE + 13  # as a shell reports SIGPIPE (141)
     args = _window_parser().parse_args(argv)
     from taskloom import logs
 
     logs.configure(verbosity(args))
     return open_window(args)
+
+
+def _command(args) -> int:
+    if args.command == "run":
+        return run_workflow(args)
+    if args.command == "history":
+        return show_history(args)
+    if args.command in ("list", "next"):
+        from taskloom import listing
+
+        return listing.main(args)
+    if args.command == "forecast":
+        from .forecasting import show_forecast
+
+        return show_forecast(args)
+    if args.command == "install-desktop":
+        from .desktop import main as install_desktop
+
+        return install_desktop(args)
+    return validate_workflow(args.file, quiet=args.quiet, as_json=args.json)
 
 
 def _mistyped_command(word: str) -> bool:

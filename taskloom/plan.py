@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import heapq
+import itertools
 from datetime import datetime, timedelta
 
 TRIGGER_TEXT = {"deps": "when its dependencies allow", "none": "at once"}
@@ -28,33 +29,42 @@ class Fire:
 def fire_times(task, now: datetime, n: int):
     """The first ``n`` fire times of one task's own schedule (aware datetimes), for a
     run started at ``now``. Empty for a task without one."""
+    return list(itertools.islice(_fires(task, now), n))
+
+
+def _fires(task, now: datetime):
+    """One task's fire times, lazily (an interval or cron schedule never ends)."""
     from taskloom.engine.cron import CronTrigger
 
     kind = task.schedule_kind
     if kind == "at":
-        return [max(task.at, now)]
-    if kind == "after":
-        return [now + timedelta(seconds=task.after)]
-    if kind == "every":
-        return [now + timedelta(seconds=task.every * k) for k in range(1, n + 1)]
-    if kind == "cron":
-        return CronTrigger(task.cron, task.timezone or "UTC").next_n(now, n)
-    return []
+        yield max(task.at, now)
+    elif kind == "after":
+        yield now + timedelta(seconds=task.after)
+    elif kind == "every":
+        for k in itertools.count(1):
+            yield now + timedelta(seconds=task.every * k)
+    elif kind == "cron":
+        trigger, when = CronTrigger(task.cron, task.timezone or "UTC"), now
+        while True:
+            when = trigger.next_after(when)
+            yield when
 
 
 def next_fires(workflow, now: datetime, n: int) -> list[Fire]:
-    """The next ``n`` fire times across every task, earliest first (ties in file order)."""
+    """The next ``n`` fire times across every task, earliest first (ties in file order).
+    Each task's times are drawn lazily: n of them across 3,000 tasks, not n per task."""
+
+    def tagged(index: int, tid: str, task):
+        relative = task.schedule_kind in RELATIVE
+        for when in _fires(task, now):
+            yield when, index, Fire(when, tid, task.schedule_kind, relative)
+
     merged = heapq.merge(
-        *(
-            [
-                (when, index, Fire(when, tid, task.schedule_kind, task.schedule_kind in RELATIVE))
-                for when in fire_times(task, now, n)
-            ]
-            for index, (tid, task) in enumerate(workflow.tasks.items())
-        ),
+        *(tagged(index, tid, task) for index, (tid, task) in enumerate(workflow.tasks.items())),
         key=lambda item: (item[0], item[1]),
     )
-    return [fire for _, _, fire in list(merged)[:n]]
+    return [fire for _, _, fire in itertools.islice(merged, n)]
 
 
 RELATIVE = ("after", "every")

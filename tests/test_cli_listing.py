@@ -233,3 +233,21 @@ def test_dry_run_says_what_would_run_and_runs_nothing(tmp_path):
     one = taskloom("run", path, "--dry-run", "--task", "load", "--with-upstream")
     assert "would run the selected tasks, once and now" in one.stdout
     assert one.stdout.splitlines()[1].split() == ["1.", "extract", "at", "once"]
+
+
+@pytest.mark.parametrize("command", [["list"], ["next", "-n", "5000"]])
+def test_output_into_a_closed_pipe_exits_141_without_a_traceback(tmp_path, command):
+    # `taskloom list FILE | head -1`: the reader goes away after one line.
+    import subprocess
+    import sys
+
+    path = tmp_path / "wide.toml"
+    tasks = (f'[tasks.t{i}]\ncommand = ["true"]\nevery = "{1 + i % 7}m"\n' for i in range(3000))
+    path.write_text('[workflow]\nname = "wide"\n' + "".join(tasks))
+    argv = [sys.executable, "-m", "taskloom", *command, str(path)]
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdout.readline()
+    proc.stdout.close()
+    assert proc.wait(timeout=120) == 141
+    assert b"Traceback" not in proc.stderr.read()
+    proc.stderr.close()

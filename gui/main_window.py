@@ -969,6 +969,21 @@ class MainWindow(QMainWindow):
             self.resize(1400, 900)
         if isinstance(state, QByteArray) and not state.isEmpty():
             self.restoreState(state)
+            self._fit_docks_on_show = False
+        else:
+            self._fit_docks_on_show = True
+
+    def showEvent(self, event) -> None:
+        super().showEvent(event)
+        if getattr(self, "_fit_docks_on_show", False):
+            # The default dock sizes suit 1400x900; in a small window they left the
+            # graph a sliver. Proportions on the first show, unless a layout was saved.
+            self._fit_docks_on_show = False
+            width, height = self.width(), self.height()
+            self.resizeDocks(
+                [self.inspector_dock], [min(340, width // 4)], Qt.Orientation.Horizontal
+            )
+            self.resizeDocks([self.timeline_dock], [min(260, height // 3)], Qt.Orientation.Vertical)
 
     def save_settings(self) -> None:
         self.settings.setValue("window/geometry", self.saveGeometry())

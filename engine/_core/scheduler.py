@@ -514,36 +514,20 @@ class Scheduler:
         replacing = self._replacing.task_id
         with core.lock:
             self._check_open()
+            fields: dict[str, Any] = dict(
+                definition=definition,
+                run_at=at,
+                priority=priority,
+                retry=retry,
+                timeout=timeout,
+                trigger_rule=rule,
+                recurrence=recurrence,
+                options=options,
+            )
             if replacing is None:
-                task_id = self._lifecycle.add_task(
-                    name,
-                    fn,
-                    deps,
-                    spec,
-                    definition=definition,
-                    run_at=at,
-                    priority=priority,
-                    retry=retry,
-                    timeout=timeout,
-                    trigger_rule=rule,
-                    recurrence=recurrence,
-                    options=options,
-                )
-            else:
-                self._lifecycle.replace(
-                    self._graph.get(replacing),
-                    fn,
-                    deps,
-                    spec,
-                    definition=definition,
-                    run_at=at,
-                    priority=priority,
-                    retry=retry,
-                    timeout=timeout,
-                    trigger_rule=rule,
-                    recurrence=recurrence,
-                    options=options,
-                )
+                task_id = self._lifecycle.add_task(name, fn, deps, spec, **fields)
+            else:  # Scheduler.update: the same checked arguments, in place
+                self._lifecycle.replace(self._graph.get(replacing), fn, deps, spec, **fields)
                 task_id = replacing
             deferred = core.take_deferred()
         self._dispatcher.after(deferred)

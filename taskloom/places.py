@@ -4,9 +4,9 @@ the platform's places (platformdirs: XDG on Linux).
 - ``<user data dir>/taskloom/runs/<name>-<key>.db``: a workflow's run store
   (``runs.default_db_path``), and ``runs/logs/<name>-<key>/`` its task logs;
 - ``<user config dir>/taskloom/settings.toml``: retention settings (below);
-- ``<user config dir>/taskloom/window.ini``: the window's own settings (geometry,
-  theme), which Qt used to keep in ``~/.config/Taskloom/Taskloom.conf``: that file
-  is copied over once, so nobody loses their layout.
+- ``<user config dir>/taskloom/taskloom.conf``: the window's own settings (layout,
+  recent files, preferences; ``gui/app_settings.py``), which Qt used to keep in
+  ``~/.config/Taskloom/Taskloom.conf``: that file is copied over once.
 
 Retention (``settings.toml``; the first two count the workflow's runs, the
 current one included):

@@ -443,3 +443,21 @@ def test_a_clock_without_wall_seconds_still_stamps_rows(db):
     store.close()
     assert [e[2] for e in events] == ["ready", "running", "succeeded"]
     assert all(abs(e[4] - before) < 60 for e in events)  # epoch seconds, not monotonic
+
+
+def test_inflight_slots_grow_and_what_is_left_behind_is_what_still_runs(tmp_path):
+    from taskloom.engine._store.inflight import INITIAL_SLOTS, InflightSlots, left_behind
+
+    path = tmp_path / "run.db-inflight"
+    slots = InflightSlots(path)
+    taken = [
+        slots.note((1, f"t{i}", 1, 10.0 + i, None, "running")) for i in range(3 * INITIAL_SLOTS)
+    ]
+    assert sorted(taken) == list(range(3 * INITIAL_SLOTS))  # the mapping grew twice
+    for slot in taken[::2]:
+        slots.ended(slot)
+    left = left_behind(path)  # read as the next owner would, while this one still holds it
+    assert sorted(row[1] for row in left) == sorted(f"t{i}" for i in range(1, 3 * INITIAL_SLOTS, 2))
+    assert slots.note((1, "x" * 2000, 1, 0.0)) is None  # too long: the caller flushes instead
+    slots.close(remove=True)
+    assert not path.exists() and left_behind(path) == []

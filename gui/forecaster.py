@@ -33,12 +33,13 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from itertools import count
 
-from PySide6.QtCore import QObject, Qt, QTimer, Signal
+from PySide6.QtCore import QObject, QTimer, Signal
 
 from taskloom.engine import Outcome
 from taskloom.engine.durations_model import DurationModel
 from taskloom.engine.forecast import Forecast, Plan
 
+from . import relay
 from .run_history import store_of
 
 log = logging.getLogger(__name__)
@@ -146,7 +147,6 @@ class Live:
 
 class Forecaster(QObject):
     forecastReady = Signal(object)  # Live, or None when no forecast could be made
-    _finished = Signal(int, object)  # worker -> GUI thread: (generation, Live | None)
 
     def __init__(self, scheduler, expected=None, horizon=None, active=None, parent=None):
         super().__init__(parent)
@@ -181,7 +181,7 @@ class Forecaster(QObject):
         self._periodic.setInterval(PERIODIC_MS)
         self._periodic.timeout.connect(lambda: self.active() and self.request())
         self._periodic.start()
-        self._finished.connect(self._on_finished, Qt.ConnectionType.QueuedConnection)
+        relay.install()  # answers come back through it (a closed window may be gone)
 
     def forget_definitions(self) -> None:
         """Tasks were added, removed or edited: copy their definitions afresh."""
@@ -226,7 +226,7 @@ class Forecaster(QObject):
         except Exception:  # a view without a forecast, never a crash
             log.debug("no forecast", exc_info=True)
         if not self._closed:
-            self._finished.emit(generation, answer)
+            relay.post(self, "_on_finished", generation, answer)
 
     def _model(self, expected: dict) -> DurationModel:
         """The durations, re-read at most every ``MODEL_TTL`` seconds: they change slowly,

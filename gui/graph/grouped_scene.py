@@ -16,6 +16,7 @@ from PySide6.QtGui import QColor, QPainterPath, QPalette
 
 from taskloom.engine import TaskInfo
 
+from .. import relay
 from .filters import GraphFilter
 from .group_item import GroupItem
 from .groups import (
@@ -103,10 +104,7 @@ class GroupedScene:
 
         def run() -> None:
             work.run()
-            try:
-                self._viewReady.emit(generation, work)
-            except RuntimeError:  # the window closed while we were working
-                pass
+            relay.post(self, "_on_view_ready", generation, work)  # if the scene still is
 
         threading.Thread(target=run, name="taskloom-graph-view", daemon=True).start()
         return False

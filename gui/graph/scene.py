@@ -17,6 +17,7 @@ from PySide6.QtWidgets import QGraphicsItem, QGraphicsPathItem, QGraphicsScene
 
 from taskloom.engine import Action, TaskInfo, TaskState
 
+from .. import relay
 from .grouped_scene import GroupedScene
 from .items import (
     ARROW_LENGTH,
@@ -55,8 +56,6 @@ SELECT_COLOUR = QColor("#1F6FEB")
 
 class GraphScene(QGraphicsScene, GroupedScene):
     layoutApplied = Signal()
-    _layoutReady = Signal(object, object)  # (structure key, Layout), from the worker thread
-    _viewReady = Signal(int, object)  # (generation, ViewWork), from the worker thread
 
     def __init__(self, parent=None):
         super().__init__(parent)
@@ -90,8 +89,7 @@ class GraphScene(QGraphicsScene, GroupedScene):
         self._edges_timer = QTimer(self)
         self._edges_timer.setSingleShot(True)
         self._edges_timer.timeout.connect(self._rebuild_edges)
-        self._layoutReady.connect(self._on_layout_ready, Qt.ConnectionType.QueuedConnection)
-        self._viewReady.connect(self._on_view_ready, Qt.ConnectionType.QueuedConnection)
+        relay.install()  # layouts and views worked out on threads come back through it
         # Running nodes show how long their attempt has taken, refreshed once a second:
         # only those nodes are touched, so a big graph pays for its few running tasks.
         self.elapsed_source = None  # callable: task id -> seconds running, or None
@@ -258,10 +256,7 @@ class GraphScene(QGraphicsScene, GroupedScene):
     def _layout_in_background(self, key, nodes, edges) -> None:
         layout = compute_layout(nodes, edges)
         self.cache.put(key, layout)
-        try:
-            self._layoutReady.emit(key, layout)
-        except RuntimeError:  # the window closed while we were working
-            pass
+        relay.post(self, "_on_layout_ready", key, layout)  # if the scene still is
 
     def _on_layout_ready(self, key, layout) -> None:
         if key == self._wanted_key:  # a newer structure may have been requested meanwhile

@@ -82,12 +82,16 @@ class _RunMeta(NamedTuple):
     task_id: str
     attempt: int
     log_dir: str | None
+    env: dict[str, str] | None = None  # RunContext.env and .scheduled_at, for commands
+    scheduled_at: float | None = None
 
 
 def _meta_for(fn, default_log_dir: str | None) -> _RunMeta:
     run = current_run()  # the engine submits inside the run's context
     if run is not None:
-        return _RunMeta(run.task_id, run.attempt, run.log_dir or default_log_dir)
+        return _RunMeta(
+            run.task_id, run.attempt, run.log_dir or default_log_dir, run.env, run.scheduled_at
+        )
     name = getattr(fn, "__name__", None) or type(fn).__name__
     return _RunMeta(name, 0, default_log_dir)
 
@@ -95,6 +99,7 @@ def _meta_for(fn, default_log_dir: str | None) -> _RunMeta:
 def _run_here(call, meta: _RunMeta, worker: str, token: str | None = None, cancel_event=None):
     """Run ``call`` in a RunContext of its own; report how it went as a RemoteResult."""
     ctx = RunContext(meta.task_id, meta.attempt, meta.log_dir)
+    ctx.env, ctx.scheduled_at = meta.env, meta.scheduled_at
     ctx.worker = worker
     finished = threading.Event() if cancel_event is not None else None
     if token is not None:

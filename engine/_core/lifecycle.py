@@ -45,6 +45,7 @@ CANCELLED = S.CANCELLED
 log = logging.getLogger("taskloom.engine")
 # Builds a NamedTuple from ALL its fields, without its Python-level __new__ (hot path).
 _new_tuple: Callable[..., Any] = tuple.__new__
+MAX_DUES = 100  # nominal times kept for queued occurrences of one task
 
 
 def error_text(exc: BaseException) -> str:
@@ -156,6 +157,8 @@ class Lifecycle:
         self.dispatcher.drop_ready(task)
         task.timer = None
         task.waiting_runs = 0
+        if task.dues is not None:
+            task.dues = None
         # Written only when set: these live on the task's shared defaults record
         # (task.py), where a write is a Python call even when it changes nothing.
         if task.retry_timer is not None:
@@ -572,6 +575,7 @@ class Lifecycle:
         else:
             target.timer = None
             target.waiting_runs = 1
+            target.dues = [self.wall_of(due)]
             self.make_ready(target)
 
     def _occurrence(self, task: Task, due: float, now: float) -> None:
@@ -584,6 +588,7 @@ class Lifecycle:
         fixed_delay = (
             isinstance(recurrence, IntervalRecurrence) and recurrence.mode == Mode.FIXED_DELAY
         )
+        nominal: list[float] | None = None  # wall times of dues (exact for cron)
         if fixed_delay:
             dues = [due]
         elif isinstance(recurrence, CronRecurrence):
@@ -594,6 +599,7 @@ class Lifecycle:
             walls, next_wall = recurrence.due_until(task.cron_next, wall_now)
             timers.set_cron(task, next_wall)
             dues = [due] + [now - (wall_now - w).total_seconds() for w in walls[1:]]
+            nominal = [w.timestamp() for w in walls]
         else:
             dues, following = recurrence.due_until(due, now, self._clock)
             timers.set_timer(task, following)
@@ -615,11 +621,14 @@ class Lifecycle:
             if task.state is SCHEDULED:
                 self._events.emit(task, "scheduled")  # same state, a new next run time
             return
+        if nominal is None or len(nominal) != len(dues):
+            nominal = [self.wall_of(d) for d in dues]
         if task.busy:
             if task.overlap == Overlap.SKIP:
                 return
             if task.overlap == Overlap.QUEUE:
                 task.waiting_runs = 1
+                task.dues = nominal[-1:]
                 if task.runs or task.state is RETRY_WAIT:
                     return  # made ready when that run (or its retry) ends
                 self.make_ready(task)  # only a lingering run: held until it ends
@@ -627,8 +636,25 @@ class Lifecycle:
         if task.paused:
             runs = 1  # occurrences due while paused fold into one run
             task.waiting_runs = 0
+            task.dues = None
         task.waiting_runs += runs
+        # The runs are the latest dues (a missed one stands for those before it).
+        task.dues = (task.dues or [])[-MAX_DUES:] + nominal[-runs:]
         self.make_ready(task)
+
+    def wall_of(self, due: float) -> float:
+        """A time on the scheduler clock as wall-clock epoch seconds."""
+        clock = self._clock
+        return clock.wall().timestamp() - (clock.now() - due)
+
+    def next_occurrence(self, task: Task) -> None:
+        """A run of a new occurrence starts (not a retry): its nominal time is the
+        oldest queued due; None (the attempt's start) for a task with no time."""
+        dues = task.dues
+        if dues:
+            task.occurrence_at = dues.pop(0)
+        elif task.occurrence_at is not None:
+            task.occurrence_at = None
 
     # ------------------------------------------------------------------ outcomes
     def record_outcome(self, run: Run, error: BaseException | None, tb: str | None) -> None:
@@ -685,6 +711,8 @@ class Lifecycle:
         used = task.attempt - task.budget_base
         if policy is not None and used < policy.max_attempts and not self._core.stopping:
             delay = policy.delay(used, self._rng.random())
+            if task.occurrence_at is None:  # a task with no time: its first attempt's start
+                task.occurrence_at = run.ctx.scheduled_at or self.wall_of(run.started)
             due = self._clock.now() + delay
             self._timers.set_retry(task, due)
             task.run_at = due

@@ -38,7 +38,7 @@ import json
 import math
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import Executor
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -130,6 +130,7 @@ class Scheduler:
     resumed after a crash; ``log_dir`` is where commands write their output.
     ``listeners`` are subscribed (as ``subscribe``) before the store is restored:
     they hear one ``restored`` event per restored task, and all that follows.
+    ``env`` is added to every command's environment (a run's number and params).
     Nothing runs before ``start()``."""
 
     def __init__(
@@ -140,6 +141,7 @@ class Scheduler:
         store: SQLiteStore | None = None,
         log_dir: str | None = None,
         listeners: Iterable[Callable[[Any], object]] = (),
+        env: Mapping[str, str] | None = None,
     ):
         if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
             raise InvalidArgument(f"workers must be an int >= 1, got {workers!r}", "workers")
@@ -173,6 +175,10 @@ class Scheduler:
             log_dir=log_dir,
         )
         self._lifecycle.connect(self._dispatcher)
+        if env:
+            if not all(isinstance(k, str) and isinstance(v, str) for k, v in env.items()):
+                raise TypeError(f"env must map str to str, got {env!r}")
+            self._dispatcher.env = dict(env)
         self._timers.connect(
             self._lifecycle.on_timer, self._lifecycle.engine_error, self._dispatcher.after
         )
@@ -739,6 +745,15 @@ class Scheduler:
                 [_info(t) for t in self._graph.tasks.values()],
                 self._timers.upcoming(100),
             )
+
+    def scheduled_at(self, task_id: str) -> datetime | None:
+        """The nominal time of the task's occurrence running now, or of its last one
+        (what its commands see as ``TASKLOOM_SCHEDULED_AT``), as an aware UTC datetime;
+        None for a task with no time of its own, whose attempts use their start.
+        ``KeyError`` if unknown."""
+        with self._core.lock:
+            at = self._graph.get(task_id).occurrence_at
+        return None if at is None else datetime.fromtimestamp(at, UTC)
 
     def attempts(self, task_id: str) -> list[Attempt]:
         """The task's recent attempts (this run, in memory), oldest first, as frozen

@@ -67,6 +67,10 @@ COLD_DEFAULTS: dict[str, Any] = {
     # Recurring, or downstream of a recurring task: such a task has a copy of its own
     # already (its recurrence, or its deps), so keeping the flag here costs nothing.
     "repeats": False,
+    # Nominal times (wall clock, epoch seconds) of the occurrences queued to run, and
+    # of the one running now: what its attempts are told as scheduled_at (RunContext).
+    "dues": None,  # list[float], oldest first
+    "occurrence_at": None,
 }
 
 
@@ -98,6 +102,8 @@ class _Cold:
         self.lingering = 0
         self.held = False
         self.repeats = False
+        self.dues: list[float] | None = None
+        self.occurrence_at: float | None = None
 
 
 SHARED_COLD = _Cold()  # never written: a task writes its own copy
@@ -168,6 +174,8 @@ class Task:
         lingering: _Field[int] = _Field()
         held: _Field[bool] = _Field()
         repeats: _Field[bool] = _Field()
+        dues: _Field[list[float] | None] = _Field()
+        occurrence_at: _Field[float | None] = _Field()
     else:
         for _name, _default in COLD_DEFAULTS.items():
             locals()[_name] = _cold_field(_name, _default)

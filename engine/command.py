@@ -34,7 +34,7 @@ import time
 from pathlib import Path
 
 from ._jobs import reaper
-from ._jobs.context import current_run
+from ._jobs.context import attempt_env, current_run
 from .errors import TaskCancelled
 
 MAX_LOG_BYTES = 5 * 1024 * 1024
@@ -97,7 +97,7 @@ class Command:
                 self.argv,
                 shell=self.shell,
                 cwd=self.cwd,
-                env={**os.environ, **self.env} if self.env else None,
+                env={**os.environ, **attempt_env(run), **self.env},
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,

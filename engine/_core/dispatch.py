@@ -145,6 +145,7 @@ class Dispatcher:
         self.workers = workers
         self.executor = executor
         self._log_dir = log_dir
+        self.env: dict[str, str] | None = None  # every attempt's RunContext.env
         # Code submitted to these runs in this process, so it can see its RunContext.
         self._local_executor = executor is None or isinstance(
             executor, (SyncExecutor, ThreadPoolExecutor)
@@ -247,6 +248,8 @@ class Dispatcher:
         if task.retry_pending:
             task.retry_pending = False
         else:
+            if task.dues is not None or task.occurrence_at is not None:
+                self._lifecycle.next_occurrence(task)  # its nominal time: scheduled_at
             if task.waiting_runs > 0:  # not max(): a builtin call per run
                 task.waiting_runs -= 1
             if task.repeats:  # each occurrence gets a fresh retry budget
@@ -261,6 +264,9 @@ class Dispatcher:
         task.attempt += 1
         now = self._clock.now()
         ctx = RunContext(task.id, task.attempt, self._log_dir)
+        ctx.env, ctx.scheduled_at = self.env, task.occurrence_at
+        if ctx.scheduled_at is None and isinstance(task.fn, Command):  # no time: its start
+            ctx.scheduled_at = self._lifecycle.wall_of(now)
         run = Run(task, task.attempt, ctx, now)
         task.add_run(run)
         self.running += 1

@@ -34,8 +34,10 @@ _current: contextvars.ContextVar[RunContext | None] = contextvars.ContextVar(
 
 class RunContext:
     """What task code sees of its own attempt (``current_run()``): its id and attempt
-    number, a cooperative cancel flag with callbacks, and fields it may set for the
-    attempt record (``output``, ``log_path``, ``exit_code``, ``worker``)."""
+    number, the occurrence's nominal time (``scheduled_at``, epoch seconds or None),
+    the run's variables for commands (``env``), a cooperative cancel flag with
+    callbacks, and fields it may set for the attempt record (``output``, ``log_path``,
+    ``exit_code``, ``worker``)."""
 
     __slots__ = (
         "task_id",
@@ -46,6 +48,8 @@ class RunContext:
         "exit_code",
         "worker",
         "on_process",
+        "env",
+        "scheduled_at",
         "_cancelled",
         "_callbacks",
         "_event",
@@ -61,6 +65,11 @@ class RunContext:
         self.worker: str | None = None  # where the attempt ran, when known
         # Set by an engine with a store: records the process a command started.
         self.on_process: Callable[[int, int], None] | None = None
+        # Set where the attempt starts: variables for its command (the run's number and
+        # params, shared by every attempt) and the occurrence's nominal time (epoch
+        # seconds; None: the attempt's own start), see ``Command``.
+        self.env: dict[str, str] | None = None
+        self.scheduled_at: float | None = None
         # Built lazily: most runs are never cancelled, and an Event costs a lock.
         self._cancelled = False
         self._callbacks: list[Callable[[], object]] | None = None
@@ -170,6 +179,34 @@ def _remote_result(
     return RemoteResult(
         value, worker=worker, output=output, log_path=log_path, exit_code=exit_code, error=error
     )
+
+
+def iso_time(epoch: float) -> str:
+    """``epoch`` as local ISO 8601 with the offset: whole seconds when it is one,
+    else milliseconds (a nominal time read back from the monotonic clock is a few
+    microseconds off its second)."""
+    from datetime import datetime
+
+    millis = round(epoch * 1000)
+    moment = datetime.fromtimestamp(millis / 1000).astimezone()
+    return moment.isoformat(timespec="seconds" if millis % 1000 == 0 else "milliseconds")
+
+
+def attempt_env(ctx: RunContext | None) -> dict[str, str]:
+    """What a command of the attempt ``ctx`` is told, over the inherited environment:
+    the run's variables (``TASKLOOM_RUN``, ``TASKLOOM_PARAM_*``), ``TASKLOOM_TASK``,
+    ``TASKLOOM_ATTEMPT`` and ``TASKLOOM_SCHEDULED_AT`` (the occurrence's nominal time,
+    or the attempt's start for a task with no time of its own)."""
+    if ctx is None:
+        return {}
+    import time
+
+    env = dict(ctx.env) if ctx.env else {}
+    env["TASKLOOM_TASK"] = ctx.task_id
+    env["TASKLOOM_ATTEMPT"] = str(ctx.attempt)
+    scheduled = ctx.scheduled_at if ctx.scheduled_at is not None else time.time()
+    env["TASKLOOM_SCHEDULED_AT"] = iso_time(scheduled)
+    return env
 
 
 def current_run() -> RunContext | None:

@@ -28,11 +28,21 @@ from .actions import Call
 from .cron import CronTrigger, zone
 from .definitions import TaskDefinition
 from .durations import MAX_DURATION, format_duration, parse_duration
+from .hooks import (
+    EVENTS,
+    NOTIFY_KEYS,
+    TASK_EVENTS,
+    TASK_HOOK_KEYS,
+    WORKFLOW_HOOK_KEYS,
+    HookCommand,
+    HookSettings,
+    as_toml,
+)
 from .models import RetryPolicy
 from .options import Misfire, Mode, Overlap, TriggerRule, values
 
 TOP_KEYS = ("workflow", "tasks")
-WORKFLOW_KEYS = ("name", "workers", "executor")
+WORKFLOW_KEYS = ("name", "workers", "executor", *WORKFLOW_HOOK_KEYS, "notify")
 TASK_KEYS = (
     "command",
     "call",
@@ -130,7 +140,8 @@ def toml_key(key: str) -> str:
 @dataclass
 class Workflow:
     """A parsed workflow file: its settings, a ``TaskDefinition`` per ``[tasks.NAME]``
-    table (``definitions.py``), and ``positions``: where the GUI drew each task."""
+    table (``definitions.py``), ``positions``: where the GUI drew each task, and
+    ``hooks``: its hook commands and notification sinks (``hooks.py``)."""
 
     name: str
     workers: int = 4
@@ -138,6 +149,8 @@ class Workflow:
     tasks: dict[str, TaskDefinition] = field(default_factory=dict)
     path: Path | None = field(default=None, compare=False)
     positions: dict[str, tuple[float, float]] = field(default_factory=dict)
+    # What runs when tasks fail, retry or succeed and when the run ends (engine/hooks.py)
+    hooks: HookSettings = field(default_factory=HookSettings)
 
     def __post_init__(self):
         self.positions = {tid: (float(x), float(y)) for tid, (x, y) in self.positions.items()}
@@ -310,6 +323,7 @@ class _Checker:
         self.base_dir = path.resolve().parent if path is not None else Path.cwd()
         self.problems: list[Problem] = []
         self.positions: dict[str, tuple[float, float]] = {}
+        self.task_hooks: dict[str, dict[str, HookCommand]] = {}
 
     def problem(self, task, key, message) -> None:
         self.problems.append(Problem(self.file, task, key, message))
@@ -321,6 +335,7 @@ class _Checker:
                 self.problem(None, key, "unknown section" + _did_you_mean(key, TOP_KEYS))
         settings = self.table(None, "workflow", self.data.get("workflow", {}))
         name, workers, executor = self.settings(settings)
+        hook_fields = self.workflow_hooks(settings)
         tasks_table = self.table(None, "tasks", self.data.get("tasks", {}))
         if not tasks_table:
             self.problem(None, "tasks", "no tasks: add a [tasks.NAME] table")
@@ -336,7 +351,9 @@ class _Checker:
         self.dependencies(deps)
         if self.problems:
             raise WorkflowError(self.problems)
-        return Workflow(name, workers, executor, tasks, self.path, self.positions)
+        task_hooks = {tid: own for tid, own in self.task_hooks.items() if own}
+        hooks = HookSettings(**hook_fields, task_commands=task_hooks)
+        return Workflow(name, workers, executor, tasks, self.path, self.positions, hooks)
 
     def table(self, task, key, value) -> dict:
         if isinstance(value, dict):
@@ -382,6 +399,78 @@ class _Checker:
             executor = "threads"
         return name, workers, executor
 
+    def workflow_hooks(self, settings: dict) -> dict:
+        """The [workflow] hook keys, as HookSettings fields (task hooks come later)."""
+        hooks: dict = {"commands": {}}
+        for event in EVENTS:
+            key = f"on_{event}"
+            if key in settings:
+                command = self.hook_command(None, f"workflow.{key}", settings[key])
+                if command is not None:
+                    hooks["commands"][event] = command
+        if "hook_timeout" in settings:
+            timeout = self.duration(None, "workflow.hook_timeout", settings["hook_timeout"], False)
+            if timeout is not None:
+                hooks["timeout"] = timeout
+        if "notify" in settings:
+            hooks.update(self.notify(settings["notify"]))
+        return hooks
+
+    def notify(self, value) -> dict:
+        where = "workflow.notify"
+        table = self.table(None, where, value)
+        found: dict = {}
+        for key, item in table.items():
+            if key not in NOTIFY_KEYS:
+                self.problem(
+                    None, f"{where}.{key}", "unknown key" + _did_you_mean(key, NOTIFY_KEYS)
+                )
+            elif key == "desktop":
+                if self.boolean(None, f"{where}.desktop", item) is not None:
+                    found["desktop"] = item
+            elif key == "webhook":
+                if not isinstance(item, str) or not re.match(r"^https?://[^\s/]+\S*$", item):
+                    self.problem(
+                        None,
+                        f"{where}.webhook",
+                        f"must be an http:// or https:// URL, got {item!r}",
+                    )
+                else:
+                    found["webhook"] = item
+            else:  # events
+                if isinstance(item, str):
+                    item = [item]
+                if not isinstance(item, list) or not all(e in EVENTS for e in item):
+                    self.problem(
+                        None,
+                        f"{where}.events",
+                        f"must be a list of {', '.join(map(repr, EVENTS))}, got {item!r}",
+                    )
+                else:
+                    found["notify_events"] = tuple(dict.fromkeys(item))
+        return found
+
+    def hook_command(self, tid, key, value) -> HookCommand | None:
+        """A hook: a command string (run by /bin/sh) or an argv list."""
+        if isinstance(value, str):
+            if not value.strip():
+                self.problem(tid, key, "is empty")
+                return None
+            if "\0" in value:
+                self.problem(tid, key, "must not contain a NUL character")
+                return None
+            return value
+        if isinstance(value, list):
+            if not value or not all(isinstance(part, str) for part in value):
+                self.problem(tid, key, "must be a non-empty argv list of strings")
+                return None
+            if not value[0].strip() or any("\0" in part for part in value):
+                self.problem(tid, key, "the program (first item) is empty, or a NUL is in it")
+                return None
+            return tuple(value)
+        self.problem(tid, key, f"must be a command string or an argv list, got {_type_name(value)}")
+        return None
+
     # -- one task
     def task(self, tid: str, table: dict) -> tuple[TaskDefinition | None, list[str]]:
         """The task's definition (None if its table has problems) and its deps."""
@@ -389,8 +478,18 @@ class _Checker:
         if not tid.strip():
             self.problem(tid, None, "a task name must not be empty")
         for key in table:
-            if key not in TASK_KEYS:
-                self.problem(tid, key, "unknown key" + _did_you_mean(key, TASK_KEYS))
+            if key == "on_finish":
+                self.problem(tid, key, "is about the whole run: put it in [workflow]")
+            elif key not in TASK_KEYS and key not in TASK_HOOK_KEYS:
+                known = TASK_KEYS + TASK_HOOK_KEYS
+                self.problem(tid, key, "unknown key" + _did_you_mean(key, known))
+        own = {}
+        for event in TASK_EVENTS:
+            if f"on_{event}" in table:
+                command = self.hook_command(tid, f"on_{event}", table[f"on_{event}"])
+                if command is not None:
+                    own[event] = command
+        self.task_hooks[tid] = own
         checks = {key: getattr(self, "check_" + key) for key in TASK_KEYS}
         values = {}
         for key in TASK_KEYS:
@@ -762,10 +861,26 @@ def dumps(workflow: Workflow, base_dir=None) -> str:
     lines = ["[workflow]", f"name = {_literal(workflow.name)}"]
     lines.append(f"workers = {_literal(workflow.workers)}")
     lines.append(f"executor = {_literal(workflow.executor)}")
+    hooks = workflow.hooks
+    for event, command in hooks.commands.items():
+        lines.append(f"on_{event} = {_literal(as_toml(command))}")
+    if hooks.timeout != HookSettings.timeout:
+        lines.append(f"hook_timeout = {_literal(format_duration(hooks.timeout))}")
+    notify: dict = {}
+    if hooks.desktop:
+        notify["desktop"] = True
+    if hooks.webhook is not None:
+        notify["webhook"] = hooks.webhook
+    if hooks.notify_events != HookSettings.notify_events:
+        notify["events"] = list(hooks.notify_events)
+    if notify:
+        lines.append(f"notify = {_literal(notify)}")
     base = workflow.base_dir if base_dir is None else Path(base_dir)
     for tid, task in workflow.tasks.items():
         lines += ["", f"[tasks.{toml_key(tid)}]"]
         table = task.to_table(base)
+        for event, command in hooks.task_commands.get(tid, {}).items():
+            table[f"on_{event}"] = as_toml(command)
         pos = workflow.positions.get(tid)
         if pos is not None:
             table["pos"] = [float(pos[0]), float(pos[1])]

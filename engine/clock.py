@@ -103,3 +103,12 @@ class ManualClock:
         with self._lock:
             if callback in self._listeners:
                 self._listeners.remove(callback)
+
+
+def iso_time(epoch: float) -> str:
+    """``epoch`` (seconds) as local ISO 8601 with the offset: whole seconds when it is
+    one, else milliseconds (a nominal time read back from the monotonic clock is a few
+    microseconds off its second)."""
+    millis = round(epoch * 1000)
+    moment = datetime.fromtimestamp(millis / 1000).astimezone()
+    return moment.isoformat(timespec="seconds" if millis % 1000 == 0 else "milliseconds")

@@ -169,6 +169,7 @@ class WorkflowSession:
             Path(log_dir).mkdir(parents=True, exist_ok=True)
         self.feed = None  # publishes the run for windows that watch it
         self.pruner = None  # keeps a long run's store bounded (runs.AttemptPruner)
+        self.hooks = None  # the workflow's hooks and notify sinks (taskloom/hooks.py)
         self.hand_off = False  # on stop, a headless ``taskloom run`` takes the run over
         self.quiet = False  # stopping without asking (Quit from a signal, a replaced window)
         self.background_owner = None  # the Popen of that headless owner
@@ -211,6 +212,7 @@ class WorkflowSession:
 
     def _open_run(self, fresh: bool, log_dir, decide=None):
         from taskloom.engine.pools import make_executor
+        from taskloom.hooks import attach_hooks
 
         log_dir = None if log_dir is None else str(log_dir)
         workers = self.workflow.workers
@@ -235,6 +237,7 @@ class WorkflowSession:
             self._early.adopt(scheduler)
             self.workflow.schedule_into(scheduler)
             self.resumed, self.note = False, ""
+            self.hooks = attach_hooks(scheduler, self.workflow, log_dir=log_dir)
             return scheduler, None
         from taskloom.engine.feed import FeedWriter
         from taskloom.places import retention
@@ -253,6 +256,9 @@ class WorkflowSession:
         self.resumed, self.note = opened.resumed, opened.note
         self.feed = FeedWriter(opened.scheduler, opened.store).start()  # for watchers
         self.pruner = AttemptPruner(opened.store, keep.attempts, log_dir).start()
+        self.hooks = attach_hooks(
+            opened.scheduler, self.workflow, opened.store, log_dir=log_dir, env=opened.env
+        )
         return opened.scheduler, opened.store
 
     def start(self) -> bool:
@@ -340,6 +346,12 @@ class WorkflowSession:
         finally:
             if self.executor is not None:
                 self.executor.shutdown(wait=True, cancel_futures=True)
+            if self.hooks is not None:
+                window = getattr(self, "window", None)  # None: it failed to open
+                # Not for a run that never started, nor one a headless owner takes over.
+                if window is not None and window.started and not self.hand_off:
+                    self.hooks.finish("stopped")  # a no-op once the run has finished
+                self.hooks.close()
             if self._reader is not None and not self._reader.join(READER_JOIN_TIMEOUT):
                 log.warning("a run-history read is still running; closing the store anyway")
             if self.feed is not None:

@@ -31,6 +31,7 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import re
 import sys
 import threading
 import time
@@ -70,6 +71,21 @@ def _positive_int(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be an integer >= 1, got {text!r}")
     return value
+
+
+_PARAM_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def _param(text: str) -> tuple[str, str]:
+    """``KEY=VALUE`` -> (KEY in upper case, VALUE): a command sees TASKLOOM_PARAM_KEY."""
+    key, equals, value = text.partition("=")
+    if not equals or not _PARAM_NAME.match(key):
+        raise argparse.ArgumentTypeError(
+            f"must be KEY=VALUE with KEY letters, digits and _ (not first a digit), got {text!r}"
+        )
+    if "\0" in value:
+        raise argparse.ArgumentTypeError(f"{key}: a value must not contain a NUL character")
+    return key.upper(), value
 
 
 def _version() -> str:
@@ -162,6 +178,15 @@ def _command_parser() -> argparse.ArgumentParser:
         "--with-upstream",
         action="store_true",
         help="with --task: also the tasks it depends on, first",
+    )
+    run.add_argument(
+        "--param",
+        dest="params",
+        action="append",
+        type=_param,
+        metavar="KEY=VALUE",
+        help="tell the run's commands TASKLOOM_PARAM_KEY=VALUE (repeatable); kept with the "
+        "run, so a resume gets the same",
     )
     run.add_argument(
         "--dry-run",
@@ -496,6 +521,14 @@ def run_workflow(args) -> int:
             return EXIT_INVALID
         # A store of its own: a task run neither resumes nor disturbs the workflow's run.
         db_path = args.db or db_path.with_name(db_path.stem + ".tasks.db")
+    params = None
+    if args.params:
+        params = {}
+        for key, value in args.params:
+            if key in params and params[key] != value:
+                print(f"taskloom run: --param {key} given twice", file=sys.stderr)
+                return EXIT_INVALID
+            params[key] = value
     if args.dry_run:
         return dry_run(workflow, db_path, selected=bool(args.tasks))
     from taskloom import places
@@ -526,6 +559,7 @@ def run_workflow(args) -> int:
             db_path,
             fresh=args.fresh or bool(args.tasks),
             retention=retention,
+            params=params,
             workers=workers,
             executor=executor,
             log_dir=str(log_dir),
@@ -558,6 +592,10 @@ def run_workflow(args) -> int:
 
     # A long run keeps each task's last attempts only (places.Retention.attempts).
     pruner = AttemptPruner(opened.store, retention.attempts, log_dir).start()
+    from .hooks import attach_hooks
+
+    # on_failure & co. and [workflow.notify]: run off the engine's threads, bounded
+    hooks = attach_hooks(scheduler, workflow, opened.store, log_dir=log_dir, env=opened.env)
     counted = counted_tasks(workflow)
     monitor = RunMonitor(workflow, counted)
     scheduler.subscribe(monitor.on_event)
@@ -580,6 +618,8 @@ def run_workflow(args) -> int:
         except (ValueError, KeyError, TypeError) as exc:  # e.g. an 'at' the engine refuses
             reporter.note(f"{args.file}: {exc}")
             _stop(scheduler, executor)
+            if hooks is not None:
+                hooks.close(wait=0)
             feed.close()
             pruner.stop()
             opened.store.close()
@@ -598,16 +638,36 @@ def run_workflow(args) -> int:
                 reporter.note(f"{reason}: stopping running tasks (the run can be resumed)...")
         finally:
             store_error = _stop(scheduler, executor)
+            if hooks is not None:  # on_finish runs while the summary is printed
+                hooks.finish(_run_outcome(monitor, interrupted, store_error))
             feed.close()  # watchers learn that the owner stopped
             pruner.stop()
             opened.store.close()
     code = reporter.summary(scheduler, log_dir, interrupted)
+    if hooks is not None and not hooks.close():
+        log.warning("hooks: still running at exit")
     if store_error is not None:
         print(f"taskloom: {store_error}; the run stopped", file=sys.stderr)
         return EXIT_INVALID
     if interrupted:  # stopped from outside, whatever the tasks did: 128 + the signal
         return EXIT_SIGNAL_BASE + stop_signals.signal_number
     return code
+
+
+def _run_outcome(monitor, interrupted: bool, store_error) -> str:
+    """What on_finish is told: succeeded, failed (a counted task did not succeed, or
+    the store failed), unfinished (--for ran out first) or interrupted."""
+    from taskloom.engine import TaskState
+
+    if interrupted:
+        return "interrupted"
+    if store_error is not None:
+        return "failed"
+    if monitor.exit_code() == EXIT_OK:
+        return "succeeded"
+    if any(monitor.states.get(tid) is TaskState.FAILED for tid in monitor.counted):
+        return "failed"
+    return "unfinished"
 
 
 def dry_run(workflow, db_path: Path, selected: bool) -> int:

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 DEFINITIONS_KEY = "definitions"  # store meta: {task id: fingerprint} of the run's file
+PARAMS_KEY = "params"  # store meta: {KEY: value} given with --param, kept for a resume
 REDEFINED = "lost: its definition changed in the workflow file while it was running"
 
 
@@ -51,6 +52,8 @@ class OpenedRun:
     resumed: bool
     note: str
     changed: tuple[str, ...] = ()  # tasks redefined from the file on resume
+    params: dict | None = None  # the run's --param values (kept with it in the store)
+    env: dict | None = None  # what every command and hook of the run is told (run_env)
 
 
 @dataclass(frozen=True)
@@ -82,6 +85,7 @@ def open_run(
     decide=None,
     before_tasks=None,
     retention=None,
+    params: dict | None = None,
     **scheduler_kwargs,
 ) -> OpenedRun:
     """A scheduler on ``db_path`` with the workflow's tasks, not yet started.
@@ -93,6 +97,10 @@ def open_run(
     never resumed; ``decide`` is still called, so that the person is told why.
     ``before_tasks(scheduler)``, when given, is called before any task is added
     (to subscribe to the run's first events).
+    ``params`` ({KEY: value}) are recorded with a new run; a resumed run keeps the
+    ones it was started with (the note says so when others were given). Every
+    command of the run sees them as ``TASKLOOM_PARAM_KEY``, and the run's number
+    as ``TASKLOOM_RUN`` (``run_env``).
     ``retention`` (``places.Retention``), when given, prunes the store of all but
     its last runs and deletes the pruned runs' task logs, only those inside the
     ``log_dir`` scheduler argument (a folder Taskloom manages).
@@ -104,7 +112,7 @@ def open_run(
 
     store = SQLiteStore(db_path)
     try:
-        opened = _open(workflow, store, fresh, scheduler_kwargs, decide, before_tasks)
+        opened = _open(workflow, store, fresh, scheduler_kwargs, decide, before_tasks, params)
         if retention is not None:
             prune(store, retention, scheduler_kwargs.get("log_dir"))
         return opened
@@ -142,8 +150,21 @@ def delete_logs(paths, log_dir) -> int:
     return deleted
 
 
+def run_env(run: int, params: dict) -> dict[str, str]:
+    """The variables every command of a run sees: its number and its params."""
+    env = {"TASKLOOM_RUN": str(run)}
+    env.update({f"TASKLOOM_PARAM_{key}": str(value) for key, value in params.items()})
+    return env
+
+
 def _open(
-    workflow, store, fresh: bool, scheduler_kwargs: dict, decide=None, before_tasks=None
+    workflow,
+    store,
+    fresh: bool,
+    scheduler_kwargs: dict,
+    decide=None,
+    before_tasks=None,
+    params: dict | None = None,
 ) -> OpenedRun:
     from taskloom.engine import Scheduler
 
@@ -173,7 +194,9 @@ def _open(
         )
         if redo:
             store.forget_tasks(redo, time.time(), REDEFINED)
-        scheduler = Scheduler(store=store, **scheduler_kwargs)
+        kept_params = json.loads(store.meta(PARAMS_KEY) or "{}")
+        env = run_env(store.run, kept_params)
+        scheduler = Scheduler(store=store, **scheduler_kwargs, env=env)
         if before_tasks is not None:
             before_tasks(scheduler)
         workflow.schedule_into(scheduler, skip=set(records) - set(redo))
@@ -185,15 +208,24 @@ def _open(
             note += f"; changed in the file, run as it says now: {', '.join(redefined)}"
         if kept:
             note += f"; changed after they succeeded, kept: {', '.join(kept)}"
-        return OpenedRun(scheduler, store, True, note, tuple(redefined))
+        if params is not None and params != kept_params:
+            said = " ".join(f"{k}={v}" for k, v in kept_params.items()) or "none"
+            note += f"; it keeps the params it started with ({said}): --fresh to change them"
+        return OpenedRun(scheduler, store, True, note, tuple(redefined), kept_params, env)
     if records:
         store.new_run()
-    scheduler = Scheduler(store=store, **scheduler_kwargs)
+    params = dict(params or {})
+    store.set_meta(PARAMS_KEY, json.dumps(params))
+    env = run_env(store.run, params)
+    scheduler = Scheduler(store=store, **scheduler_kwargs, env=env)
     if before_tasks is not None:
         before_tasks(scheduler)
     workflow.schedule_into(scheduler)
     store.set_meta(DEFINITIONS_KEY, json.dumps(in_file))
-    return OpenedRun(scheduler, store, False, f"run {store.run} of {workflow.name} in {store.path}")
+    note = f"run {store.run} of {workflow.name} in {store.path}"
+    if params:
+        note += " with " + " ".join(f"{k}={v}" for k, v in params.items())
+    return OpenedRun(scheduler, store, False, note, (), params, env)
 
 
 def _done(record: dict, *states: str) -> bool:

@@ -23,6 +23,8 @@ import threading
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+from ..clock import iso_time
+
 T = TypeVar("T")
 
 log = logging.getLogger("taskloom.engine")
@@ -179,17 +181,6 @@ def _remote_result(
     return RemoteResult(
         value, worker=worker, output=output, log_path=log_path, exit_code=exit_code, error=error
     )
-
-
-def iso_time(epoch: float) -> str:
-    """``epoch`` as local ISO 8601 with the offset: whole seconds when it is one,
-    else milliseconds (a nominal time read back from the monotonic clock is a few
-    microseconds off its second)."""
-    from datetime import datetime
-
-    millis = round(epoch * 1000)
-    moment = datetime.fromtimestamp(millis / 1000).astimezone()
-    return moment.isoformat(timespec="seconds" if millis % 1000 == 0 else "milliseconds")
 
 
 def attempt_env(ctx: RunContext | None) -> dict[str, str]:

@@ -8,7 +8,7 @@ import sys
 from datetime import UTC, datetime, timedelta
 
 from taskloom.engine import ManualClock, RetryPolicy, Scheduler, SyncExecutor
-from taskloom.engine._jobs.context import iso_time
+from taskloom.engine.clock import iso_time
 from taskloom.engine.command import Command
 
 PY = sys.executable

@@ -111,10 +111,12 @@ class Lifecycle:
                 self._timers.start_cadence(task)
             self.set_state(task, SCHEDULED)
             return
-        if task.run_at is not None and task.run_at > self._clock.now():
-            self._timers.set_timer(task, task.run_at)
-            self.set_state(task, SCHEDULED)
-            return
+        if task.run_at is not None:
+            if task.run_at > self._clock.now():
+                self._timers.set_timer(task, task.run_at)
+                self.set_state(task, SCHEDULED)
+                return
+            task.dues = [self.wall_of(task.run_at)]  # due already: it stands for that time
         task.waiting_runs = 1
         self.make_ready(task)
 

@@ -120,10 +120,21 @@ def locate(text: str, task: str | None, key: str | None) -> tuple[int, int] | No
     ``[workflow]`` key when ``task`` is None. None when it is not found."""
     lines = text.split("\n")
     if task is None:
-        header = next((n for n, line in enumerate(lines) if line.strip() == "[workflow]"), None)
-        if header is None:
-            return None
-        return _key_in(lines, header, key) or (header + 1, 1)
+        if key is not None and key.startswith("workflow."):
+            key = key[len("workflow.") :]  # how the checker names [workflow] keys
+        if key is not None and key.startswith("notify."):  # [workflow.notify] KEY
+            table = _header(lines, "workflow.notify")
+            if table is not None:
+                return _key_in(lines, table, key.split(".")[1]) or (table + 1, 1)
+            key = "notify"  # written inline: notify = { ... }
+        header = _header(lines, "workflow")
+        found = None if header is None else _key_in(lines, header, key)
+        if found is None and key == "notify":  # the [workflow.notify] table itself
+            table = _header(lines, "workflow.notify")
+            found = None if table is None else (table + 1, 1)
+        if found is None and header is not None:
+            found = (header + 1, 1)
+        return found
     for n, line in enumerate(lines):
         found = _HEADER.match(line)
         if found and found["name"].strip("\"'") == task:
@@ -131,6 +142,14 @@ def locate(text: str, task: str | None, key: str | None) -> tuple[int, int] | No
                 return _key_in(lines, n, key.split(".")[0]) or (n + 1, line.index("[") + 1)
             return n + 1, line.index("[") + 1
     return None
+
+
+def _header(lines: list[str], name: str) -> int | None:
+    """The index of the line ``[NAME]`` (spaces allowed around the parts), or None."""
+    pattern = re.compile(
+        r"^\s*\[\s*" + r"\s*\.\s*".join(map(re.escape, name.split("."))) + r"\s*\]"
+    )
+    return next((n for n, line in enumerate(lines) if pattern.match(line)), None)
 
 
 def _key_in(lines: list[str], header: int, key: str | None) -> tuple[int, int] | None:

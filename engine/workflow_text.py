@@ -128,13 +128,13 @@ def locate(text: str, task: str | None, key: str | None) -> tuple[int, int] | No
                 return _key_in(lines, table, key.split(".")[1]) or (table + 1, 1)
             key = "notify"  # written inline: notify = { ... }
         header = _header(lines, "workflow")
-        found = None if header is None else _key_in(lines, header, key)
-        if found is None and key == "notify":  # the [workflow.notify] table itself
+        place = None if header is None else _key_in(lines, header, key)
+        if place is None and key == "notify":  # the [workflow.notify] table itself
             table = _header(lines, "workflow.notify")
-            found = None if table is None else (table + 1, 1)
-        if found is None and header is not None:
-            found = (header + 1, 1)
-        return found
+            place = None if table is None else (table + 1, 1)
+        if place is None and header is not None:
+            place = (header + 1, 1)
+        return place
     for n, line in enumerate(lines):
         found = _HEADER.match(line)
         if found and found["name"].strip("\"'") == task:

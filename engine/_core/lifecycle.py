@@ -641,7 +641,7 @@ class Lifecycle:
             task.dues = None
         task.waiting_runs += runs
         # The runs are the latest dues (a missed one stands for those before it).
-        task.dues = (task.dues or [])[-MAX_DUES:] + nominal[-runs:]
+        task.dues = ((task.dues or []) + nominal[-runs:])[-MAX_DUES:]
         self.make_ready(task)
 
     def wall_of(self, due: float) -> float:

@@ -248,7 +248,7 @@ class Dispatcher:
         if task.retry_pending:
             task.retry_pending = False
         else:
-            if task.dues is not None or task.occurrence_at is not None:
+            if task.run_at is not None or task.occurrence_at is not None or task.dues:
                 self._lifecycle.next_occurrence(task)  # its nominal time: scheduled_at
             if task.waiting_runs > 0:  # not max(): a builtin call per run
                 task.waiting_runs -= 1

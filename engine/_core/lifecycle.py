@@ -75,6 +75,11 @@ class Lifecycle:
         self._events = events
         self._journal = journal
         self._rng = random.Random()  # retry jitter
+        # Epoch seconds now: ``wall_seconds`` where the clock has it (time.time, no
+        # datetime built), as the journal stamps rows.
+        self._wall_seconds: Callable[[], float] = getattr(
+            clock, "wall_seconds", lambda: clock.wall().timestamp()
+        )
 
     dispatcher: Dispatcher  # set once by connect(), before any other call
 
@@ -111,12 +116,10 @@ class Lifecycle:
                 self._timers.start_cadence(task)
             self.set_state(task, SCHEDULED)
             return
-        if task.run_at is not None:
-            if task.run_at > self._clock.now():
-                self._timers.set_timer(task, task.run_at)
-                self.set_state(task, SCHEDULED)
-                return
-            task.dues = [self.wall_of(task.run_at)]  # due already: it stands for that time
+        if task.run_at is not None and task.run_at > self._clock.now():
+            self._timers.set_timer(task, task.run_at)
+            self.set_state(task, SCHEDULED)
+            return
         task.waiting_runs = 1
         self.make_ready(task)
 
@@ -577,7 +580,6 @@ class Lifecycle:
         else:
             target.timer = None
             target.waiting_runs = 1
-            target.dues = [self.wall_of(due)]
             self.make_ready(target)
 
     def _occurrence(self, task: Task, due: float, now: float) -> None:
@@ -646,16 +648,18 @@ class Lifecycle:
 
     def wall_of(self, due: float) -> float:
         """A time on the scheduler clock as wall-clock epoch seconds."""
-        clock = self._clock
-        return clock.wall().timestamp() - (clock.now() - due)
+        return self._wall_seconds() - (self._clock.now() - due)
 
     def next_occurrence(self, task: Task) -> None:
-        """A run of a new occurrence starts (not a retry): its nominal time is the
-        oldest queued due; None (the attempt's start) for a task with no time."""
+        """A run of a new occurrence starts (not a retry): its nominal time is a
+        recurring task's oldest queued due, or a one-shot task's time (``at``,
+        ``after``, also when already past); None (the attempt's start) without one."""
         dues = task.dues
         if dues:
             task.occurrence_at = dues.pop(0)
-        elif task.occurrence_at is not None:
+        elif task.run_at is not None and task.recurrence is None:
+            task.occurrence_at = self.wall_of(task.run_at)
+        else:
             task.occurrence_at = None
 
     # ------------------------------------------------------------------ outcomes

@@ -67,10 +67,9 @@ COLD_DEFAULTS: dict[str, Any] = {
     # Recurring, or downstream of a recurring task: such a task has a copy of its own
     # already (its recurrence, or its deps), so keeping the flag here costs nothing.
     "repeats": False,
-    # Nominal times (wall clock, epoch seconds) of the occurrences queued to run, and
-    # of the one running now: what its attempts are told as scheduled_at (RunContext).
-    "dues": None,  # list[float], oldest first
-    "occurrence_at": None,
+    # A recurring task's nominal times (wall clock, epoch seconds) of the occurrences
+    # queued to run, oldest first (see ``occurrence_at``).
+    "dues": None,  # list[float]
 }
 
 
@@ -103,7 +102,6 @@ class _Cold:
         self.held = False
         self.repeats = False
         self.dues: list[float] | None = None
-        self.occurrence_at: float | None = None
 
 
 SHARED_COLD = _Cold()  # never written: a task writes its own copy
@@ -149,6 +147,7 @@ class Task:
         "successes",
         "history",
         "definition",
+        "occurrence_at",
         "_cold",
     )
 
@@ -175,7 +174,6 @@ class Task:
         held: _Field[bool] = _Field()
         repeats: _Field[bool] = _Field()
         dues: _Field[list[float] | None] = _Field()
-        occurrence_at: _Field[float | None] = _Field()
     else:
         for _name, _default in COLD_DEFAULTS.items():
             locals()[_name] = _cold_field(_name, _default)
@@ -209,6 +207,9 @@ class Task:
         # datetime, or a float on the scheduler clock) or None when the fields here
         # say the rest: Scheduler.definition builds it then (see Scheduler._create).
         self.definition: TaskDefinition | datetime | float | None = None
+        # The nominal time (wall clock, epoch seconds) of the occurrence its attempts
+        # belong to, what they are told as scheduled_at; None: no time of its own.
+        self.occurrence_at: float | None = None
         self._cold = SHARED_COLD  # the fields in COLD_DEFAULTS
         if priority or retry is not None or timeout is not None:
             self.priority = priority

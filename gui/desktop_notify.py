@@ -1,35 +1,35 @@
-"""Notifications through the freedesktop notification service, with ``notify-send``.
+"""Notifications through the freedesktop notification service, straight on D-Bus.
 
 Qt's tray message needs a system tray, and a stock GNOME desktop has none: there,
-the tray's messages never show. ``notify-send`` (libnotify) talks to
-org.freedesktop.Notifications directly. Each message is one short-lived
-``notify-send --action`` process; it prints the action's name when the person
-clicks the notification, which selects the task. The process ends when the
-notification closes or expires.
+the tray's messages never show. ``FreedesktopNotifier`` talks to
+org.freedesktop.Notifications on the session bus itself (``taskloom.dbus_notify``,
+the same sender a headless run's ``[workflow.notify] desktop`` uses): no
+``notify-send`` is needed. Each message is one short-lived thread that sends it
+with a "Show task" action and stays on the bus until the notification closes; a
+click on it selects the task (through ``relay``: the window may be gone by then).
 """
 
 from __future__ import annotations
 
 import logging
-import os
-import shutil
+import threading
 
-from PySide6.QtCore import QObject, QProcess, Signal
+from PySide6.QtCore import QObject, Signal
 
 from taskloom import resources_dir
+from taskloom.dbus_notify import NotifyError, notify_and_watch, session_bus_address
+
+from . import relay
 
 log = logging.getLogger(__name__)
 
-PROGRAM = "notify-send"
-ACTION = "show"  # the name notify-send prints when the notification is clicked
+ACTION = "show"  # the action key the service sends back when the notification is clicked
 MAX_LIVE = 4  # notifications on screen at once; more are dropped (the log has them)
 
 
-def find_notify_send() -> str | None:
-    """The notify-send program, if there is one and a session bus to send to."""
-    if not os.environ.get("DBUS_SESSION_BUS_ADDRESS"):
-        return None
-    return shutil.which(PROGRAM)
+def find_session_bus() -> str | None:
+    """The session bus's address, if there is one to send notifications to."""
+    return session_bus_address()
 
 
 class FreedesktopNotifier(QObject):
@@ -37,46 +37,64 @@ class FreedesktopNotifier(QObject):
 
     clicked = Signal(object)
 
-    def __init__(self, program: str, parent=None, timeout_ms: int = 10000):
+    def __init__(self, address: str | None = None, parent=None, timeout_ms: int = 10000):
         super().__init__(parent)
-        self.program = program
+        relay.install()
+        self.address = address
         self.timeout_ms = timeout_ms
-        self.live: list[QProcess] = []
+        self.live: list[threading.Thread] = []
+        self._stop = threading.Event()
+        self._lock = threading.Lock()
         self.icon = str(resources_dir() / "icons" / "app.svg")
 
     def notify(self, title: str, text: str, error: bool, task: str | None = None) -> bool:
-        if len(self.live) >= MAX_LIVE:
-            log.info("too many notifications on screen; not shown: %s", title)
-            return False
-        process = QProcess(self)
-        process.setProcessChannelMode(QProcess.ProcessChannelMode.SeparateChannels)
-        args = [
-            "--app-name=Taskloom",
-            f"--icon={self.icon}",
-            f"--expire-time={self.timeout_ms}",
-            f"--category={'transfer.error' if error else 'transfer.complete'}",
-            f"--action={ACTION}=Show task" if task else f"--action={ACTION}=Show",
-            title,
-            text,
-        ]
-        process.finished.connect(lambda *_: self._finished(process, task))
-        process.errorOccurred.connect(lambda _e: self._finished(process, None))
-        self.live.append(process)
-        process.start(self.program, args)
+        with self._lock:
+            self.live = [thread for thread in self.live if thread.is_alive()]
+            if len(self.live) >= MAX_LIVE:
+                log.info("too many notifications on screen; not shown: %s", title)
+                return False
+            thread = threading.Thread(
+                target=self._show,
+                args=(title, text, error, task),
+                name="taskloom-notification",
+                daemon=True,
+            )
+            self.live.append(thread)
+        thread.start()
         return True
 
-    def _finished(self, process: QProcess, task) -> None:
-        if process not in self.live:
-            return  # errorOccurred and finished both came
-        self.live.remove(process)
-        said = bytes(process.readAllStandardOutput()).decode(errors="replace").split()
-        if ACTION in said:
-            self.clicked.emit(task)
-        process.deleteLater()
+    def _show(self, title: str, text: str, error: bool, task) -> None:
+        def on_action(key: str) -> None:
+            if key == ACTION:
+                relay.post(self, "_clicked", task)
+
+        try:
+            notify_and_watch(
+                title,
+                text,
+                actions=(ACTION, "Show task" if task else "Show"),
+                on_action=on_action,
+                stop=self._stop,
+                urgency="critical" if error else "normal",
+                icon=self.icon,
+                expire_ms=self.timeout_ms,
+                address=self.address,
+            )
+        except NotifyError as exc:
+            log.info("notification not shown: %s", exc)
+        finally:
+            relay.post(self, "_ended")
+
+    def _clicked(self, task) -> None:
+        self.clicked.emit(task)
+
+    def _ended(self) -> None:
+        with self._lock:
+            self.live = [thread for thread in self.live if thread.is_alive()]
 
     def close(self) -> None:
-        """The window closes: its notifications' processes go too."""
-        for process in list(self.live):
-            process.kill()
-            process.waitForFinished(1000)
+        """The window closes: its notifications' threads leave the bus."""
+        self._stop.set()
+        for thread in list(self.live):
+            thread.join(2.0)
         self.live.clear()

@@ -2,9 +2,9 @@
 when a task fails for good and when a run finishes, and a tray icon while the
 window owns recurring schedules.
 
-Notifications go to the freedesktop notification service with ``notify-send``
-when there is one and a session bus (``desktop_notify.py``: a stock GNOME has no
-tray to show Qt's messages), else through Qt's system tray message (a balloon, or
+Notifications go to the freedesktop notification service on the session bus
+when there is one (``desktop_notify.py``, no ``notify-send`` needed: a stock GNOME
+has no tray to show Qt's messages), else through Qt's system tray message (a balloon, or
 the notification service on desktops with a StatusNotifier host). A click on the
 message selects the task it was about. Both can be turned off in Preferences.
 """
@@ -16,7 +16,7 @@ from PySide6.QtWidgets import QMenu, QSystemTrayIcon
 
 from taskloom.engine import TaskState
 
-from .desktop_notify import FreedesktopNotifier, find_notify_send
+from .desktop_notify import FreedesktopNotifier, find_session_bus
 from .icons import icon
 
 NOTIFY_KEY = "notifications/enabled"
@@ -86,8 +86,8 @@ class RunNotices(QObject):
         self.tray.activated.connect(self._on_activated)
         self.tray.messageClicked.connect(self._on_message_clicked)
         if notifier is None:
-            program = find_notify_send()
-            notifier = FreedesktopNotifier(program, self) if program else TrayNotifier(self.tray)
+            bus = find_session_bus()
+            notifier = FreedesktopNotifier(bus, self) if bus else TrayNotifier(self.tray)
         self.notifier = notifier
         if hasattr(notifier, "clicked"):  # it knows which message was clicked
             notifier.clicked.connect(self._on_clicked)

@@ -27,7 +27,7 @@ class PreferencesDialog(QDialog):
         self.tray.setAccessibleDescription("The icon shows the window again when clicked")
         self.tray.setChecked(setting_on(settings, TRAY_KEY))
         note = QLabel(
-            "Notifications go to the desktop's notification service (notify-send) when "
+            "Notifications go to the desktop's notification service (on the session bus) when "
             "there is one, else to the system tray."
         )
         note.setWordWrap(True)

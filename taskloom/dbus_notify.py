@@ -19,7 +19,7 @@ import time
 SERVICE = "org.freedesktop.Notifications"
 PATH = "/org/freedesktop/Notifications"
 BUS = ("org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus")
-METHOD_CALL, METHOD_RETURN, ERROR = 1, 2, 3
+METHOD_CALL, METHOD_RETURN, ERROR, SIGNAL = 1, 2, 3, 4
 # Header field codes (D-Bus specification, "Message format")
 F_PATH, F_INTERFACE, F_MEMBER, F_ERROR_NAME, F_REPLY_SERIAL = 1, 2, 3, 4, 5
 F_DESTINATION, F_SENDER, F_SIGNATURE = 6, 7, 8
@@ -55,6 +55,50 @@ def notify(
         bus.call(*BUS, "Hello", "", ())
         reply = bus.call(SERVICE, PATH, SERVICE, "Notify", "susssasa{sv}i", args)
     return struct.unpack_from("<I", reply, 0)[0] if len(reply) >= 4 else 0
+
+
+def notify_and_watch(
+    summary: str,
+    body: str,
+    *,
+    actions: tuple[str, ...] = (),
+    on_action=None,
+    stop=None,
+    urgency: str = "normal",
+    app_name: str = "Taskloom",
+    icon: str = "",
+    expire_ms: int = -1,
+    address: str | None = None,
+    timeout: float = 5.0,
+    lifetime: float = 3600.0,
+) -> None:
+    """Show a notification with ``actions`` (key, label, key, label, ...) and stay on
+    the bus until it is closed: ``on_action(key)`` when one is clicked. Returns once
+    it closes, ``stop`` (a ``threading.Event``) is set or ``lifetime`` passes. For a
+    thread of its own; ``NotifyError`` when it cannot be sent."""
+    address = address or session_bus_address()
+    if not address:
+        raise NotifyError("no session bus (DBUS_SESSION_BUS_ADDRESS is not set)")
+    hints = {"urgency": ("y", URGENCY.get(urgency, 1))}
+    args = (app_name, 0, icon, summary, body, list(actions), hints, expire_ms)
+    with Connection(address, timeout) as bus:
+        bus.call(*BUS, "Hello", "", ())
+        rule = f"type='signal',interface='{SERVICE}',path='{PATH}'"
+        bus.call(*BUS, "AddMatch", "s", (rule,))
+        reply = bus.call(SERVICE, PATH, SERVICE, "Notify", "susssasa{sv}i", args)
+        (number,) = struct.unpack_from("<I", reply, 0)
+        ends = time.monotonic() + lifetime
+        while time.monotonic() < ends and not (stop is not None and stop.is_set()):
+            message = bus.wait(1.0)
+            if message is None:
+                continue
+            kind, _, header, data = message
+            if kind != SIGNAL or len(data) < 4 or struct.unpack_from("<I", data, 0)[0] != number:
+                continue
+            if header.get(F_MEMBER) == "ActionInvoked" and on_action is not None:
+                on_action(_first_string(data[4:]))
+            elif header.get(F_MEMBER) == "NotificationClosed":
+                return
 
 
 class Connection:
@@ -182,6 +226,22 @@ class Connection:
         head.align(8)
         self._send(bytes(head.data) + bytes(body.data))
         return self.serial
+
+    def wait(self, seconds: float) -> tuple[int, int, dict, bytes] | None:
+        """The next message, or None when none came within ``seconds``."""
+        if not self.buffer:
+            self.sock.settimeout(seconds)
+            try:
+                chunk = self.sock.recv(65536)
+            except TimeoutError:
+                return None
+            except OSError as exc:
+                raise NotifyError(f"the session bus connection failed: {exc}") from None
+            if not chunk:
+                raise NotifyError("the session bus closed the connection")
+            self.buffer += chunk
+        self.deadline = time.monotonic() + 30  # the rest of a message comes at once
+        return self.receive()
 
     def receive(self) -> tuple[int, int, dict, bytes]:
         """The next message: (type, serial, {header field code: value}, body)."""

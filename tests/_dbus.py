@@ -17,12 +17,16 @@ import pytest
 from taskloom.dbus_notify import (
     BUS,
     F_DESTINATION,
+    F_INTERFACE,
     F_MEMBER,
+    F_PATH,
     F_REPLY_SERIAL,
     F_SENDER,
     METHOD_CALL,
     METHOD_RETURN,
+    PATH,
     SERVICE,
+    SIGNAL,
     Connection,
 )
 
@@ -63,9 +67,11 @@ def session_bus(tmp_path):
 
 class FakeNotifications:
     """Owns org.freedesktop.Notifications on ``address`` and records each Notify call
-    as (app_name, summary, body, urgency); ``received`` is set on each."""
+    as (app_name, summary, body, urgency); ``received`` is set on each. With ``click``,
+    each notification is then clicked on that action and closed, as a person would."""
 
-    def __init__(self, address: str):
+    def __init__(self, address: str, click: str | None = None):
+        self.click = click
         self.bus = Connection(address, timeout=30)
         self.bus.call(*BUS, "Hello", "", ())
         self.bus.call(*BUS, "RequestName", "su", (SERVICE, 4))  # DO_NOT_QUEUE
@@ -84,6 +90,12 @@ class FakeNotifications:
                 self.calls.append(_notify_args(body))
                 fields = [(F_REPLY_SERIAL, "u", serial), (F_DESTINATION, "s", header[F_SENDER])]
                 self.bus.send(METHOD_RETURN, fields, "u", (next_id,))
+                if self.click is not None:
+                    where = [(F_PATH, "o", PATH), (F_INTERFACE, "s", SERVICE)]
+                    clicked = [*where, (F_MEMBER, "s", "ActionInvoked")]
+                    self.bus.send(SIGNAL, clicked, "us", (next_id, self.click))
+                    closed = [*where, (F_MEMBER, "s", "NotificationClosed")]
+                    self.bus.send(SIGNAL, closed, "uu", (next_id, 2))
                 next_id += 1
                 self.received.set()
         except Exception:  # the bus went away at the end of the test

@@ -42,7 +42,7 @@ def no_user_settings(tmp_path_factory):
 @pytest.fixture(autouse=True)
 def no_desktop_notifications(monkeypatch):
     """Windows in tests send no real desktop notifications: without a session bus
-    they use the tray (offscreen). The test of notify-send sets its own."""
+    they use the tray (offscreen). The test of the session bus starts its own."""
     monkeypatch.delenv("DBUS_SESSION_BUS_ADDRESS", raising=False)
 
 

@@ -141,43 +141,29 @@ def test_the_tray_notifier_shows_the_tray_for_its_message_and_hides_it_after(
         session.close()
 
 
-FAKE_NOTIFY_SEND = """#!/bin/sh
-# Records its arguments, one per line, and answers as if the notification was clicked.
-for arg in "$@"; do printf '%s\\n' "$arg"; done >> "$FAKE_NOTIFY_LOG"
-echo show
-"""
-
-
-def test_with_a_notification_service_notify_send_is_used_and_its_click_selects_the_task(
+def test_with_a_session_bus_the_notification_goes_there_and_its_click_selects_the_task(
     qtbot, settings, tmp_path, monkeypatch
 ):
-    import os
-
     from taskloom.gui.desktop_notify import FreedesktopNotifier
+    from tests._dbus import FakeNotifications, session_bus
 
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    program = bin_dir / "notify-send"
-    program.write_text(FAKE_NOTIFY_SEND)
-    program.chmod(0o755)
-    log = tmp_path / "notify.log"
-    monkeypatch.setenv("FAKE_NOTIFY_LOG", str(log))
-    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}")
-    monkeypatch.setenv("DBUS_SESSION_BUS_ADDRESS", "unix:path=/nonexistent")
-    body = f'[tasks.bad]\n{FAIL}\n\n[tasks.later]\n{PASS}\nafter = "1h"\n'
-    path = tmp_path / "service.toml"
-    path.write_text(f'[workflow]\nname = "service"\n\n{body}', encoding="utf-8")
-    session = WorkflowSession(load(path), settings, start=False)
-    try:
-        notices = session.window.notices
-        assert isinstance(notices.notifier, FreedesktopNotifier)
-        session.start()
-        qtbot.waitUntil(lambda: session.window.selected == ["bad"], timeout=20000)
-        args = log.read_text().splitlines()
-        assert "bad failed" in args and "--app-name=Taskloom" in args
-        assert "--action=show=Show task" in args
-        assert any(a.startswith("service: ") and "3" in a for a in args)  # workflow, error
-        assert not notices.tray.isVisible()  # no tray needed for these
-        qtbot.waitUntil(lambda: not notices.notifier.live)  # its process has ended
-    finally:
-        session.close()
+    with session_bus(tmp_path) as address:
+        service = FakeNotifications(address, click="show")  # clicked as soon as shown
+        monkeypatch.setenv("DBUS_SESSION_BUS_ADDRESS", address)
+        body = f'[tasks.bad]\n{FAIL}\n\n[tasks.later]\n{PASS}\nafter = "1h"\n'
+        path = tmp_path / "service.toml"
+        path.write_text(f'[workflow]\nname = "service"\n\n{body}', encoding="utf-8")
+        session = WorkflowSession(load(path), settings, start=False)
+        try:
+            notices = session.window.notices
+            assert isinstance(notices.notifier, FreedesktopNotifier)
+            session.start()
+            qtbot.waitUntil(lambda: session.window.selected == ["bad"], timeout=20000)
+            [(app, title, text, urgency)] = service.calls
+            assert (app, title, urgency) == ("Taskloom", "bad failed", 2)  # 2: critical
+            assert text.startswith("service: ") and "3" in text  # the workflow, the error
+            assert not notices.tray.isVisible()  # no tray needed for these
+            qtbot.waitUntil(lambda: not notices.notifier.live)  # it left the bus once closed
+        finally:
+            session.close()
+            service.close()

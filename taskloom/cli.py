@@ -644,8 +644,13 @@ def run_workflow(args) -> int:
             pruner.stop()
             opened.store.close()
     code = reporter.summary(scheduler, log_dir, interrupted)
-    if hooks is not None and not hooks.close():
-        log.warning("hooks: still running at exit")
+    if hooks is not None:
+        try:
+            if not hooks.close():
+                log.warning("hooks: still running at exit")
+        except KeyboardInterrupt:  # a signal while waiting for on_finish: do not wait more
+            log.warning("hooks: interrupted while on_finish ran")
+            return EXIT_SIGNAL_BASE + stop_signals.signal_number
     if store_error is not None:
         print(f"taskloom: {store_error}; the run stopped", file=sys.stderr)
         return EXIT_INVALID

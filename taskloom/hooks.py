@@ -28,6 +28,7 @@ import signal
 import subprocess
 import threading
 import time
+from collections import deque
 from datetime import datetime
 from pathlib import Path
 
@@ -79,7 +80,8 @@ class HookRunner:
         self.env = dict(env or {})
         self.queue: queue.Queue = queue.Queue(QUEUE_SIZE)
         self.dropped = 0
-        self.ran: list[tuple[str, str, int | None]] = []  # (hook, task, exit code), tests
+        # (hook, task, exit code) of the last hooks run, for tests and debugging
+        self.ran: deque[tuple[str, str, int | None]] = deque(maxlen=100)
         self._thread = threading.Thread(target=self._loop, name="taskloom-hooks", daemon=True)
         self._skip_tasks_after: float | None = None
         self._finished = False
@@ -103,7 +105,7 @@ class HookRunner:
     def on_event(self, event) -> None:
         if self._watch and event.task_id and event.state is not None:
             with self._lock:
-                if event.state.settled:
+                if event.state.settled or event.kind == "removed":
                     self._unsettled.discard(event.task_id)
                 else:
                     self._unsettled.add(event.task_id)

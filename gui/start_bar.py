@@ -6,11 +6,13 @@ processes): the run waits until the person presses Start, here or in the toolbar
 
 from __future__ import annotations
 
-from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QToolButton
+from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QLineEdit, QToolButton
 
 
 class StartBar(QFrame):
-    """ "Not running yet" and a Start button bound to the window's Start action."""
+    """ "Not running yet", the params of a new run (``KEY=VALUE ...``, what its
+    commands see as ``TASKLOOM_PARAM_KEY``) and a Start button bound to the window's
+    Start action. A resumed run keeps the params it started with: no field then."""
 
     def __init__(self, start_action, parent=None):
         super().__init__(parent)
@@ -28,7 +30,17 @@ class StartBar(QFrame):
         self.button.setToolButtonStyle(self.button.toolButtonStyle().ToolButtonTextBesideIcon)
         self.button.setAccessibleName("Start")
         self.button.setAccessibleDescription(start_action.statusTip())
+        self.params = QLineEdit()
+        self.params.setObjectName("startParams")
+        self.params.setPlaceholderText("params: KEY=VALUE …")
+        self.params.setToolTip(
+            "Params of this run, as in 'taskloom run --param': each command sees "
+            'TASKLOOM_PARAM_KEY. Separate them with spaces; quote a value with spaces: "A=x y"'
+        )
+        self.params.setAccessibleName("Params")
+        self.params.returnPressed.connect(start_action.trigger)
         layout.addWidget(self.label, 1)
+        layout.addWidget(self.params)
         layout.addWidget(self.button)
         self.set_text("")
 
@@ -38,3 +50,4 @@ class StartBar(QFrame):
         text = f"{subject} is not running. {what} until you press Start."
         self.label.setText(text)
         self.setAccessibleDescription(text)
+        self.params.setVisible(not resumed)

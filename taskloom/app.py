@@ -267,12 +267,33 @@ class WorkflowSession:
         depending on an unknown one, no threads to be had) is shown in the status bar."""
         if self._stopper is not None:
             return False
+        if not self._take_params():
+            return False
         try:
             self.scheduler.start()
         except START_ERRORS as exc:
             self.window.statusBar().showMessage(f"⚠ Cannot start: {exc}", 15000)
             return False
         self.window.set_started(True)
+        return True
+
+    def _take_params(self) -> bool:
+        """The Start bar's params for a new run: recorded with it and given to its
+        commands and hooks. False (said in the status bar) when they do not parse."""
+        if self.resumed or self.window.started:  # a resumed run keeps its own
+            return True
+        bar = self.window.start_bar
+        from taskloom.params import parse_line
+        from taskloom.runs import record_params
+
+        try:
+            params = parse_line(bar.params.text())
+        except ValueError as exc:
+            self.window.statusBar().showMessage(f"⚠ Params: {exc}", 15000)
+            return False
+        env = record_params(self.scheduler, self.store, params)
+        if self.hooks is not None:
+            self.hooks.env = env
         return True
 
     @property

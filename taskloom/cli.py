@@ -73,19 +73,14 @@ def _positive_int(text: str) -> int:
     return value
 
 
-_PARAM_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-
-
 def _param(text: str) -> tuple[str, str]:
     """``KEY=VALUE`` -> (KEY in upper case, VALUE): a command sees TASKLOOM_PARAM_KEY."""
-    key, equals, value = text.partition("=")
-    if not equals or not _PARAM_NAME.match(key):
-        raise argparse.ArgumentTypeError(
-            f"must be KEY=VALUE with KEY letters, digits and _ (not first a digit), got {text!r}"
-        )
-    if "\0" in value:
-        raise argparse.ArgumentTypeError(f"{key}: a value must not contain a NUL character")
-    return key.upper(), value
+    from .params import parse
+
+    try:
+        return parse(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _version() -> str:
@@ -99,7 +94,6 @@ def _version() -> str:
 
 def _output_flag(arg: str) -> bool:
     """-q, -v, -vv, ... --quiet, --verbose: may come before the command word."""
-    import re
 
     return re.fullmatch(r"-q|-v+|--quiet|--verbose", arg) is not None
 
@@ -526,7 +520,7 @@ def run_workflow(args) -> int:
         params = {}
         for key, value in args.params:
             if key in params and params[key] != value:
-                print(f"taskloom run: --param {key} given twice", file=sys.stderr)
+                print(f"taskloom run: --param {key} is given twice", file=sys.stderr)
                 return EXIT_INVALID
             params[key] = value
     if args.dry_run:

@@ -157,6 +157,18 @@ def run_env(run: int, params: dict) -> dict[str, str]:
     return env
 
 
+def record_params(scheduler, store, params: dict) -> dict[str, str]:
+    """Give a new run, not started yet, ``params`` (the window's Start bar): kept in
+    the store for a resume and told to its commands; the run's env (``run_env``)."""
+    if store is not None:
+        store.set_meta(PARAMS_KEY, json.dumps(params))
+        env = run_env(store.run, params)
+    else:  # a run kept nowhere has no number
+        env = {f"TASKLOOM_PARAM_{key}": value for key, value in params.items()}
+    scheduler.set_env(env)
+    return env
+
+
 def _open(
     workflow,
     store,

@@ -176,9 +176,7 @@ class Scheduler:
         )
         self._lifecycle.connect(self._dispatcher)
         if env:
-            if not all(isinstance(k, str) and isinstance(v, str) for k, v in env.items()):
-                raise TypeError(f"env must map str to str, got {env!r}")
-            self._dispatcher.env = dict(env)
+            self.set_env(env)
         self._timers.connect(
             self._lifecycle.on_timer, self._lifecycle.engine_error, self._dispatcher.after
         )
@@ -745,6 +743,16 @@ class Scheduler:
                 [_info(t) for t in self._graph.tasks.values()],
                 self._timers.upcoming(100),
             )
+
+    def set_env(self, env: Mapping[str, str]) -> None:
+        """Replace ``env`` (the constructor's): what the commands of attempts started
+        from now on add to their environment. ``TypeError`` unless str to str."""
+        if not isinstance(env, Mapping) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in env.items()
+        ):
+            raise TypeError(f"env must map str to str, got {env!r}")
+        with self._core.lock:
+            self._dispatcher.env = dict(env) or None
 
     def scheduled_at(self, task_id: str) -> datetime | None:
         """The nominal time of the task's occurrence running now, or of its last one

@@ -372,7 +372,6 @@ class WorkflowSession:
                 # Not for a run that never started, nor one a headless owner takes over.
                 if window is not None and window.started and not self.hand_off:
                     self.hooks.finish("stopped")  # a no-op once the run has finished
-                self.hooks.close()
             if self._reader is not None and not self._reader.join(READER_JOIN_TIMEOUT):
                 log.warning("a run-history read is still running; closing the store anyway")
             if self.feed is not None:
@@ -383,6 +382,8 @@ class WorkflowSession:
                 self.store.close()
             if self.hand_off:
                 self._start_background_owner()
+            if self.hooks is not None:  # last: a slow on_finish holds neither store nor owner
+                self.hooks.close()
 
     def join(self, timeout: float | None = None) -> bool:
         """Wait for ``stop()`` to finish; True once the engine and the store are closed."""

@@ -328,11 +328,17 @@ class SQLiteStore:
 
         own = reaper.ensure_started()
         self.owner_token = own
-        self.supervised_folder = supervision.supervised_folder(self.path)
-        # First: from now on no supervisor starts what an earlier owner asked for.
-        supervision.prepare_folder(self.supervised_folder, own)
+        self.supervised_folder: Path | None = supervision.supervised_folder(self.path)
         running = self.running_attempts()
-        self.supervised = supervision.scan(self.supervised_folder, {k for k, _ in running})
+        try:
+            # First: from now on no supervisor starts what an earlier owner asked for.
+            supervision.prepare_folder(self.supervised_folder, own)
+        except OSError as exc:  # a read-only folder: commands end with their owner
+            log.warning("%s: commands cannot be handed on (%s)", self.supervised_folder, exc)
+            self.supervised_folder = None
+            self.supervised = {}
+        else:
+            self.supervised = supervision.scan(self.supervised_folder, {k for k, _ in running})
         earlier = self.meta("owner_token")
         claimed = {
             key for key, attempt in self.supervised.items()
@@ -693,7 +699,8 @@ class SQLiteStore:
         from ._jobs import supervision
 
         supervisor = supervision.existing_client()
-        if supervisor is not None:  # its records of this store are done with, unless handed over
+        if supervisor is not None and self.supervised_folder is not None:
+            # Its records of this store are done with, unless commands were handed over.
             supervisor.release(self.supervised_folder)
         if self._owner_lock is not None:
             self._owner_lock.release()

@@ -167,6 +167,10 @@ class Dispatcher:
         # Runs recovery adopted (commands an earlier owner started), each waited for on a
         # thread of its own from start(); guarded by the core lock.
         self.adopted: list[Run] = []
+        # Own workers take new work only while fewer than ``workers`` runs are in
+        # flight: as many workers as adopted runs still in flight stay parked.
+        self._adopted_in_flight = 0
+        self._parked = 0
 
     # ------------------------------------------------------------------ threads
     def start_threads(self) -> None:
@@ -239,6 +243,8 @@ class Dispatcher:
         run.adopted = wait_end
         task.add_run(run)
         self.running += 1
+        if self.executor is None:
+            self._adopted_in_flight += 1
         if task.timeout is not None:
             run.timeout_entry = self._timers.add_timeout(record.started + task.timeout, run)
         self.adopted.append(run)
@@ -320,13 +326,14 @@ class Dispatcher:
             run.timeout_entry = self._timers.add_timeout(now + task.timeout, run)
         if task.history is None:
             task.history = []
-        # Every field: no end, error, output, log, exit code or worker yet; task_id and
-        # run are None on the engine's own records.
+        # Every field: no end, error, output, log, exit code yet; the worker only for a
+        # command given to a supervisor (recovery tells one that never started by it);
+        # task_id and run are None on the engine's own records.
         worker = None
         journal = self._journal
-        if journal is not None and self._local_executor and _needs_durable_start(run):
-            worker = SUPERVISED_WORKER  # recovery tells a command never started by it
-            journal.supervise(run)
+        supervised = journal is not None and self._local_executor and _needs_durable_start(run)
+        if supervised and journal.supervise(run):
+            worker = SUPERVISED_WORKER
         record: Attempt = _new_tuple(
             Attempt,
             (run.attempt, now, None, Outcome.RUNNING, None, None, None, None, None, worker,
@@ -368,9 +375,12 @@ class Dispatcher:
             self._core.notify_settled()
         task = run.task
         if error is not None and error.__class__ is CommandDetached:
+            if run.adopted is not None and self.executor is None:
+                self._adopted_in_flight -= 1
             return  # handed over: its end is the store's next owner's to record
-        if run.adopted is not None and self._idle_workers:
-            self._core.work_cond.notify()  # its slot is free for ready work
+        if run.adopted is not None and self.executor is None:
+            self._adopted_in_flight -= 1
+            self._core.work_cond.notify_all()  # its slot is free: a parked worker goes on
         if run.done:  # timed out: its outcome is recorded, the task's next start waited
             if run.lingers:
                 run.lingers = False
@@ -554,9 +564,16 @@ class Dispatcher:
                                 self.finish(ended, error, tb)
                         except Exception as exc:
                             self._lifecycle.engine_error("a worker", exc, ended)
+                    while self._adopted_in_flight > self._parked and not core.stopping:
+                        # An adopted command holds this worker's slot until it ends.
+                        self._parked += 1
+                        try:
+                            core.work_cond.wait()
+                        finally:
+                            self._parked -= 1
                     while (
                         not core.stopping
-                        and (core.paused_all or not self.ready or self.running >= self.workers)
+                        and (core.paused_all or not self.ready)
                         and not core.deferred
                     ):
                         if self._delivery.outbox:  # threaded delivery: only queues a wake-up token
@@ -567,13 +584,7 @@ class Dispatcher:
                         finally:
                             self._idle_workers -= 1
                     stopping = core.stopping
-                    # Adopted commands hold slots too: no more than ``workers`` in flight.
-                    if (
-                        not stopping
-                        and not core.paused_all
-                        and self.ready
-                        and self.running < self.workers
-                    ):
+                    if not stopping and not core.paused_all and self.ready:
                         run = self._take_ready()
                     deferred = core.take_deferred()
                 self.after(deferred)

@@ -190,10 +190,11 @@ def test_recovery_ends_a_survivor_before_the_task_runs_again(tmp_path):
     proc, (command, grandchild, escaped) = start_owner(db, pids)
     wait_for(lambda: _watcher_of(proc.pid) > 0, what="the watcher")
     wait_for(lambda: _recorded_pid(db) == command, what="the command's record")
-    os.kill(_watcher_of(proc.pid), signal.SIGKILL)
-    os.kill(_supervisor_of(proc.pid), signal.SIGKILL)
-    proc.send_signal(signal.SIGKILL)
+    watcher, supervisor = _watcher_of(proc.pid), _supervisor_of(proc.pid)
+    os.kill(watcher, signal.SIGKILL)
+    proc.send_signal(signal.SIGKILL)  # before its supervisor: it would end their commands
     proc.wait()
+    os.kill(supervisor, signal.SIGKILL)
     time.sleep(0.3)  # would the survivors die on their own? they must not, here
     assert all(alive(p) for p in (command, grandchild, escaped))
     reader = SQLiteStore.reader(db)

@@ -105,17 +105,18 @@ class Command:
             "tail_bytes": TAIL_BYTES,
             "grace": GRACE_SECONDS,
         }
-        if run is not None and run.supervision is not None:
-            request.update(run.supervision)  # with a store: recorded, adoptable by its next owner
-        pending = supervision.client().start(request)
-        pending.started.wait()
-        if run is not None and pending.pid is not None:
-            try:
+        if run is None:
+            pending = supervision.client().start(request)
+        else:
+            if run.supervision is not None:  # with a store: recorded, adoptable by its next owner
+                request.update(run.supervision)
+
+            def started(pending: supervision.Pending) -> None:  # on the reader thread
+                assert pending.pid is not None
                 run.process_started(pending.pid, pending.pgid or pending.pid)
-            except BaseException:  # unrecorded, it must not run on
-                pending.cancel()
-                pending.ended.wait()
-                raise
+
+            pending = supervision.client().start(request, started)
+            # A cancel before the program runs is carried out once it does.
             run.on_cancel(lambda: pending.detach() if run.detached else pending.cancel())
         pending.ended.wait()
         assert pending.end is not None

@@ -331,8 +331,12 @@ class Dispatcher:
         # task_id and run are None on the engine's own records.
         worker = None
         journal = self._journal
-        supervised = journal is not None and self._local_executor and _needs_durable_start(run)
-        if supervised and journal.supervise(run):
+        if (
+            journal is not None
+            and self._local_executor
+            and _needs_durable_start(run)
+            and journal.supervise(run)
+        ):
             worker = SUPERVISED_WORKER
         record: Attempt = _new_tuple(
             Attempt,

@@ -127,7 +127,8 @@ def test_a_command_outlives_its_killed_owner_and_the_next_owner_adopts_it(files)
         assert alive(pid), "the next owner ended the command instead of adopting it"
         log_path = s.live_log("cmd")
         assert log_path is not None
-        assert "output before the owner died" in Path(log_path).read_text()
+        # The supervisor writes the output as it reads it: soon, not at once.
+        wait_for(lambda: "output before the owner died" in Path(log_path).read_text())
         s.start()
         gate.touch()
         assert s.wait(20)

@@ -498,8 +498,10 @@ def validate_workflow(path: Path, quiet: bool = False, as_json: bool = False) ->
 
 
 def _print_problems(path: Path, problems) -> int:
-    for problem in problems:
-        print(problem)
+    from taskloom.listing import located
+
+    for _problem, text in located(path, problems):  # each with its line:column
+        print(text)
     count = len(problems)
     print(f"{path}: {count} problem{'s' if count != 1 else ''}", file=sys.stderr)
     return EXIT_INVALID

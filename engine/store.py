@@ -160,6 +160,10 @@ def _make_folder(path: Path) -> None:
     except PermissionError as exc:
         where = exc.filename or path.parent
         raise StoreError(f"{path}: cannot create the store: {where} is not writable") from None
+    except OSError as exc:  # /proc/nope, a read-only file system, no space, ...
+        where = exc.filename or path.parent
+        reason = exc.strerror or str(exc)
+        raise StoreError(f"{path}: cannot create the store: {where}: {reason}") from None
 
 
 def _store_error(path: Path, exc: sqlite3.DatabaseError) -> StoreError:

@@ -288,8 +288,7 @@ def _steering_parsers(sub, each) -> None:
             parents=each,
         )
         parser.add_argument("file", type=Path, help="workflow file (TOML)")
-        many = "+" if word in ("cancel", "run-now", "clear") else "*"
-        parser.add_argument("tasks", nargs=many, metavar="TASK", help="task names")
+        parser.add_argument("tasks", nargs="*", metavar="TASK", help="task names")
         if word == "retry":
             parser.add_argument("--failed", action="store_true", help="every failed task")
         if word == "clear":
@@ -373,7 +372,11 @@ def main(argv=None) -> int:
         return EXIT_INVALID
     if word in SUBCOMMANDS:
         parser = _command_parser()
-        args = parser.parse_args(argv)
+        args, extra = parser.parse_known_args(argv)
+        if extra and args.command in STEERING and not any(a.startswith("-") for a in extra):
+            args.tasks = [*args.tasks, *extra]  # TASK names after an option: retry F --db D t
+        elif extra:
+            parser.error(f"unrecognized arguments: {' '.join(extra)}")
         if args.quiet and args.verbose:
             parser.error("-q/--quiet and -v/--verbose cannot be used together")
         from taskloom import logs
@@ -392,7 +395,27 @@ def main(argv=None) -> int:
     return open_window(args)
 
 
+def _unusable_store(path: Path | None) -> str | None:
+    """Why a ``--db`` path can never be a store (its folder is missing or no folder,
+    the path is a folder or a device), or None. A store that does not exist yet in
+    a folder that does is fine: no runs yet."""
+    if path is None:
+        return None
+    folder = path.parent
+    if not folder.is_dir():
+        what = "is not a folder" if folder.exists() else "does not exist"
+        return f"taskloom: --db {path}: unusable store: the folder {folder} {what}"
+    if path.exists() and not path.is_file():
+        return f"taskloom: --db {path}: unusable store: not a regular file"
+    return None
+
+
 def _command(args) -> int:
+    if args.command != "run":  # run says it when it opens the store (it may make the folder)
+        reason = _unusable_store(getattr(args, "db", None))
+        if reason is not None:
+            print(reason, file=sys.stderr)
+            return EXIT_INVALID
     if args.command == "run":
         return run_workflow(args)
     if args.command == "history":

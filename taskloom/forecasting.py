@@ -92,7 +92,8 @@ def render_text(workflow, result: Forecast, model: DurationModel, source: str) -
 
 
 def render_json(workflow, result: Forecast, model: DurationModel) -> str:
-    data = result.to_json()
+    # "version" first, as in every --json answer (listing.JSON_VERSION)
+    data = {"version": 1, **result.to_json()}
     data["workflow"] = workflow.name
     data["durations"] = {
         tid: {

@@ -395,6 +395,9 @@ def steer(args) -> int:
     if word == "retry" and not tasks and not args.failed:
         _fail("taskloom retry: name the TASK to retry, or --failed for every failed task")
         return EXIT_INVALID
+    if word in ("cancel", "run-now", "clear") and not tasks:
+        _fail(f"taskloom {word}: name the TASK (one or more)")
+        return EXIT_INVALID
     opened, code = _open_file(args)
     if opened is None:
         return code

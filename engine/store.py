@@ -251,6 +251,9 @@ class SQLiteStore:
             raise StoreError(
                 f"{self.path}: cannot create the store: {self.path.parent} is not writable"
             ) from exc
+        except OSError as exc:  # its lock file cannot be made there (/proc, a full disk)
+            reason = exc.strerror or str(exc)
+            raise StoreError(f"{self.path}: cannot use the store: {reason}") from exc
         try:
             self._open(durability)
         except sqlite3.DatabaseError as exc:

@@ -142,9 +142,9 @@ def locate(text: str, task: str | None, key: str | None) -> tuple[int, int] | No
             return n + 1, line.index("[") + 1
     if key:  # a dotted key (b.deps = ...) or an inline table (b = { deps = ... })
         name = key.split(".")[0]
-        found = _mentioned(lines, f"{task}.{name}") or _mentioned(lines, task, name)
-        if found is not None:
-            return found
+        place = _mentioned(lines, f"{task}.{name}") or _mentioned(lines, task, name)
+        if place is not None:
+            return place
     return _mentioned(lines, task)
 
 

@@ -598,17 +598,19 @@ def show_history(args) -> int:
         if not args.quiet:
             print(f"no runs of {name} yet")
         return EXIT_OK
-    header = f"{'started':19}  {'run':>3}  {'task':<18} {'try':>3}  {'outcome':<9} {'took':>7}"
+    from taskloom import human
+
+    header = f"{'started':19}  {'run':>3}  {'task':<18} {'try':>3}  {'outcome':<9} {'took':>11}"
     print(header + "  detail")
     for row in reversed(rows):
         started = datetime.fromtimestamp(row["started"]).strftime("%Y-%m-%d %H:%M:%S")
-        took = "" if row["ended"] is None else f"{row['ended'] - row['started']:.2f}s"
+        took = "" if row["ended"] is None else human.duration(row["ended"] - row["started"])
         detail = row["error"] or ""
         if row["exit_code"] is not None and not detail:
             detail = f"exit code {row['exit_code']}"
         print(
             f"{started}  {row['run']:>3}  {row['task_id']:<18} {row['number']:>3}  "
-            f"{row['outcome']:<9} {took:>7}  {detail}"
+            f"{row['outcome']:<9} {took:>11}  {detail}"
         )
     return EXIT_OK
 

@@ -10,11 +10,15 @@ from zoneinfo import ZoneInfo
 
 
 def duration(seconds: float) -> str:
-    """A duration in the two largest units that matter: "0.4 s", "42 s",
+    """A duration in the two largest units that matter: "12 ms", "4.2 s", "42 s",
     "5 min 3 s", "20 h 18 min", "3 d 4 h". Negative durations read as zero."""
     if not math.isfinite(seconds):
         return "forever"
     seconds = max(0.0, seconds)
+    if seconds == 0:
+        return "0 s"
+    if seconds < 0.9995:  # a quick command's attempt: "12 ms", not "0 s"
+        return f"{max(1, round(seconds * 1000))} ms"
     if seconds < 10:
         text = f"{seconds:.1f}"
         return f"{text[:-2] if text.endswith('.0') else text} s"

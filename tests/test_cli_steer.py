@@ -125,7 +125,7 @@ def test_status_of_a_live_run_names_owner_counts_running_failures_and_next(live)
     out = result.stdout
     assert f"owner: taskloom run (pid {owner.pid} on " in out
     assert re.search(r"tasks: .*1 failed, 1 running", out), out
-    assert re.search(r"running:\n  slow for [\d.]+ s \(attempt 1\)", out), out
+    assert re.search(r"running:\n  slow for [\d.]+ m?s \(attempt 1\)", out), out
     assert "bad attempt 1 at " in out and ": CommandFailed: exit code 3: oops" in out
     assert re.search(r"next:\n  backup at [\d-]*\s?02:30 \(Asia/Tokyo\), in \d+ h", out), out
 

@@ -17,7 +17,9 @@ from taskloom.engine.workflow import loads
     ("seconds", "text"),
     [
         (0.0, "0 s"),
-        (0.44, "0.4 s"),
+        (0.44, "440 ms"),
+        (0.0004, "1 ms"),
+        (1.04, "1 s"),
         (9.94, "9.9 s"),
         (42.4, "42 s"),
         (60, "1 min"),

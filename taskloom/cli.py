@@ -375,8 +375,9 @@ def main(argv=None) -> int:
         args, extra = parser.parse_known_args(argv)
         if extra and args.command in STEERING and not any(a.startswith("-") for a in extra):
             args.tasks = [*args.tasks, *extra]  # TASK names after an option: retry F --db D t
-        elif extra:
-            parser.error(f"unrecognized arguments: {' '.join(extra)}")
+        elif extra:  # said with the command's own usage line, as argparse would
+            sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+            sub.choices[args.command].error(f"unrecognized arguments: {' '.join(extra)}")
         if args.quiet and args.verbose:
             parser.error("-q/--quiet and -v/--verbose cannot be used together")
         from taskloom import logs

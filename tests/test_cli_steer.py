@@ -176,6 +176,10 @@ def test_retry_cancel_pause_resume_clear_reach_a_live_owner(live):
     assert taskloom("resume", path).returncode == 0
     assert status_json(path)["paused"] is False
 
+    now = taskloom("run-now", path, "backup")  # a recurring task: an extra run, now
+    assert now.returncode == 0, now.stderr
+    assert now.stdout.strip() == f"run-now: made backup due now (done by taskloom run (pid {pid}))"
+
     cleared = taskloom("clear", path, "ok")
     assert cleared.returncode == 0, cleared.stderr
     assert "clear: cleared ok (done by" in cleared.stdout
@@ -192,6 +196,7 @@ def test_retry_cancel_pause_resume_clear_reach_a_live_owner(live):
     assert "ok               running (attempt 2)" in out  # cleared: ran again
     assert "slow             cancelled (attempt 1)" in out
     assert "backup           paused" in out and "backup           resumed" in out
+    assert "backup           succeeded (attempt 1)" in out
 
 
 def test_an_owner_that_does_not_answer_gives_75(live):
@@ -217,7 +222,15 @@ STORED = """
     command = ["true"]
     deps = ["bad"]
 
+    [tasks.ok_after]
+    command = ["true"]
+    deps = ["ok"]
+
     [tasks.later]
+    command = ["true"]
+    after = "1h"
+
+    [tasks.soon]
     command = ["true"]
     after = "1h"
 
@@ -238,7 +251,7 @@ def test_status_and_steering_of_a_stored_run_with_no_owner(tmp_path):
     assert re.search(r"next:\n(  .*\n)*  later at .*, in 59 min", seen.stdout), seen.stdout
     document = status_json(path)
     assert document["owner"] is None and document["live"] is False
-    assert document["counts"] == {"failed": 1, "skipped": 1, "succeeded": 1, "scheduled": 2}
+    assert document["counts"] == {"failed": 1, "skipped": 1, "succeeded": 2, "scheduled": 3}
 
     retried = taskloom("retry", path, "--failed")
     assert retried.returncode == 0, retried.stderr
@@ -252,9 +265,14 @@ def test_status_and_steering_of_a_stored_run_with_no_owner(tmp_path):
     assert state_of(path, "later") == "cancelled"
     assert taskloom("pause", path, "tick").returncode == 0
     assert status_json(path)["tasks"][-1]["paused"] is True
-    cleared = taskloom("clear", path, "ok")
-    assert cleared.returncode == 0 and "cleared ok in the stored run 1" in cleared.stdout
+    cleared = taskloom("clear", path, "ok", "--downstream")
+    assert cleared.returncode == 0, cleared.stderr
+    assert "cleared ok, ok_after in the stored run 1" in cleared.stdout
     assert state_of(path, "ok") in ("pending", "ready")
+    assert state_of(path, "ok_after") == "pending"
+    now = taskloom("run-now", path, "soon")
+    assert now.returncode == 0 and "made soon due now in the stored run 1" in now.stdout
+    assert state_of(path, "soon") == "ready"
 
     whole = taskloom("pause", path)  # a whole-run pause lives in a live dispatcher only
     assert whole.returncode == 1
@@ -268,6 +286,8 @@ def test_status_and_steering_of_a_stored_run_with_no_owner(tmp_path):
     assert "resuming the unfinished run" in second.stdout
     assert "bad              running (attempt 2)" in second.stdout
     assert "ok               running (attempt 2)" in second.stdout
+    assert "ok_after         running (attempt 2)" in second.stdout
+    assert "soon             succeeded (attempt 1)" in second.stdout
     assert "later            running" not in second.stdout
     assert "tick             running" not in second.stdout  # paused
     assert second.returncode == 1  # bad failed again, later was cancelled

@@ -722,11 +722,20 @@ class SQLiteStore:
         since: float | None = None,
         limit: int = 200,
         until: float | None = None,
+        run: int | None = None,
+        outcomes: tuple[str, ...] = (),
     ):
-        """Stored attempts of every run, newest first, as dicts (times are wall-clock
-        epoch seconds); ``since``/``until`` bound their start time."""
+        """Stored attempts of every run (or of ``run``), newest first, as dicts (times
+        are wall-clock epoch seconds); ``since``/``until`` bound their start time,
+        ``outcomes`` (e.g. ``("failed", "lost")``) keeps only those."""
         sql = f"SELECT {', '.join(ATTEMPT_COLUMNS)} FROM attempts WHERE 1=1"
         args: list = []
+        if run is not None:
+            sql += " AND run = ?"
+            args.append(run)
+        if outcomes:
+            sql += f" AND outcome IN ({', '.join('?' * len(outcomes))})"
+            args.extend(outcomes)
         if task_id is not None:
             sql += " AND task_id = ?"
             args.append(task_id)

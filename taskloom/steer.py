@@ -121,8 +121,7 @@ def _zones(workflow) -> dict[str, str | None]:
 
 
 def _failures(reader, run: int) -> list[dict]:
-    rows = [r for r in reader.attempts(limit=500) if r["run"] == run]
-    failed = [r for r in rows if r["outcome"] in ("failed", "lost")]
+    failed = reader.attempts(limit=FAILURES_SHOWN, run=run, outcomes=("failed", "lost"))
     return [
         {
             "task": r["task_id"],
@@ -133,7 +132,7 @@ def _failures(reader, run: int) -> list[dict]:
             "exit_code": r["exit_code"],
             "log_path": r["log_path"],
         }
-        for r in failed[:FAILURES_SHOWN]
+        for r in failed
     ]
 
 

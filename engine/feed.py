@@ -27,7 +27,8 @@ no second writer for SQLite's one write lock. Event times stay on the owner's
 clock; ``feed_state`` says how to turn them into wall time.
 
 **The control channel** is the ``control`` table: a watcher inserts a request
-(cancel, retry, run now, pause, resume, pause all, resume all) and the owner,
+(cancel, retry, run now, pause, resume, pause all, resume all, clear, clear with
+downstream) and the owner,
 which polls it every ``FEED_INTERVAL``, applies it through the ``Scheduler``'s
 public calls and writes the answer (done, refused with the reason, or expired)
 into the same row. The watcher sees the effect through the normal events. The
@@ -98,6 +99,8 @@ CONTROL_ACTIONS = {
     "resume": "resume",
     "pause_all": "pause all",
     "resume_all": "resume all",
+    "clear": "clear",  # Scheduler.clear: run a settled one-shot task again
+    "clear_downstream": "clear",  # ... with the settled tasks downstream of it
 }
 
 
@@ -567,6 +570,9 @@ class FeedWriter:
             if action in ("pause", "resume"):
                 getattr(s, action)(tid)
                 return "done", f"{action}d {tid}"
+            if action in ("clear", "clear_downstream"):
+                cleared = s.clear(tid, downstream=action == "clear_downstream")
+                return "done", f"cleared {', '.join(cleared)}"
             if getattr(s, action)(tid):
                 return "done", f"{verb}: {tid}"
             state = s.task(tid).state.name.lower()

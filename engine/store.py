@@ -160,6 +160,10 @@ def _make_folder(path: Path) -> None:
     except PermissionError as exc:
         where = exc.filename or path.parent
         raise StoreError(f"{path}: cannot create the store: {where} is not writable") from None
+    except OSError as exc:  # /proc/nope, a read-only file system, no space, ...
+        where = exc.filename or path.parent
+        reason = exc.strerror or str(exc)
+        raise StoreError(f"{path}: cannot create the store: {where}: {reason}") from None
 
 
 def _store_error(path: Path, exc: sqlite3.DatabaseError) -> StoreError:
@@ -247,6 +251,9 @@ class SQLiteStore:
             raise StoreError(
                 f"{self.path}: cannot create the store: {self.path.parent} is not writable"
             ) from exc
+        except OSError as exc:  # its lock file cannot be made there (/proc, a full disk)
+            reason = exc.strerror or str(exc)
+            raise StoreError(f"{self.path}: cannot use the store: {reason}") from exc
         try:
             self._open(durability)
         except sqlite3.DatabaseError as exc:
@@ -745,11 +752,20 @@ class SQLiteStore:
         since: float | None = None,
         limit: int = 200,
         until: float | None = None,
+        run: int | None = None,
+        outcomes: tuple[str, ...] = (),
     ):
-        """Stored attempts of every run, newest first, as dicts (times are wall-clock
-        epoch seconds); ``since``/``until`` bound their start time."""
+        """Stored attempts of every run (or of ``run``), newest first, as dicts (times
+        are wall-clock epoch seconds); ``since``/``until`` bound their start time,
+        ``outcomes`` (e.g. ``("failed", "lost")``) keeps only those."""
         sql = f"SELECT {', '.join(ATTEMPT_COLUMNS)} FROM attempts WHERE 1=1"
         args: list = []
+        if run is not None:
+            sql += " AND run = ?"
+            args.append(run)
+        if outcomes:
+            sql += f" AND outcome IN ({', '.join('?' * len(outcomes))})"
+            args.extend(outcomes)
         if task_id is not None:
             sql += " AND task_id = ?"
             args.append(task_id)

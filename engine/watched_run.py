@@ -6,9 +6,9 @@ through ``subscribe``, ``snapshot``, ``tasks``, ``task``, ``upcoming``,
 so that the window's bridge and views do not care whose run they show. It only
 reads the store (a read-only SQLite connection; WAL readers never block the
 owner), except for the requests it sends: ``cancel``, ``retry``, ``run_now``,
-``pause`` and ``resume`` become rows of the store's ``control`` table, which the
-owner applies and answers (``take_answers``). Graph edits are refused with
-``WatchOnly``, which says how to edit.
+``pause``, ``resume`` and ``clear`` (``request`` sends any) become rows of the
+store's ``control`` table, which the owner applies and answers (``take_answers``).
+Graph edits are refused with ``WatchOnly``, which says how to edit.
 
 Events keep the owner's fields, times on the owner's clock (``clock`` is that
 clock as seen from here), and its ``seq`` unless that would not grow (a new
@@ -510,6 +510,18 @@ class WatchedRun:
 
     def resume(self, task_id: str | None = None) -> None:
         self._request("resume" if task_id else "resume_all", task_id or "")
+
+    def clear(self, task_id: str, downstream: bool = False) -> bool:
+        """Ask the owner to run a settled one-shot task again (``Scheduler.clear``),
+        with ``downstream`` the settled tasks downstream of it too."""
+        return self._request("clear_downstream" if downstream else "clear", task_id)
+
+    def request(self, action: str, task_id: str = "") -> bool:
+        """Send any request of ``feed.CONTROL_ACTIONS`` (``task_id`` "" for the
+        whole run's ``pause_all``/``resume_all``); the answer comes through
+        ``take_answers``. ``ValueError`` for an unknown action, ``KeyError`` for an
+        unknown task, ``RuntimeError`` once the owner has stopped."""
+        return self._request(action, task_id)
 
     def _request(self, action: str, task_id: str) -> bool:
         """Send a request to the owner; True once it is in the store (the answer

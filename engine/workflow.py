@@ -279,7 +279,23 @@ def _syntax_problem(file: str, text: str, exc: tomllib.TOMLDecodeError) -> Probl
     return Problem(file, None, None, f"TOML syntax error: {message}", line, column)
 
 
+# Other schedulers' names for a key (Airflow, Compose, GitHub Actions, ...), which
+# spelling alone does not bring close enough.
+_OTHER_NAMES = {
+    "dependencies": "deps",
+    "depends_on": "deps",
+    "depends": "deps",
+    "needs": "deps",
+    "after_tasks": "deps",
+    "requires": "deps",
+    "upstream": "deps",
+}
+
+
 def _did_you_mean(word: str, known) -> str:
+    other = _OTHER_NAMES.get(word) if isinstance(word, str) else None
+    if other is not None and other in known:
+        return f" (did you mean {other!r}?)"
     close = difflib.get_close_matches(word, known, n=1, cutoff=0.6)
     return f" (did you mean {close[0]!r}?)" if close else ""
 

@@ -44,7 +44,26 @@ import taskloom
 EXIT_OK, EXIT_FAILED, EXIT_INVALID = 0, 1, 2
 EXIT_BUSY = 75  # EX_TEMPFAIL (sysexits.h): not now, try again when the owner has finished
 EXIT_SIGNAL_BASE = 128  # 128 + the signal's number, as shells report: SIGINT 130, SIGTERM 143
-SUBCOMMANDS = ("run", "validate", "history", "list", "next", "forecast", "install-desktop")
+SUBCOMMANDS = (
+    "run",
+    "status",
+    "retry",
+    "cancel",
+    "pause",
+    "resume",
+    "run-now",
+    "clear",
+    "validate",
+    "history",
+    "list",
+    "next",
+    "forecast",
+    "install-desktop",
+    "completion",
+    "help",
+)
+STEERING = ("retry", "cancel", "pause", "resume", "run-now", "clear")
+EXAMPLES = ("etl", "flaky", "recurring")  # resources/examples/NAME.toml
 SIGNAL_CHECK = 0.2  # seconds between looks for Ctrl-C / SIGTERM while waiting
 log = logging.getLogger("taskloom.cli")
 
@@ -126,7 +145,17 @@ def _command_parser() -> argparse.ArgumentParser:
     each = [_output_options(False)]
 
     run = sub.add_parser("run", help="run a workflow headless, with live progress", parents=each)
-    run.add_argument("file", type=Path, help="workflow file (TOML)")
+    run.add_argument("file", type=Path, nargs="?", help="workflow file (TOML)")
+    run.add_argument(
+        "--example",
+        choices=EXAMPLES,
+        help="run a bundled example instead of a file",
+    )
+    run.add_argument(
+        "--until-idle",
+        action="store_true",
+        help="stop once no one-shot work remains, even if recurring tasks would run on",
+    )
     run.add_argument("--workers", type=_positive_int, help="worker threads (default: the file's)")
     run.add_argument(
         "--for",
@@ -169,6 +198,8 @@ def _command_parser() -> argparse.ArgumentParser:
         help="say what would run, in what order; run nothing, write no store",
     )
 
+    _steering_parsers(sub, each)
+
     listing = sub.add_parser(
         "list", help="the tasks of a workflow: trigger, dependencies, next fire", parents=each
     )
@@ -199,7 +230,7 @@ def _command_parser() -> argparse.ArgumentParser:
     _json_argument(validate)
 
     ahead = sub.add_parser(
-        "forecast", help="what a run would do: finish, critical path, collisions"
+        "forecast", help="what a run would do: finish, critical path, collisions", parents=each
     )
     ahead.add_argument("file", type=Path, help="workflow file (TOML)")
     ahead.add_argument(
@@ -212,8 +243,68 @@ def _command_parser() -> argparse.ArgumentParser:
 
     from .desktop import add_parser as add_desktop_parser
 
-    add_desktop_parser(sub)
+    add_desktop_parser(sub, parents=each)
+    completion = sub.add_parser(
+        "completion",
+        help="print a shell completion script (bash or zsh)",
+        description="Print a completion script made from this command's own options. "
+        "bash: 'source <(taskloom completion bash)' in ~/.bashrc; zsh: "
+        "'taskloom completion zsh > ~/.zfunc/_taskloom' with ~/.zfunc on $fpath.",
+        parents=each,
+    )
+    completion.add_argument("shell", choices=("bash", "zsh"))
+    helping = sub.add_parser(
+        "help", help="list the commands, or show one command's help", parents=each
+    )
+    helping.add_argument("topic", nargs="?", metavar="COMMAND", help="a command")
     return parser
+
+
+def _steering_parsers(sub, each) -> None:
+    """status and the commands that steer a run (steer.py)."""
+    status = sub.add_parser(
+        "status",
+        help="a run now: owner, counts, what runs, what failed, what comes next",
+        parents=each,
+    )
+    status.add_argument("file", type=Path, help="workflow file (TOML)")
+    _store_arguments(status)
+    _json_argument(status)
+    about = {
+        "retry": "run failed, skipped or cancelled tasks again (--failed: every failed one)",
+        "cancel": "cancel tasks that have not finished",
+        "pause": "hold tasks (or, with no TASK, the whole live run)",
+        "resume": "undo pause",
+        "run-now": "run tasks that wait for their time now",
+        "clear": "run finished one-shot tasks again in the same run",
+    }
+    for word, text in about.items():
+        parser = sub.add_parser(
+            word,
+            help=text,
+            description=text[0].upper() + text[1:] + ". Sent to the process that runs the "
+            "workflow now, which answers; when none does, applied to the stored run, which "
+            "the next 'taskloom run' resumes.",
+            parents=each,
+        )
+        parser.add_argument("file", type=Path, help="workflow file (TOML)")
+        parser.add_argument("tasks", nargs="*", metavar="TASK", help="task names")
+        if word == "retry":
+            parser.add_argument("--failed", action="store_true", help="every failed task")
+        if word == "clear":
+            parser.add_argument(
+                "--downstream",
+                action="store_true",
+                help="also the finished tasks downstream of them",
+            )
+        parser.add_argument(
+            "--timeout",
+            type=_duration,
+            default=10.0,
+            metavar="DURATION",
+            help="how long to wait for a live run's answer (default 10s)",
+        )
+        _store_arguments(parser)
 
 
 def _json_argument(parser) -> None:
@@ -234,17 +325,18 @@ def _store_arguments(parser) -> None:
 def _window_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="taskloom",
-        description="Open the Taskloom window on a workflow (the start page if none).",
-        epilog="Also: 'taskloom run FILE' runs headless, 'taskloom validate FILE' checks a "
-        "file, 'taskloom list|next|history|forecast FILE' tell about it; add --help to any "
-        "of them.",
+        usage="taskloom [FILE | --example NAME] [options]\n       taskloom COMMAND ...",
+        description="Open the Taskloom window on a workflow (the start page if none), "
+        "or run a COMMAND.",
+        epilog=_commands_text(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
         parents=[_output_options(True)],
     )
     parser.add_argument("--version", action="version", version=f"taskloom {_version()}")
     parser.add_argument("file", nargs="?", type=Path, help="workflow file (TOML)")
     parser.add_argument(
         "--example",
-        choices=("etl", "flaky", "recurring"),
+        choices=EXAMPLES,
         help="open a bundled example instead of a file",
     )
     parser.add_argument(
@@ -280,7 +372,12 @@ def main(argv=None) -> int:
         return EXIT_INVALID
     if word in SUBCOMMANDS:
         parser = _command_parser()
-        args = parser.parse_args(argv)
+        args, extra = parser.parse_known_args(argv)
+        if extra and args.command in STEERING and not any(a.startswith("-") for a in extra):
+            args.tasks = [*args.tasks, *extra]  # TASK names after an option: retry F --db D t
+        elif extra:  # said with the command's own usage line, as argparse would
+            sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+            sub.choices[args.command].error(f"unrecognized arguments: {' '.join(extra)}")
         if args.quiet and args.verbose:
             parser.error("-q/--quiet and -v/--verbose cannot be used together")
         from taskloom import logs
@@ -299,7 +396,27 @@ def main(argv=None) -> int:
     return open_window(args)
 
 
+def _unusable_store(path: Path | None) -> str | None:
+    """Why a ``--db`` path can never be a store (its folder is missing or no folder,
+    the path is a folder or a device), or None. A store that does not exist yet in
+    a folder that does is fine: no runs yet."""
+    if path is None:
+        return None
+    folder = path.parent
+    if not folder.is_dir():
+        what = "is not a folder" if folder.exists() else "does not exist"
+        return f"taskloom: --db {path}: unusable store: the folder {folder} {what}"
+    if path.exists() and not path.is_file():
+        return f"taskloom: --db {path}: unusable store: not a regular file"
+    return None
+
+
 def _command(args) -> int:
+    if args.command != "run":  # run says it when it opens the store (it may make the folder)
+        reason = _unusable_store(getattr(args, "db", None))
+        if reason is not None:
+            print(reason, file=sys.stderr)
+            return EXIT_INVALID
     if args.command == "run":
         return run_workflow(args)
     if args.command == "history":
@@ -316,7 +433,50 @@ def _command(args) -> int:
         from .desktop import main as install_desktop
 
         return install_desktop(args)
+    if args.command == "status":
+        from .steer import status
+
+        return status(args)
+    if args.command in STEERING:
+        from .steer import steer
+
+        return steer(args)
+    if args.command == "completion":
+        from .completion import script
+
+        print(script(_command_parser(), args.shell, _window_parser()), end="")
+        return EXIT_OK
+    if args.command == "help":
+        return show_help(args.topic)
     return validate_workflow(args.file, quiet=args.quiet, as_json=args.json)
+
+
+def command_summaries() -> list[tuple[str, str]]:
+    """(command, one-line summary) for every command, from the parser itself."""
+    parser = _command_parser()
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    return [(choice.dest, choice.help or "") for choice in sub._choices_actions]
+
+
+def _commands_text() -> str:
+    rows = command_summaries()
+    width = max(len(name) for name, _ in rows)
+    lines = ["commands:"]
+    lines += [f"  {name:<{width}}  {text}" for name, text in rows]
+    lines.append("")
+    lines.append("'taskloom help COMMAND' or 'taskloom COMMAND --help' tells more about one.")
+    return "\n".join(lines)
+
+
+def show_help(topic: str | None) -> int:
+    if topic is None:
+        _window_parser().print_help()
+        return EXIT_OK
+    if topic not in SUBCOMMANDS:
+        print(f"taskloom help: no command {topic!r} (see 'taskloom help')", file=sys.stderr)
+        return EXIT_INVALID
+    _command_parser().parse_args([topic, "--help"])  # prints it and exits 0
+    return EXIT_OK
 
 
 def _mistyped_command(word: str) -> bool:
@@ -362,8 +522,10 @@ def validate_workflow(path: Path, quiet: bool = False, as_json: bool = False) ->
 
 
 def _print_problems(path: Path, problems) -> int:
-    for problem in problems:
-        print(problem)
+    from taskloom.listing import located
+
+    for _problem, text in located(path, problems):  # each with its line:column
+        print(text)
     count = len(problems)
     print(f"{path}: {count} problem{'s' if count != 1 else ''}", file=sys.stderr)
     return EXIT_INVALID
@@ -437,17 +599,19 @@ def show_history(args) -> int:
         if not args.quiet:
             print(f"no runs of {name} yet")
         return EXIT_OK
-    header = f"{'started':19}  {'run':>3}  {'task':<18} {'try':>3}  {'outcome':<9} {'took':>7}"
+    from taskloom import human
+
+    header = f"{'started':19}  {'run':>3}  {'task':<18} {'try':>3}  {'outcome':<9} {'took':>11}"
     print(header + "  detail")
     for row in reversed(rows):
         started = datetime.fromtimestamp(row["started"]).strftime("%Y-%m-%d %H:%M:%S")
-        took = "" if row["ended"] is None else f"{row['ended'] - row['started']:.2f}s"
+        took = "" if row["ended"] is None else human.duration(row["ended"] - row["started"])
         detail = row["error"] or ""
         if row["exit_code"] is not None and not detail:
             detail = f"exit code {row['exit_code']}"
         print(
             f"{started}  {row['run']:>3}  {row['task_id']:<18} {row['number']:>3}  "
-            f"{row['outcome']:<9} {took:>7}  {detail}"
+            f"{row['outcome']:<9} {took:>11}  {detail}"
         )
     return EXIT_OK
 
@@ -476,6 +640,11 @@ def run_workflow(args) -> int:
 
     from .runs import default_db_path, open_run
 
+    if (args.file is None) == (args.example is None):
+        print("taskloom run: give a FILE or --example NAME (one of them)", file=sys.stderr)
+        return EXIT_INVALID
+    if args.example:  # the bundled copy, wherever the package was installed
+        args.file = taskloom.example_path(args.example)
     try:
         workflow = load(args.file)
     except WorkflowError as exc:
@@ -595,8 +764,13 @@ def run_workflow(args) -> int:
         def should_stop() -> bool:  # a failed store stops the engine: stop waiting too
             return stop_signals.should_stop() or opened.store.failed
 
+        def on_idle() -> None:  # once: only recurring tasks are left to run
+            reporter.note(waiting_line(scheduler, workflow, args.until_idle))
+
         try:
-            monitor.wait(args.run_for, stop=should_stop)
+            monitor.wait(
+                args.run_for, stop=should_stop, until_idle=args.until_idle, on_idle=on_idle
+            )
         except KeyboardInterrupt:
             if stop_signals.reason is not None or not opened.store.failed:
                 interrupted = True
@@ -759,22 +933,35 @@ class RunMonitor:
             self.states[event.task_id] = event.state
         if event.error:
             self.errors[event.task_id] = event.error
-        if all(tid in self.states and self.states[tid].settled for tid in self.counted):
-            self._all_settled.set()
-        for listener in self.listeners:
+        for listener in self.listeners:  # first: the event's line comes before what it ends
             try:
                 listener(event)
             except OSError:  # a closed pipe or a vanished terminal
                 if self.on_output_lost is not None:
                     self.on_output_lost()
+        if all(tid in self.states and self.states[tid].settled for tid in self.counted):
+            self._all_settled.set()
 
-    def wait(self, run_for: float | None, stop=None) -> None:
+    def wait(
+        self, run_for: float | None, stop=None, until_idle: bool = False, on_idle=None
+    ) -> None:
         """Until the one-shot tasks settle (no recurring ones) or ``run_for`` passes.
-        Raises ``KeyboardInterrupt`` once ``stop()`` says so (output lost)."""
+        With recurring tasks, ``on_idle()`` is called once when every one-shot task
+        has settled, and ``until_idle`` returns then. Raises ``KeyboardInterrupt``
+        once ``stop()`` says so (output lost)."""
         deadline = None if run_for is None else time.monotonic() + run_for
-        # A recurring workflow runs until Ctrl-C or the deadline: wait on an event never set.
-        done = threading.Event() if self.recurring else self._all_settled
-        while not done.is_set():
+        never = threading.Event()  # a recurring workflow runs until Ctrl-C or the deadline
+        told = False
+        while True:
+            settled = self._all_settled.is_set()
+            if settled and not self.recurring:
+                return
+            if settled and not told:
+                told = True
+                if on_idle is not None:
+                    on_idle()
+                if until_idle:
+                    return
             if stop is not None and stop():
                 raise KeyboardInterrupt
             remaining = None if deadline is None else deadline - time.monotonic()
@@ -782,7 +969,13 @@ class RunMonitor:
                 return
             # Wake now and then: a signal that the kernel hands to another thread only
             # reaches Python's handler once the main thread runs again.
-            done.wait(SIGNAL_CHECK if remaining is None else min(SIGNAL_CHECK, remaining))
+            waiter = never if told else self._all_settled
+            waiter.wait(SIGNAL_CHECK if remaining is None else min(SIGNAL_CHECK, remaining))
+
+    @property
+    def idle(self) -> bool:
+        """Recurring tasks only are left: every one-shot task has settled."""
+        return self.recurring and self._all_settled.is_set()
 
     def elapsed(self) -> float:
         return time.monotonic() - self.started
@@ -792,6 +985,33 @@ class RunMonitor:
 
         ok = all(self.states.get(tid) is TaskState.SUCCEEDED for tid in self.counted)
         return EXIT_OK if ok else EXIT_FAILED
+
+
+def waiting_line(scheduler, workflow, stopping: bool = False) -> str:
+    """What a run with only recurring tasks left waits for: "waiting for recurring
+    tasks: next backup at 02:30 (Asia/Tokyo), in 20 h 18 min; Ctrl-C to stop"."""
+    from taskloom import human
+
+    try:
+        entries, now = scheduler.upcoming(100), scheduler.clock.now()
+    except RuntimeError:
+        entries, now = [], 0.0
+    nxt = next((e for e in entries if e.task_id in workflow.tasks), None)
+    coming = ""
+    if nxt is not None:
+        task = workflow.tasks[nxt.task_id]
+        zone = (task.timezone or "UTC") if task.cron else None
+        when = human.clock_time(time.time() + (nxt.run_at - now), zone)
+        ahead = human.duration(nxt.run_at - now)
+        coming = f"next {nxt.task_id} at {when}, in {ahead}"
+    if stopping:
+        stop = "every one-shot task has settled; stopping (--until-idle)"
+        if nxt is None:
+            return stop
+        return f"{stop}; {nxt.task_id} would next run at {when}, in {ahead}"
+    if not coming:
+        return "waiting for recurring tasks; Ctrl-C to stop"
+    return f"waiting for recurring tasks: {coming}; Ctrl-C to stop"
 
 
 def _event_line(event, elapsed: float) -> str:
@@ -868,7 +1088,9 @@ def _summary_lines(scheduler, monitor: RunMonitor, log_dir: Path) -> list[str]:
     for state in monitor.states.values():
         counts[state.value] = counts.get(state.value, 0) + 1
     text = ", ".join(f"{n} {state}" for state, n in sorted(counts.items()))
-    lines = [f"{monitor.workflow.name}: {text} in {monitor.elapsed():.1f}s"]
+    from taskloom import human
+
+    lines = [f"{monitor.workflow.name}: {text} in {human.duration(monitor.elapsed())}"]
     for tid in monitor.workflow.tasks:
         if monitor.states.get(tid) is not TaskState.FAILED:
             continue
@@ -921,6 +1143,7 @@ class LiveReport:
         from rich.table import Table
         from rich.text import Text
 
+        from taskloom import human
         from taskloom.engine import TaskState
 
         monitor = self.monitor
@@ -930,7 +1153,7 @@ class LiveReport:
         header.add_row(
             Text(monitor.workflow.name, style="bold"),
             ProgressBar(total=max(1, len(counted)), completed=settled, width=30),
-            Text(f"{settled}/{len(counted)} done  {monitor.elapsed():.0f}s"),
+            Text(f"{settled}/{len(counted)} done  {human.duration(monitor.elapsed())}"),
         )
         counts: dict[str, int] = {}
         for state in monitor.states.values():
@@ -945,8 +1168,10 @@ class LiveReport:
         if upcoming:
             table = Table("next", "in", "kind", box=None, padding=(0, 2), header_style="dim")
             for entry in upcoming:
-                table.add_row(entry.task_id, f"{max(0.0, entry.run_at - now):.1f}s", entry.kind)
+                table.add_row(entry.task_id, human.duration(entry.run_at - now), entry.kind)
             parts.append(table)
+        if monitor.idle:
+            parts.append(Text("waiting for recurring tasks; Ctrl-C to stop", style="dim"))
         running = [tid for tid, state in monitor.states.items() if state is TaskState.RUNNING]
         if running:
             parts.append(Text("running: " + ", ".join(running), style="cyan"))

@@ -21,6 +21,7 @@ from ..models import Entry
 from .recurrence import CronRecurrence
 
 WALL_RESET_BACK = 3 * 3600.0  # seconds the wall clock must go back for cron to start afresh
+_LONGEST_WAIT = 86400.0  # the timer thread wakes at least daily (refused timers aside)
 _TIMER_KINDS = ("scheduled", "retry", "recurring")  # what upcoming() shows; not "timeout"
 
 # on_due(due, target, kind, now): target is a Task, or a Run for kind "timeout"
@@ -252,6 +253,8 @@ class TimerQueue:
                         self.wait_deadline = math.inf if deadline is None else deadline
                         now = self.clock.now()
                         timeout = None if deadline is None else max(0.0, deadline - now)
+                        if timeout is not None and timeout > _LONGEST_WAIT:
+                            timeout = _LONGEST_WAIT  # a lock cannot wait longer: wake, wait on
                         if self._cron or self._at:  # notice wall-clock jumps within a minute
                             timeout = 60.0 if timeout is None else min(timeout, 60.0)
                         core.timer_cond.wait(timeout)

@@ -20,11 +20,12 @@ import os
 import sqlite3
 import threading
 import time
+import uuid
 from collections import deque
 from pathlib import Path
 
 from ._jobs.survivors import start_time
-from ._store.inflight import InflightSlots, inflight_path, left_behind
+from ._store.inflight import InflightFileError, InflightSlots, inflight_path, left_behind
 from ._store.lock import StoreLock
 from ._store.records import ATTEMPT_COLUMNS, ATTEMPT_WRITE, TASK_COLUMNS
 
@@ -264,8 +265,13 @@ class SQLiteStore:
         self._conn.execute(f"PRAGMA synchronous={durability.upper()}")
         self._migrate()
         self.run = self._stored_run()  # a workflow run: a fresh start counts up
-        self._replay_inflight()
-        self._inflight = InflightSlots(inflight_path(self.path))
+        self._store_id = self._own_id()
+        try:
+            self._replay_inflight()
+            self._inflight = InflightSlots(inflight_path(self.path), self._store_id)
+        except InflightFileError as exc:
+            self._conn.close()
+            raise StoreError(f"{self.path}: in-flight file: {exc.strerror}") from None
         self._read_lock = threading.Lock()  # the writer's connection is shared for reads
         self._queue: deque = deque()
         # Ops that may wait up to LAZY_DELAY to ride along with the next commit, so
@@ -291,10 +297,20 @@ class SQLiteStore:
         self._thread.start()
         self._take_over()
 
+    def _own_id(self) -> str:
+        """This store's id (made once, kept in meta): it tags the in-flight rows, so
+        that a file left by another store at this path is not replayed here."""
+        row = self._conn.execute("SELECT value FROM meta WHERE key = 'store_id'").fetchone()
+        if row:
+            return str(row[0])
+        store_id = uuid.uuid4().hex
+        self._conn.execute("INSERT INTO meta (key, value) VALUES ('store_id', ?)", (store_id,))
+        return store_id
+
     def _replay_inflight(self) -> None:
         """Attempts an earlier owner was running in-process when it died, whose start
         row never reached the disk (``_store/inflight.py``): recovery counts them lost."""
-        rows = left_behind(inflight_path(self.path))
+        rows = left_behind(inflight_path(self.path), self._store_id)
         if not rows:
             return
         columns = ", ".join(ATTEMPT_WRITE)

@@ -235,6 +235,7 @@ class SQLiteStore:
     ``SQLiteStore.reader(path)`` opens one for reading only, beside a live owner."""
 
     _owner_lock: StoreLock | None  # None for a reader
+    close_problem: str | None = None  # what a clean close could not tidy (a read-only folder)
     _thread: threading.Thread | None  # the writer; None for a reader
 
     def __init__(self, path, *, durability: str = "normal"):
@@ -711,7 +712,9 @@ class SQLiteStore:
         self._conn.close()
         # A clean close: nothing runs any more (a failed store leaves the file for
         # the next owner, which replays what is still noted).
-        self._inflight.close(remove=self._failure is None)
+        problem = self._inflight.close(remove=self._failure is None)
+        if problem is not None:
+            self.close_problem = problem
         from ._jobs import supervision
 
         supervisor = supervision.existing_client()

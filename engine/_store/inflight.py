@@ -39,6 +39,7 @@ The file must not bring the owner down (issue 21):
 from __future__ import annotations
 
 import ast
+import logging
 import math
 import mmap
 import os
@@ -51,6 +52,7 @@ INITIAL_SLOTS = 64  # one per attempt running in this process at once; doubled w
 MAX_SLOTS = 4096  # 4 MiB at most: more attempts at once are committed instead
 _BLANK = b"\0"
 _INT64 = 1 << 63
+log = logging.getLogger("taskloom.store")
 
 
 class InflightFileError(OSError):
@@ -133,13 +135,22 @@ class InflightSlots:
         with self._lock:
             self._free.append(slot)
 
-    def close(self, *, remove: bool) -> None:
+    def close(self, *, remove: bool) -> str | None:
+        """Unmap and close; with ``remove``, delete the file. Returns why it could not
+        be deleted (a folder made read-only during the run), or None: harmless, the
+        next owner replays nothing from it (every slot is blank)."""
         for mapped in (*self._old_maps, self._map):
             if mapped is not None:
                 mapped.close()
         os.close(self._fd)
         if remove:
-            self.path.unlink(missing_ok=True)
+            try:
+                self.path.unlink(missing_ok=True)
+            except OSError as exc:
+                problem = f"cannot remove {self.path}: {exc.strerror}"
+                log.warning("%s", problem)
+                return problem
+        return None
 
 
 def left_behind(path: Path, tag: str = "") -> list[list]:

@@ -53,7 +53,7 @@ class TaskGraph:
         self.orphans: dict[str, dict[str, None]] = {}  # missing id -> tasks that depend on it
         self._order: Iterator[int] = count()
         self._names: Iterator[int] = count(1)
-        self._top = 0.0  # above every rank
+        self._top: float = 0.0  # at least the highest rank (isolated tasks go above it)
         self.reordered = 0  # tasks re-ranked so far (tests count the work)
         self._placed: tuple[str, float] | None = None  # a new task's rank, from its cycle check
 
@@ -155,17 +155,18 @@ class TaskGraph:
     def _rank_new(self, task: Task, waiting: Iterable[str] | None, deps: list[str]) -> None:
         """Give a new task a rank: between its dependencies and the tasks waiting for it
         if there is room, else just below those waiting (its dependency edges repair
-        the order, ``link``), else on top."""
+        the order, ``link``); with nothing waiting, just above its deps, or its order."""
         tasks = self.tasks
-        if not waiting:  # nothing waits for it: just above its deps, or on top
+        if not waiting:  # nothing waits for it: above its deps
             low = max((tasks[d].rank for d in deps if d in tasks), default=None)
-            if low is None:
-                self._top += 1.0
-                task.rank = self._top
-            else:
-                task.rank = low + 1.0
-                if task.rank > self._top:
-                    self._top = task.rank
+            if low is None:  # no edge: on top; its order if that is (an int it holds)
+                if task.order >= self._top:
+                    self._top = task.rank = task.order
+                else:
+                    self._top += 1.0
+                    task.rank = self._top
+            else:  # close above its deps: the parts of a graph added out of order stay
+                task.rank = low + 1.0  # compact, and an edge against the order moves less
             return
         high = min(tasks[w].rank for w in waiting)
         low = max((tasks[d].rank for d in deps if d in tasks), default=high - 2.0)

@@ -204,7 +204,7 @@ class Task:
         self.definition: TaskDefinition | datetime | float | None = None
         # Its place in a topological order of the graph (graph.py): every dependency
         # ranks below its dependents, so most cycle checks are one comparison.
-        self.rank = 0.0
+        self.rank: float = order  # graph.py ranks it when it is added
         self._cold = SHARED_COLD  # the fields in COLD_DEFAULTS
         if priority or retry is not None or timeout is not None:
             self.priority = priority

@@ -39,6 +39,7 @@ The file must not bring the owner down (issue 21):
 from __future__ import annotations
 
 import ast
+import errno
 import logging
 import math
 import mmap
@@ -97,7 +98,7 @@ class InflightSlots:
     def _grow(self, slots: int) -> None:
         """Under ``_lock`` (or in ``__init__``): room for ``slots`` slots, on pages the
         disk holds for real (``OSError`` if it cannot: ENOSPC)."""
-        os.posix_fallocate(self._fd, 0, slots * SLOT_BYTES)
+        _allocate(self._fd, self._capacity * SLOT_BYTES, slots * SLOT_BYTES)
         if self._map is not None:
             self._old_maps.append(self._map)  # a writer may still hold it: not closed
         self._map = mmap.mmap(self._fd, slots * SLOT_BYTES)
@@ -153,6 +154,18 @@ class InflightSlots:
         return None
 
 
+def _allocate(fd: int, start: int, end: int) -> None:
+    """Make bytes ``start`` to ``end`` of the file real blocks on the disk (``OSError``,
+    ENOSPC, if it has no room): mapped pages of a sparse file would be a SIGBUS."""
+    try:
+        os.posix_fallocate(fd, start, end - start)
+    except OSError as exc:
+        if exc.errno not in (errno.EOPNOTSUPP, errno.EINVAL, errno.ENOSYS):
+            raise
+        # A file system without fallocate: write the zeros (which allocates them too).
+        os.pwrite(fd, bytes(end - start), start)
+
+
 def left_behind(path: Path, tag: str = "") -> list[list]:
     """The start rows an earlier owner of the store tagged ``tag`` left in its slots
     (attempts it was running), without the tag. ``InflightFileError`` if the path is
@@ -188,7 +201,7 @@ def left_behind(path: Path, tag: str = "") -> list[list]:
 
 
 def _refused(exc: OSError) -> str:
-    if exc.errno == 40:  # ELOOP
+    if exc.errno == errno.ELOOP:
         return "a symbolic link; remove it to go on"
     return exc.strerror or str(exc)
 

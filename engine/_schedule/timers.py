@@ -191,6 +191,9 @@ class TimerQueue:
         """The scheduler starts: wall-clock jumps count from now (and ``at`` tasks queued
         before it follow the wall clock as it reads now)."""
         self.wall_offset = self._current_wall_offset()
+        for entry in list(self.heap.alive()):  # restored from a store, too
+            if entry[4] == "scheduled" and self.wall_time(entry[3]) is not None:
+                self._at[entry[3]] = None
         self._requeue_at()
 
     def stop(self) -> None:

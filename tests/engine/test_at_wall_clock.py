@@ -95,3 +95,28 @@ def test_a_cancelled_at_task_is_not_requeued_by_a_wall_jump():
     assert runs == []
     assert s.upcoming() == []
     s.shutdown()
+
+
+def test_an_at_task_restored_from_a_store_follows_the_wall_clock(tmp_path):
+    from taskloom.engine.store import SQLiteStore
+
+    db = tmp_path / "at.db"
+    clock = ManualClock(wall=EIGHT)
+    store = SQLiteStore(db)
+    s = Scheduler(clock=clock, executor=SyncExecutor(), store=store)
+    s.schedule("tests.engine._store_jobs:noop", NINE, name="at9")
+    s.start()
+    s.shutdown()
+    store.close()
+
+    clock = ManualClock(wall=EIGHT)
+    store = SQLiteStore(db)
+    s = Scheduler(clock=clock, executor=SyncExecutor(), store=store)
+    s.start()
+    clock.jump_wall(-HOUR)  # 07:00
+    clock.advance(HOUR)
+    assert s.attempts("at9") == []  # 08:00: not its wall time yet
+    clock.advance(HOUR)
+    assert [a.outcome.value for a in s.attempts("at9")] == ["succeeded"]
+    s.shutdown()
+    store.close()

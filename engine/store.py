@@ -314,13 +314,16 @@ class SQLiteStore:
         rows = left_behind(inflight_path(self.path), self._store_id)
         if not rows:
             return
+        # Only attempts of tasks the store has: a row of a task it no longer keeps
+        # would stay "running" for ever (nothing would ever end it).
+        known = {r[0] for r in self._conn.execute("SELECT id FROM tasks")}
+        rows = [row for row in rows if len(row) == len(ATTEMPT_WRITE) and row[1] in known]
         columns = ", ".join(ATTEMPT_WRITE)
         marks = ",".join("?" * len(ATTEMPT_WRITE))
         self._conn.execute("BEGIN IMMEDIATE")
         try:
             self._conn.executemany(  # a committed row of the attempt (even its end) wins
-                f"INSERT OR IGNORE INTO attempts ({columns}) VALUES ({marks})",
-                [row for row in rows if len(row) == len(ATTEMPT_WRITE)],
+                f"INSERT OR IGNORE INTO attempts ({columns}) VALUES ({marks})", rows
             )
         except BaseException:
             self._conn.execute("ROLLBACK")

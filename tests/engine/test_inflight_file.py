@@ -342,3 +342,12 @@ def test_a_limit_on_memory_is_what_the_huge_file_test_relies_on():
     proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
     assert "MemoryError" in proc.stderr
     assert resource.RLIMIT_AS
+
+
+def test_a_row_of_a_task_the_store_does_not_keep_is_not_replayed(db):
+    SQLiteStore(db).close()
+    tag = _store_id(db)
+    nobody = "None, 'running', None, None, None, None, None, None"
+    _write_slots(_inflight(db), [f"({tag!r}, 1, 'gone', 1, 10.0, {nobody})"])
+    SQLiteStore(db).close()
+    assert _attempts(db) == []  # it would have stayed "running" for ever

@@ -146,13 +146,17 @@ def test_the_shipped_crontab_line_runs_in_a_home_without_a_cache_folder(tmp_path
     assert not (home / ".cache").exists()
     env = {
         "HOME": str(home),
-        "PATH": "/usr/bin:/bin",
-        "SHELL": "/bin/sh",
+        "PATH": os.defpath,  # cron's short PATH
         "PYTHONPATH": str(ROOT),
         "XDG_DATA_HOME": str(tmp_path / "data"),
     }
     proc = subprocess.run(
-        ["/bin/sh", "-c", command], cwd=home, env=env, capture_output=True, text=True, timeout=120
+        [shutil.which("sh") or "sh", "-c", command],
+        cwd=home,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert proc.returncode == 0, proc.stderr  # 2 before: the redirection had no folder
     log = (home / ".cache" / "taskloom-recurring.log").read_text()

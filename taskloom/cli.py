@@ -92,9 +92,10 @@ def _positive_int(text: str) -> int:
 
 
 def _version() -> str:
-    try:
-        from importlib.metadata import PackageNotFoundError, version
+    from importlib.metadata import PackageNotFoundError, version  # outside the try: a
+    # Ctrl-C while importing would otherwise end in a NameError in the except clause
 
+    try:
         return version("taskloom")
     except PackageNotFoundError:  # running from a source checkout
         return taskloom.__version__
@@ -366,6 +367,13 @@ def _window_parser() -> argparse.ArgumentParser:
 
 
 def main(argv=None) -> int:
+    try:
+        return _main(argv)
+    except KeyboardInterrupt:  # Ctrl-C before a run could handle it: no traceback
+        return EXIT_SIGNAL_BASE + 2
+
+
+def _main(argv) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     word = next((arg for arg in argv if not _output_flag(arg)), None)
     if word is not None and word not in SUBCOMMANDS and _mistyped_command(word):
@@ -635,6 +643,19 @@ def counted_tasks(workflow) -> list[str]:
 
 
 def run_workflow(args) -> int:
+    # From the start, a stop signal is noted, not raised: the run stops at the next
+    # look (before the store opens, once it has, or while waiting), never half-way
+    # through opening a store or starting the engine (issue 21: Ctrl-C in the first
+    # 0.4 s was a traceback).
+    stop_signals = StopSignals()
+    stop_signals.install()
+    try:
+        return _run_workflow(args, stop_signals)
+    except KeyboardInterrupt:  # a signal the handler raised, or one before it was installed
+        return EXIT_SIGNAL_BASE + stop_signals.signal_number
+
+
+def _run_workflow(args, stop_signals: StopSignals) -> int:
     from taskloom.engine.store import StoreBusy, StoreError
     from taskloom.engine.workflow import WorkflowError, load
 
@@ -650,6 +671,8 @@ def run_workflow(args) -> int:
     except WorkflowError as exc:
         print(exc, file=sys.stderr)
         return EXIT_INVALID
+    if stop_signals.reason is not None:
+        return EXIT_SIGNAL_BASE + stop_signals.signal_number
     if args.with_upstream and not args.tasks:
         print("taskloom run: --with-upstream needs --task NAME", file=sys.stderr)
         return EXIT_INVALID
@@ -709,6 +732,10 @@ def run_workflow(args) -> int:
         print(exc if isinstance(exc, StoreError) else f"{args.file}: {exc}", file=sys.stderr)
         return EXIT_INVALID
     scheduler = opened.scheduler
+    if stop_signals.reason is not None:  # stopped while the store opened: nothing ran yet
+        _stop(scheduler, executor)
+        opened.store.close()
+        return EXIT_SIGNAL_BASE + stop_signals.signal_number
     try:
         log_dir.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
@@ -738,8 +765,6 @@ def run_workflow(args) -> int:
         reporter = PlainReport(monitor)
 
     interrupted = False
-    stop_signals = StopSignals()
-    stop_signals.install()
     monitor.on_output_lost = stop_signals.output_lost
     with reporter:
         reporter.note(opened.note)
@@ -768,6 +793,7 @@ def run_workflow(args) -> int:
             reporter.note(waiting_line(scheduler, workflow, args.until_idle))
 
         try:
+            stop_signals.armed = True  # now a signal may interrupt the wait at once
             monitor.wait(
                 args.run_for, stop=should_stop, until_idle=args.until_idle, on_idle=on_idle
             )
@@ -777,14 +803,20 @@ def run_workflow(args) -> int:
                 reason = stop_signals.reason or "interrupted"
                 reporter.note(f"{reason}: stopping running tasks (the run can be resumed)...")
         finally:
+            stop_signals.armed = False
             store_error = _stop(scheduler, executor)
             feed.close()  # watchers learn that the owner stopped
             pruner.stop()
             opened.store.close()
-    code = reporter.summary(scheduler, log_dir, interrupted)
     if store_error is not None:
+        # One line on stderr: -q's summary would add a line per task the failure failed.
+        if not args.quiet:
+            reporter.summary(scheduler, log_dir, interrupted)
         print(f"taskloom: {store_error}; the run stopped", file=sys.stderr)
         return EXIT_INVALID
+    code = reporter.summary(scheduler, log_dir, interrupted)
+    if opened.store.close_problem is not None:  # e.g. the folder was made read-only
+        print(f"taskloom: {opened.store.close_problem}", file=sys.stderr)
     if interrupted:  # stopped from outside, whatever the tasks did: 128 + the signal
         return EXIT_SIGNAL_BASE + stop_signals.signal_number
     return code
@@ -820,6 +852,9 @@ class StopSignals:
     def __init__(self):
         self.reason: str | None = None
         self.signal_number = 2  # SIGINT: a KeyboardInterrupt that no handler of ours raised
+        # Raise KeyboardInterrupt at the signal (only while waiting for the run); else
+        # the signal is noted and the run looks at ``reason`` when it can stop cleanly.
+        self.armed = False
 
     def install(self) -> None:
         import signal
@@ -841,7 +876,8 @@ class StopSignals:
             _silence_output()
         self.reason = f"interrupted by {name}"
         self.signal_number = int(signum)
-        raise KeyboardInterrupt
+        if self.armed:
+            raise KeyboardInterrupt
 
     def should_stop(self) -> bool:
         """Looked at while waiting: a signal came, or our reader went away unnoticed

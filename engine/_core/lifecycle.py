@@ -110,10 +110,17 @@ class Lifecycle:
                 self._timers.start_cadence(task)
             self.set_state(task, SCHEDULED)
             return
-        if task.run_at is not None and task.run_at > self._clock.now():
-            self._timers.set_timer(task, task.run_at)
-            self.set_state(task, SCHEDULED)
-            return
+        if task.run_at is not None:
+            wall = self._timers.wall_time(task)
+            if wall is not None:  # an aware time: as the wall clock reads now (suspend, steps)
+                task.run_at = self._timers.clock_time(wall)
+            if task.run_at > self._clock.now():
+                if wall is None:
+                    self._timers.set_timer(task, task.run_at)
+                else:
+                    self._timers.set_at(task, wall)
+                self.set_state(task, SCHEDULED)
+                return
         task.waiting_runs = 1
         self.make_ready(task)
 
@@ -153,6 +160,7 @@ class Lifecycle:
     def drop_queued(self, task: Task) -> None:
         """Forget every timer and ready entry of a task (cancel, remove)."""
         self._timers.discard(task.timer)
+        self._timers.drop_at(task)
         self.dispatcher.drop_ready(task)
         task.timer = None
         task.waiting_runs = 0
@@ -571,6 +579,7 @@ class Lifecycle:
             self._occurrence(target, due, now)
         else:
             target.timer = None
+            self._timers.drop_at(target)
             target.waiting_runs = 1
             self.make_ready(target)
 

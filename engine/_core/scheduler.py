@@ -53,7 +53,7 @@ from ..clock import Clock, ManualClock, SystemClock
 from ..definitions import TaskDefinition, defined_by_call, definition_of_task, row_of_call
 from ..errors import InvalidArgument
 from ..executors import SyncExecutor
-from ..models import Action, Attempt, Entry, RetryPolicy, TaskInfo
+from ..models import MAX_TIMER_SECONDS, Action, Attempt, Entry, RetryPolicy, TaskInfo
 from ..options import Misfire, Mode, Overlap, TriggerRule, values
 from ..states import TaskState
 from ..store import SQLiteStore, StoreError
@@ -88,7 +88,17 @@ def _check_seconds(what: str, value: object, *, allow_zero: bool = True) -> floa
     if not math.isfinite(seconds) or seconds < 0 or (seconds == 0 and not allow_zero):
         bound = ">= 0" if allow_zero else "> 0"
         raise InvalidArgument(f"{what} must be a finite number {bound}, got {_short(value)}", what)
+    if seconds > MAX_TIMER_SECONDS and what != "run_at":  # run_at: see _normalise_run_at
+        _too_far(what, value)
     return seconds
+
+
+def _too_far(what: str, value: object) -> None:
+    raise InvalidArgument(
+        f"{what} must be at most {MAX_TIMER_SECONDS:.4g} s (250 years) from now, "
+        f"got {_short(value)}",
+        what,
+    )
 
 
 def _short(value: object) -> str:
@@ -560,8 +570,14 @@ class Scheduler:
                 raise InvalidArgument(
                     f"run_at {run_at.isoformat()} has no time zone; give an aware one", "run_at"
                 )
-            return self._clock.now() + (run_at - self._clock.wall()).total_seconds()
-        return _check_seconds("run_at", run_at)
+            ahead = (run_at - self._clock.wall()).total_seconds()
+            if ahead > MAX_TIMER_SECONDS:
+                _too_far("run_at", run_at)
+            return self._clock.now() + ahead
+        seconds = _check_seconds("run_at", run_at)
+        if seconds - self._clock.now() > MAX_TIMER_SECONDS:
+            _too_far("run_at", run_at)
+        return seconds
 
     def _check_storable(self, fn: object, spec: dict[str, Any], run_at: float | None) -> None:
         """Complete the stored spec and refuse it now if it cannot be written: once the
@@ -715,7 +731,15 @@ class Scheduler:
     def _wall_time(self, at: float) -> datetime:
         """A scheduler-clock time as an aware UTC datetime."""
         clock = self._clock
-        return datetime.fromtimestamp(at + clock.wall().timestamp() - clock.now(), UTC)
+        seconds = at + clock.wall().timestamp() - clock.now()
+        try:
+            return datetime.fromtimestamp(seconds, UTC)
+        except (OverflowError, ValueError, OSError):  # a ManualClock started far from now
+            return (
+                datetime.max.replace(tzinfo=UTC)
+                if seconds > 0
+                else datetime.min.replace(tzinfo=UTC)
+            )
 
     def tasks(self) -> list[TaskInfo]:
         """Frozen ``TaskInfo`` snapshots of every task, in the order they were added."""

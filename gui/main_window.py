@@ -26,6 +26,7 @@ from PySide6.QtWidgets import (
     QLineEdit,
     QMainWindow,
     QMenu,
+    QMessageBox,
     QSizePolicy,
     QVBoxLayout,
     QWidget,
@@ -113,6 +114,7 @@ class MainWindow(QMainWindow):
         self.document.pathChanged.connect(lambda _path: self._update_title())
         self.close_question = CloseQuestion(self)
         self.clear_question = ClearQuestion(self)
+        self.remove_question: QMessageBox | None = None  # open while Remove asks
         self.started = started
         self.act_start = self._action(
             "startRun",
@@ -307,7 +309,7 @@ class MainWindow(QMainWindow):
             "Remove task",
             "remove-task",
             "",
-            lambda: self.controller.remove_tasks(list(self.selected)),
+            lambda: self.remove_tasks(list(self.selected)),
             "Take the selected tasks out of the engine (Delete)",
         )
         self.act_export = a(
@@ -521,7 +523,7 @@ class MainWindow(QMainWindow):
         v.selectionChanged.connect(self._on_selection)
         v.connectRequested.connect(self.controller.connect_tasks)
         v.deleteEdgeRequested.connect(self.controller.disconnect_tasks)
-        v.deleteTasksRequested.connect(self.controller.remove_tasks)
+        v.deleteTasksRequested.connect(self.remove_tasks)
         v.nodesMoved.connect(lambda moves: self.controller.move_nodes(self.scene, moves))
         v.edgeSelected.connect(lambda _edge: self._update_actions())
         v.activated.connect(lambda tid: self.inspector_dock.show())
@@ -731,7 +733,42 @@ class MainWindow(QMainWindow):
         if self.scene.selected_edge is not None:
             self.controller.disconnect_tasks(*self.scene.selected_edge)
         elif self.selected:
-            self.controller.remove_tasks(list(self.selected))
+            self.remove_tasks(list(self.selected))
+
+    def remove_tasks(self, ids) -> None:
+        """Remove tasks; finished ones (their outcome is shown, and would go from the graph)
+        only once the person agrees: a window-modal question, not blocking
+        (``remove_question``). Undo puts them back as they were."""
+        ids = list(ids)
+        tasks = self.document.tasks
+        finished = [t for t in ids if t in tasks and tasks[t].state.settled]
+        if not finished:
+            self.controller.remove_tasks(ids)
+            return
+        box = QMessageBox(self)
+        box.setObjectName("remove_question")
+        box.setIcon(QMessageBox.Icon.Question)
+        box.setWindowTitle("Remove tasks")
+        count = len(ids)
+        box.setText(f"Remove {', '.join(ids) if count <= 3 else f'{count} tasks'}?")
+        states = ", ".join(f"{t} ({tasks[t].state.name.lower()})" for t in finished)
+        box.setInformativeText(
+            f"{states} finished in this run: the task and its edges leave the graph (and the "
+            "file at the next Save). Undo (Ctrl+Z) puts them back as they were, nothing runs."
+        )
+        box.setStandardButtons(QMessageBox.StandardButton.Cancel)
+        remove = box.addButton("Remove", QMessageBox.ButtonRole.DestructiveRole)
+        box.setDefaultButton(QMessageBox.StandardButton.Cancel)
+        box.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+
+        def answered(_result=None) -> None:
+            if box.clickedButton() is remove:
+                self.controller.remove_tasks(ids)
+            self.remove_question = None
+
+        box.finished.connect(answered)
+        self.remove_question = box
+        box.open()
 
     def relayout(self) -> None:
         """Every node back to the layout's place: dragged ones too (one undo step)."""

@@ -218,6 +218,66 @@ class Lifecycle:
             self.evaluate_many(task.dependents)
         return name
 
+    def put_back(
+        self, task: Task, deps: list[str], spec: dict[str, Any] | None, **_fields: Any
+    ) -> str:
+        """``Scheduler.restore``: a task ``remove`` took out goes back into the graph as
+        it was (its fields never changed since). A settled task keeps its state and
+        emits ``restored``; one that had not settled is judged again as a new one."""
+        graph = self._graph
+        self._new_name(task.id, task.fn, deps)  # the same refusals as a new task
+        task.deps = []
+        waited = graph.insert(task, deps)
+        graph.refresh_repeats(task)
+        settled = task.state.settled and (task.recurrence is None)
+        if not task.repeats and not task.state.settled:
+            self._core.unsettled += 1
+        if isinstance(task.recurrence, CronRecurrence):
+            self._timers.add_cron(task)
+        if spec is not None:
+            assert self._journal is not None
+            self._journal.attempt_floor.pop(task.id, None)
+            self._journal.put_task(task, spec)
+        if waited:
+            for dependent in list(task.dependents):
+                graph.refresh_repeats(graph.tasks[dependent])
+        if settled:
+            self._events.emit(task, "restored", task.error)
+        else:
+            task.state = PENDING  # unsettled either way: counted above
+            self.arm_new(task)
+        if waited:
+            self.evaluate_many(task.dependents)
+        return task.id
+
+    def relink_dependents(self, task: Task, dependents: Iterable[str]) -> list[str]:
+        """After ``put_back``: the dependents that lost their edge to ``task`` wait for it
+        again when they have not started (judged again) or have settled (the edge only);
+        returns those that cannot (running now, or gone)."""
+        graph = self._graph
+        lost = []
+        for dependent_id in dependents:
+            dependent = graph.tasks.get(dependent_id)
+            if dependent is None:
+                lost.append(dependent_id)
+                continue
+            if task.id in dependent.deps:
+                continue
+            state = dependent.state
+            not_started = state in NOT_STARTED and not dependent.runs
+            if not (not_started or (state.settled and not dependent.runs)):
+                lost.append(dependent_id)
+                continue
+            if graph.cycle_closed_by(dependent, task.id) is not None:
+                lost.append(dependent_id)
+                continue
+            graph.link(dependent, task.id)
+            graph.refresh_repeats(dependent)
+            self._events.emit(dependent, "dependency_added")
+            if not_started and dependent.recurrence is None:
+                self._reconsider_not_started(dependent)
+        return lost
+
     def _new_name(self, name: str | None, fn: object, deps: list[str]) -> str:
         """The new task's id, once the graph can take it (no clash, cycle, unknown dep)."""
         graph = self._graph

@@ -89,3 +89,46 @@ def test_cancel_in_the_remove_question_keeps_the_task(qtbot, make_window, manual
     qtbot.mouseClick(box.button(QMessageBox.StandardButton.Cancel), Qt.MouseButton.LeftButton)
     assert manual_scheduler.task("a").state is S.SUCCEEDED
     assert window.controller.undo_stack.count() == 0
+
+
+def test_a_discarded_edit_never_comes_back_after_reopening(qtbot, tmp_path, settings):
+    """Edit a failed task's command, Apply, close without saving (Discard), reopen: the
+    run is the file's (the engine runs the file's command), not dirty, and Save writes
+    the file's command."""
+    from dataclasses import replace
+
+    from taskloom.engine.command import Command
+
+    source = tmp_path / "fix.toml"
+    fails = f'["{sys.executable}", "-c", "raise SystemExit(3)"]'
+    text = (
+        '[workflow]\nname = "fix"\nworkers = 2\n\n'
+        f"[tasks.fetch]\ncommand = {fails}\n\n"
+        f'[tasks.later]\ncommand = ["{sys.executable}", "-c", "pass"]\nafter = "1h"\n'
+    )
+    source.write_text(text, encoding="utf-8")
+    paths = dict(db_path=tmp_path / "run.db", log_dir=tmp_path / "logs")
+    session = WorkflowSession(load(source), settings, **paths)
+    try:
+        qtbot.addWidget(session.window)
+        scheduler = session.scheduler
+        qtbot.waitUntil(lambda: scheduler.task("fetch").state is S.FAILED, timeout=20000)
+        old = scheduler.definition("fetch")
+        edited = Command([sys.executable, "-c", "print('edited')"], cwd=old.action.cwd)
+        assert session.window.controller.edit_task("fetch", replace(old, action=edited)) is None
+        assert session.window.document.dirty
+    finally:
+        session.close()  # Discard: the file is unchanged
+    assert source.read_text(encoding="utf-8") == text
+
+    session = WorkflowSession(load(source), settings, start=False, **paths)
+    try:
+        qtbot.addWidget(session.window)
+        window = session.window
+        argv = session.scheduler.definition("fetch").action.argv
+        assert argv[-1] == "raise SystemExit(3)"  # the file's command, not the edit
+        assert not window.document.dirty
+        assert window.save_workflow()
+        assert load(source).tasks["fetch"].action.argv[-1] == "raise SystemExit(3)"
+    finally:
+        session.close()

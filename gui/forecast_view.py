@@ -98,6 +98,12 @@ class ForecastView:
         self.forecaster.request()
 
     def _active(self) -> bool:
+        """Whether there is a run going on to forecast: started, and (watched) its
+        owner alive; then whether anything is left to do."""
+        if not getattr(self.window, "started", True):
+            return False
+        if not getattr(self.window.scheduler, "owner_alive", True):
+            return False
         counts = self.window.bridge.state_counts()
         return any(counts[s] for s in (*WAITING, TaskState.RUNNING))
 
@@ -109,6 +115,8 @@ class ForecastView:
 
     # -- answers ----------------------------------------------------------------------
     def show(self, live: Live | None) -> None:
+        if not getattr(self.window.scheduler, "owner_alive", True):
+            live = None  # a watched run whose owner died: nothing runs it, nothing to tell
         self.live = live
         now = datetime.now().astimezone()
         text, tip = eta_texts(live, now)

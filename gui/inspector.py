@@ -40,13 +40,12 @@ from .run_history import store_of, wall_offset
 from .run_summary import RunSummary, describe_delay
 from .style import (
     RECURRING_MARK,
-    STATE_GLYPHS,
-    STATE_LABELS,
     is_dark,
     link_colours,
     outcome_colour,
     readable_on,
     state_colour,
+    state_words,
     text_colour_on,
 )
 
@@ -239,7 +238,7 @@ class Inspector(QWidget):
         paused = " · paused" if info.paused else ""
         self.state.setText(
             f'<span style="background:{fill.name()}; color:{ink}; padding:2px 6px;">'
-            f"&nbsp;{STATE_GLYPHS[info.state]} {STATE_LABELS[info.state]}&nbsp;</span>{paused}"
+            f"&nbsp;{' '.join(state_words(info))}&nbsp;</span>{paused}"
         )
         self.fields["next run"].setText(self._next_run_text(info))
         self.fields["priority"].setText(str(info.priority))

@@ -40,6 +40,24 @@ STATE_GLYPHS: dict[TaskState, str] = {
 STATE_LABELS: dict[TaskState, str] = {s: s.name.replace("_", " ").lower() for s in TaskState}
 
 RECURRING_MARK = "⟳"
+OWNER_GONE_GLYPH = "?"
+
+
+def owner_gone(info) -> bool:
+    """A task of a watched run whose owner died before it had an outcome, and whose
+    process does not run either (``engine.watched_run.state_after_owner``): shown as
+    "owner gone", never as running."""
+    from taskloom.engine.watched_run import OWNER_GONE
+
+    return info.state is S.READY and (info.error or "").startswith(OWNER_GONE)
+
+
+def state_words(info) -> tuple[str, str]:
+    """(glyph, label) of a task's state as the window shows it."""
+    if owner_gone(info):
+        return OWNER_GONE_GLYPH, "owner gone"
+    return STATE_GLYPHS[info.state], STATE_LABELS[info.state]
+
 
 # Attempt outcomes reuse the state colours so bars and nodes agree. Keyed by
 # Outcome, a StrEnum: a stored outcome's plain string finds its colour too.

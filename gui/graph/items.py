@@ -22,10 +22,9 @@ from taskloom.engine import TaskInfo, TaskState
 
 from ..style import (
     RECURRING_MARK,
-    STATE_GLYPHS,
-    STATE_LABELS,
     state_colour,
     state_outline,
+    state_words,
     text_colour_on,
 )
 from .layout import NODE_HEIGHT, NODE_WIDTH
@@ -162,7 +161,8 @@ def _look(state, base: QColor) -> _Look:
 
 
 def _status_text(info: TaskInfo, elapsed: float | None = None) -> str:
-    parts = [f"{STATE_GLYPHS[info.state]} {STATE_LABELS[info.state]}"]
+    glyph, label = state_words(info)
+    parts = [f"{glyph} {label}"]
     if elapsed is not None and info.state is TaskState.RUNNING:
         parts[0] += f" {format_elapsed(elapsed)}"
     if info.attempt:
@@ -187,7 +187,7 @@ def format_elapsed(seconds: float) -> str:
 
 
 def _tooltip(info: TaskInfo) -> str:
-    lines = [f"<b>{info.name or info.id}</b>", f"state: {STATE_LABELS[info.state]}"]
+    lines = [f"<b>{info.name or info.id}</b>", f"state: {state_words(info)[1]}"]
     if info.attempt:
         lines.append(f"attempt: {info.attempt}")
     if info.deps:

@@ -308,6 +308,41 @@ def test_the_watcher_says_when_the_owner_dies_and_takes_the_run_over(
     assert session.window.bridge.tasks["broken"].state is S.FAILED  # kept as it was
 
 
+@pytest.mark.slow
+def test_after_the_owner_dies_nothing_is_shown_running_that_is_not(
+    qtbot, tmp_path, owners, sessions
+):
+    """kill -9 of the owner: its command ends with it (the reaper), so the card, the
+    status bar, the inspector and the ETA stop saying "running"; the task is "owner
+    gone" until someone takes the run over."""
+    path = tmp_path / "steer.toml"
+    path.write_text(STEER)
+    db = tmp_path / "run.db"
+    owner = owners(path, db)
+    wait_started(qtbot, owner)
+    s = sessions(db)
+    assert s.open(path)
+    window = s.current.window
+    window.resize(1400, 900)
+    qtbot.waitUntil(lambda: window.bridge.tasks["slow"].state is S.RUNNING, timeout=30000)
+    window.select_tasks(["slow"])
+    owner.process.kill()
+    owner.process.wait(10)
+    qtbot.waitUntil(lambda: window.bridge.tasks["slow"].state is not S.RUNNING, timeout=15000)
+    window._refresh_status()
+    info = window.bridge.tasks["slow"]
+    assert "owner gone" in (info.error or "")
+    assert "owner gone" in window.scene.nodes["slow"].status_text.text()
+    counts = window.status_panel.counts.text()
+    assert "running" not in counts and "owner gone" in counts
+    assert window.status_panel.busy.text().startswith("workers 0/")
+    qtbot.waitUntil(lambda: not window.forecast_view.eta.isVisible(), timeout=5000)
+    window.inspector.refresh()
+    assert "owner gone" in window.inspector.state.text()
+    outcomes = [str(a.outcome) for a in window.scheduler.attempts("slow")]
+    assert outcomes and "running" not in outcomes  # the attempt is lost, as a take-over finds
+
+
 def test_file_open_of_a_workflow_run_elsewhere_watches_it(qtbot, tmp_path, owners, settings):
     from taskloom.app import store_paths
 

@@ -17,7 +17,7 @@ import random
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
-from .._schedule.recurrence import CronRecurrence, IntervalRecurrence, Recurrence
+from .._schedule.recurrence import RUN_ALL_CAP, CronRecurrence, IntervalRecurrence, Recurrence
 from .._schedule.timers import TimerQueue
 from ..clock import Clock
 from ..errors import CycleError, InvalidArgument, TaskTimeout
@@ -74,6 +74,9 @@ class Lifecycle:
         self._events = events
         self._journal = journal
         self._rng = random.Random()  # retry jitter
+        # Runs recurring occurrences added while the dispatcher was paused, by task id:
+        # folded by each task's misfire policy when it resumes (``_fold_paused``).
+        self._due_while_paused: dict[str, int] = {}
 
     dispatcher: Dispatcher  # set once by connect(), before any other call
 
@@ -584,6 +587,7 @@ class Lifecycle:
         if task is None:
             if core.paused_all:
                 core.paused_all = False
+                self._fold_paused()
                 self._events.emit_engine("resumed")
             core.work_cond.notify_all()
         elif task.paused:
@@ -591,6 +595,33 @@ class Lifecycle:
             self._events.emit(task, "resumed")
             if task.waiting_runs > 0 or task.retry_pending:
                 self.dispatcher.push_ready(task)
+
+    def _fold_paused(self) -> None:
+        """The dispatcher resumes: occurrences that came due while it was paused were
+        missed, and each task's misfire policy says what runs of them: ``run_once`` one
+        run, ``skip`` none (the next occurrence comes at its time), ``run_all`` each.
+        No burst of the pause's backlog, as pausing the task alone folds it."""
+        held, self._due_while_paused = self._due_while_paused, {}
+        tasks = self._graph.tasks
+        for tid, added in held.items():
+            task = tasks.get(tid)
+            if task is None or task.recurrence is None:
+                continue
+            if task.misfire == Misfire.RUN_ALL:
+                keep = min(added, RUN_ALL_CAP)
+            elif task.misfire == Misfire.SKIP:
+                keep = 0
+            else:
+                keep = 1
+            task.waiting_runs = max(0, task.waiting_runs - (added - keep))
+            if (
+                task.waiting_runs == 0
+                and task.state is READY
+                and not task.runs
+                and not task.retry_pending
+            ):
+                self.dispatcher.drop_ready(task)
+                self.set_state(task, SCHEDULED)  # waits for its next occurrence
 
     def allowed_actions(self, task: Task) -> frozenset[Action]:
         state = task.state
@@ -687,6 +718,9 @@ class Lifecycle:
         if task.paused:
             runs = 1  # occurrences due while paused fold into one run
             task.waiting_runs = 0
+        elif self._core.paused_all:  # folded by the misfire policy on resume()
+            held = self._due_while_paused
+            held[task.id] = held.get(task.id, 0) + runs
         task.waiting_runs += runs
         self.make_ready(task)
 

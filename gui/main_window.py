@@ -55,7 +55,7 @@ from .legend import Legend
 from .notifications import RunNotices
 from .occurrences import later_occurrences
 from .run_history import store_of
-from .start_bar import StartBar
+from .start_bar import PauseBar, StartBar
 from .status import StatusPanel
 from .task_list import TaskList
 from .timeline import LOOK_AHEAD, Timeline
@@ -132,6 +132,8 @@ class MainWindow(QMainWindow):
         central_layout.setSpacing(0)
         self.start_bar = StartBar(self.act_start)
         central_layout.addWidget(self.start_bar)
+        self.pause_bar = PauseBar(lambda: self.act_pause_all.setChecked(False))
+        central_layout.addWidget(self.pause_bar)
         central_layout.addWidget(self.legend)
         self.filter_bar = FilterBar(lambda: list(self.selected))  # filters, groups (8.7)
         self.filter_bar.filterChanged.connect(self.scene.set_filter)
@@ -713,7 +715,13 @@ class MainWindow(QMainWindow):
         self.dispatcher_paused = paused
         self.controller.pause_all(paused)
         self.act_pause_all.setText("Resume all" if paused else "Pause all")
+        self._show_paused(paused)
         self._refresh_status()
+
+    def _show_paused(self, paused: bool) -> None:
+        """The graph says when nothing starts: a banner, and ready cards read "paused"."""
+        self.pause_bar.setVisible(paused)
+        self.scene.set_dispatcher_paused(paused)
 
     def _on_paused_changed(self, paused: bool) -> None:
         """The engine's dispatcher was paused or resumed (here, or by whoever owns it)."""
@@ -722,6 +730,7 @@ class MainWindow(QMainWindow):
         self.act_pause_all.setChecked(paused)
         del blocker
         self.act_pause_all.setText("Resume all" if paused else "Pause all")
+        self._show_paused(paused)
         self._refresh_status()
 
     def refresh_actions(self) -> None:

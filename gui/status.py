@@ -7,7 +7,14 @@ from PySide6.QtWidgets import QLabel, QStatusBar
 
 from taskloom.engine import TaskState
 
-from .style import OWNER_GONE_GLYPH, STATE_GLYPHS, STATE_LABELS, owner_gone, state_text_colour
+from .style import (
+    OWNER_GONE_GLYPH,
+    PAUSED_GLYPH,
+    STATE_GLYPHS,
+    STATE_LABELS,
+    owner_gone,
+    state_text_colour,
+)
 
 
 class StatusPanel:
@@ -64,5 +71,5 @@ class StatusPanel:
         self.busy.setText(
             f"workers {min(busy, workers)}/{workers} busy" if workers else f"{busy} running"
         )
-        self.paused.setText("⏸ <b>paused</b>" if dispatcher_paused else "")
+        self.paused.setText(f"{PAUSED_GLYPH} <b>paused</b>" if dispatcher_paused else "")
         self.paused.setVisible(dispatcher_paused)

@@ -40,6 +40,9 @@ STATE_GLYPHS: dict[TaskState, str] = {
 STATE_LABELS: dict[TaskState, str] = {s: s.name.replace("_", " ").lower() for s in TaskState}
 
 RECURRING_MARK = "⟳"
+# Paused: U+2016, which the common fonts (DejaVu, Liberation, Segoe UI, Helvetica) all
+# draw; U+23F8 (the media pause sign) was an empty box with the default fonts.
+PAUSED_GLYPH = "‖"
 OWNER_GONE_GLYPH = "?"
 
 

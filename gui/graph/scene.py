@@ -237,8 +237,8 @@ class GraphScene(QGraphicsScene, GroupedScene):
                 node.set_detail(self._detail)
                 node.port.setScale(getattr(self, "_port_scale", 1.0))
                 node.setVisible(False)  # until the layout places it
-                node.set_info(info, self.base)
                 self.addItem(node)
+                node.set_info(info, self.base)  # in the scene: it reads dispatcher_paused
             if budget_ms is not None and clock.elapsed() >= budget_ms and self._unbuilt:
                 self._build_timer.start(0)
                 return
@@ -421,6 +421,18 @@ class GraphScene(QGraphicsScene, GroupedScene):
         self._update_edge_highlight()
 
     # -- state ------------------------------------------------------------------
+    dispatcher_paused = False  # the whole dispatcher: ready cards read "paused"
+
+    def set_dispatcher_paused(self, paused: bool) -> None:
+        """Nothing starts while the dispatcher is paused: ready cards say so."""
+        if paused == self.dispatcher_paused:
+            return
+        self.dispatcher_paused = paused
+        for tid, info in self.tasks.items():
+            node = self.nodes.get(tid)
+            if node is not None and info.state is TaskState.READY:
+                node._show_status()
+
     def update_tasks(self, changed: dict[str, TaskInfo]) -> bool:
         """Recolour changed tasks. Returns True if the structure changed (caller re-lays out)."""
         structural = False

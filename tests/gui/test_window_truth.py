@@ -132,3 +132,33 @@ def test_a_discarded_edit_never_comes_back_after_reopening(qtbot, tmp_path, sett
         assert load(source).tasks["fetch"].action.argv[-1] == "raise SystemExit(3)"
     finally:
         session.close()
+
+
+def test_paused_is_visible_on_the_graph_and_drawn_with_a_glyph_the_font_has(
+    qtbot, make_window, manual_scheduler
+):
+    from PySide6.QtGui import QFontMetrics
+
+    from taskloom.gui.graph.items import NodeItem
+
+    manual_scheduler.start()
+    window = make_window(manual_scheduler)
+    assert not window.pause_bar.isVisible()
+    qtbot.keyClick(window.graph_view, Qt.Key.Key_P, CTRL)  # Pause all
+    qtbot.waitUntil(lambda: manual_scheduler.paused)
+    assert window.pause_bar.isVisible()
+    assert "nothing starts" in window.pause_bar.label.text()
+    ran = []
+    manual_scheduler.add(lambda: ran.append(1), name="job")
+    qtbot.waitUntil(lambda: "job" in window.scene.nodes)
+    qtbot.waitUntil(lambda: window.bridge.tasks["job"].state is S.READY)
+    node = window.scene.nodes["job"]
+    qtbot.waitUntil(lambda: "paused" in node.status_text.text())
+    metrics = QFontMetrics(NodeItem._status_font)
+    text = node.status_text.text()
+    assert all(metrics.inFontUcs4(ord(ch)) for ch in text), text  # no empty boxes
+    status = window.status_panel.paused.text()
+    assert all(QFontMetrics(window.font()).inFontUcs4(ord(ch)) for ch in status if ord(ch) > 127)
+    qtbot.mouseClick(window.pause_bar.button, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: ran == [1])
+    assert not manual_scheduler.paused and not window.pause_bar.isVisible()

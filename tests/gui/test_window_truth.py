@@ -162,3 +162,103 @@ def test_paused_is_visible_on_the_graph_and_drawn_with_a_glyph_the_font_has(
     qtbot.mouseClick(window.pause_bar.button, Qt.MouseButton.LeftButton)
     qtbot.waitUntil(lambda: ran == [1])
     assert not manual_scheduler.paused and not window.pause_bar.isVisible()
+
+
+def _forecast(wall, finish, path=(), starts=None):
+    from taskloom.engine.forecast import Forecast
+
+    return Forecast(
+        wall, None, 2, [], [], finish, finish, finish, 10, list(path), starts or {}, {}, 0.0
+    )
+
+
+def test_the_forecast_survives_a_name_filter_and_a_group_expand(
+    qtbot, make_window, manual_scheduler
+):
+    """The badges were children of cards a filter or a group deletes: every refresh
+    after it raised RuntimeError (pytest-qt fails the test on an exception in a slot)."""
+    for group in ("load", "extract"):
+        for i in range(160):  # 320 tasks: the window opens with its groups collapsed
+            manual_scheduler.schedule_after(lambda: None, 3600, name=f"{group}.{i}")
+    manual_scheduler.add(lambda: None, name="report", deps=["load.0"])
+    manual_scheduler.start()
+    window = make_window(manual_scheduler)
+    scene, view = window.scene, window.forecast_view
+    qtbot.waitUntil(scene.is_drawn, timeout=5000)
+
+    def refreshed():
+        done = view.forecaster.computed
+        view.forecaster.request()
+        qtbot.waitUntil(lambda: view.forecaster.computed > done, timeout=10000)
+        view.tick()
+
+    scene.expand("load")
+    qtbot.waitUntil(scene.is_drawn, timeout=5000)
+    refreshed()
+    assert view.badges  # expected starts on the expanded group's cards
+    scene.collapse("load")  # the cards (and their badges) go
+    qtbot.waitUntil(scene.is_drawn, timeout=5000)
+    refreshed()
+    qtbot.keyClicks(window.filter_bar.text, "report")  # a name filter rebuilds the cards
+    qtbot.waitUntil(lambda: set(scene.nodes) == {"report"}, timeout=5000)
+    refreshed()
+    assert set(view.badges) <= {"report"}
+
+
+def test_the_eta_moves_with_time_is_paused_while_paused_and_absent_before_start(
+    qtbot, make_window, manual_scheduler
+):
+    from datetime import datetime, timedelta
+
+    from taskloom.gui.forecast_view import eta_texts
+    from taskloom.gui.forecaster import Live
+
+    now = datetime.now().astimezone()
+    past = Live(_forecast(now - timedelta(seconds=30), 24.0), None)  # its finish was 6 s ago
+    text, _ = eta_texts(past, now)
+    assert "(in 1s)" in text  # a running task past its estimate pushes it: never the past
+    assert eta_texts(past, now, paused=True)[0].startswith("ETA ‖ paused")
+    later = Live(_forecast(now, 60.0), None)
+    assert eta_texts(later, now + timedelta(seconds=20))[0].endswith("(in 40s)")
+
+    manual_scheduler.schedule_after(lambda: None, 3600, name="a")
+    window = make_window(manual_scheduler)
+    window.set_started(False)
+    window.forecast_view.show(later)
+    assert not window.forecast_view.eta.isVisible()  # nothing runs before Start
+    window.set_started(True)
+    window.forecast_view.tick()
+    assert window.forecast_view.eta.isVisible()
+
+
+def test_the_critical_path_ring_is_only_on_work_still_to_do(qtbot, make_window, manual_scheduler):
+    from datetime import datetime
+
+    from taskloom.gui.forecaster import Live
+
+    manual_scheduler.add("os:getcwd", name="done")
+    manual_scheduler.schedule_after(lambda: None, 3600, name="todo", deps=["done"])
+    manual_scheduler.start()
+    window = make_window(manual_scheduler)
+    qtbot.waitUntil(lambda: window.scene.tasks.get("done") is not None)
+    qtbot.waitUntil(lambda: window.scene.tasks["done"].state is S.SUCCEEDED)
+    view = window.forecast_view
+    view.forecaster.close()
+    view.show(Live(_forecast(datetime.now().astimezone(), 60.0, ["done", "todo"]), None))
+    ring = view.critical.path().boundingRect()
+    assert ring.intersects(window.scene.nodes["todo"].sceneBoundingRect())
+    assert not ring.intersects(window.scene.nodes["done"].sceneBoundingRect())
+
+
+def test_the_inspector_says_slower_than_usual_by_how_much(qtbot):
+    from taskloom.engine import Attempt, Outcome
+    from taskloom.gui.duration_trend import DurationTrend
+
+    trend = DurationTrend()
+    qtbot.addWidget(trend)
+    running = Attempt(1, 100.0, None, Outcome.RUNNING, None, None, None, None, None)
+    trend.show_attempts([running], now=110.0)  # this run's only attempt: no p90 of its own
+    assert trend.slow.isHidden()
+    trend.set_usual(4.0)  # the stored runs' p90 (the forecast's model)
+    assert not trend.slow.isHidden()
+    assert trend.slow.text().startswith("⚠ slower than usual by 6.00 s")

@@ -399,8 +399,8 @@ class MainWindow(QMainWindow):
         self.act_relayout = a(
             "relayout",
             "Re-layout",
-            "zoom-fit",
-            "",
+            "relayout",
+            "Ctrl+L",
             self.relayout,
             "Lay the whole graph out again (nodes stay put after edits until then)",
         )
@@ -439,7 +439,7 @@ class MainWindow(QMainWindow):
         spacer = QWidget()
         spacer.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Preferred)
         bar.addWidget(spacer)
-        for action in (self.act_zoom_out, self.act_zoom_in, self.act_fit):
+        for action in (self.act_relayout, self.act_zoom_out, self.act_zoom_in, self.act_fit):
             bar.addAction(action)
             bar.widgetForAction(action).setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonIconOnly)
         self.search = QLineEdit()

@@ -262,3 +262,61 @@ def test_the_inspector_says_slower_than_usual_by_how_much(qtbot):
     trend.set_usual(4.0)  # the stored runs' p90 (the forecast's model)
     assert not trend.slow.isHidden()
     assert trend.slow.text().startswith("⚠ slower than usual by 6.00 s")
+
+
+def test_ctrl_n_places_the_new_card_in_free_space_and_relayout_has_a_button_and_a_key(
+    qtbot, make_window, manual_scheduler
+):
+    from PySide6.QtWidgets import QDialogButtonBox, QToolBar, QToolButton
+
+    for name in ("b", "c"):
+        manual_scheduler.schedule_after(lambda: None, 3600, name=name)
+    manual_scheduler.schedule_after(lambda: None, 3600, name="d", deps=["b"])
+    manual_scheduler.start()
+    window = make_window(manual_scheduler)
+    scene = window.scene
+    qtbot.waitUntil(lambda: len(scene.nodes) == 3 and scene.is_drawn())
+
+    def overlaps(tid):
+        mine = scene.nodes[tid].sceneBoundingRect()
+        return [
+            t for t, n in scene.nodes.items() if t != tid and n.sceneBoundingRect().intersects(mine)
+        ]
+
+    # "a" sorts first: the new layout's first place, (0, 0), is where b stands.
+    for name, dep in (("a", None), ("after_b", "b")):
+        qtbot.keyClick(window.graph_view, Qt.Key.Key_N, CTRL)
+        dialog = window.add_dialog
+        qtbot.waitUntil(dialog.isVisible)
+        qtbot.keyClicks(dialog.name, name)
+        qtbot.keyClicks(dialog.target, "true")
+        if dep is not None:
+            row = next(i for i in range(dialog.deps.count()) if dialog.deps.item(i).text() == dep)
+            dialog.deps.item(row).setCheckState(Qt.CheckState.Checked)
+        ok = dialog.buttons.button(QDialogButtonBox.StandardButton.Ok)
+        qtbot.mouseClick(ok, Qt.MouseButton.LeftButton)
+        qtbot.waitUntil(lambda name=name: name in scene.nodes and scene.nodes[name].isVisible())
+        with qtbot.waitActive(window):
+            window.activateWindow()
+    assert overlaps("a") == [] and overlaps("after_b") == []
+    assert scene.nodes["after_b"].pos().x() > scene.nodes["b"].pos().x()  # beside its upstream
+
+    # Connecting into a node left of its new upstream moves it to the right of it.
+    assert window.controller.connect_tasks("d", "c")
+    qtbot.waitUntil(lambda: scene.nodes["c"].pos().x() > scene.nodes["d"].pos().x())
+    assert overlaps("c") == []
+
+    # Re-layout: a toolbar button and a shortcut.
+    bar = window.findChild(QToolBar, "mainToolbar")
+    assert any(
+        isinstance(w, QToolButton) and w.defaultAction() is window.act_relayout
+        for w in bar.findChildren(QToolButton)
+    )
+    assert not window.act_relayout.shortcut().isEmpty()
+    scene.pin_many({"a": (900.0, 900.0)})
+    qtbot.keyClick(
+        window.graph_view,
+        window.act_relayout.shortcut()[0].key(),
+        window.act_relayout.shortcut()[0].keyboardModifiers(),
+    )
+    qtbot.waitUntil(lambda: "a" not in scene.pins)

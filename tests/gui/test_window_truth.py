@@ -320,3 +320,43 @@ def test_ctrl_n_places_the_new_card_in_free_space_and_relayout_has_a_button_and_
         window.act_relayout.shortcut()[0].keyboardModifiers(),
     )
     qtbot.waitUntil(lambda: "a" not in scene.pins)
+
+
+def test_save_as_writes_folders_relative_to_the_new_file_and_new_keys_inside_their_table(
+    qtbot, tmp_path, settings
+):
+    from dataclasses import replace
+
+    old, new = tmp_path / "old", tmp_path / "copy"
+    (old / "sub").mkdir(parents=True)
+    (new / "sub").mkdir(parents=True)  # a copy of the folder
+    source = old / "flow.toml"
+    source.write_text(
+        '[workflow]\nname = "flow"\n\n'
+        '[tasks.here]\ncommand = ["python3", "scripts/step.py"]\nafter = "1h"\n\n'
+        '# "there" runs in the sub folder\n'
+        '[tasks.there]\ncommand = ["python3", "go.py"]\ncwd = "sub"\nafter = "1h"\n',
+        encoding="utf-8",
+    )
+    session = WorkflowSession(load(source), settings, start=False)
+    try:
+        window = session.window
+        qtbot.addWidget(window)
+        # A new key: the edit gives "here" a priority; Save writes it inside its table.
+        before = session.scheduler.definition("here")
+        assert window.controller.edit_task("here", replace(before, priority=5)) is None
+        assert window.save_workflow()
+        text = source.read_text(encoding="utf-8")
+        here_table = text.split('# "there"')[0]
+        assert "priority = 5" in here_table  # not after the comment that introduces "there"
+        assert load(source).tasks["here"].priority == 5
+
+        target = new / "flow.toml"
+        assert window.save_workflow(str(target))
+        written = target.read_text(encoding="utf-8")
+        assert str(old) not in written  # no absolute folder of the old place
+        copied = load(target)
+        assert copied.tasks["here"].action.cwd in (None, str(new))
+        assert copied.tasks["there"].action.cwd == str(new / "sub")
+    finally:
+        session.close()

@@ -147,7 +147,7 @@ class MainWindow(QMainWindow):
         store = store_of(scheduler)
         self.history_reader = None if store is None else HistoryReader(store, self)
         self.inspector = Inspector(self.bridge, reader=self.history_reader)
-        self.inspector.setMinimumWidth(300)
+        self.inspector.setMinimumWidth(200)  # a small window leaves the graph room
         self.timeline = Timeline(self.bridge.clock_now, self.bridge.attempts)
         self.timeline.attach_history(scheduler, self.history_reader)
         self.timeline.later_occurrences = lambda entries: later_occurrences(scheduler, entries)
@@ -278,7 +278,7 @@ class MainWindow(QMainWindow):
             "clearTask",
             "Run again",
             "retry-task",
-            "",
+            "F5",
             lambda: self.clear_question.ask(self.selected, False, "task"),
             "Run the selected finished tasks again in this run (Clear)",
         )
@@ -286,7 +286,7 @@ class MainWindow(QMainWindow):
             "clearDownstream",
             "Run again with downstream",
             "retry-failed",
-            "",
+            "Shift+F5",
             lambda: self.clear_question.ask(self.selected, True, "task and downstream"),
             "Run the selected finished tasks and everything after them again (Clear)",
         )
@@ -310,7 +310,7 @@ class MainWindow(QMainWindow):
             "removeTask",
             "Remove task",
             "remove-task",
-            "",
+            "Ctrl+Del",
             lambda: self.remove_tasks(list(self.selected)),
             "Take the selected tasks out of the engine (Delete)",
         )
@@ -472,8 +472,22 @@ class MainWindow(QMainWindow):
         preferences = file_menu.addAction("Preferences…", self.show_preferences)
         preferences.setObjectName("preferences")
         file_menu.addSeparator()
-        quit_action = file_menu.addAction("Quit", QKeySequence.StandardKey.Quit)
+        quit_action = file_menu.addAction("Quit")
+        quit_action.setObjectName("quit")
+        # Ctrl+Q everywhere (the platform's Quit key is empty on some desktops).
+        quit_action.setShortcuts(
+            list(
+                dict.fromkeys(
+                    [
+                        QKeySequence("Ctrl+Q"),
+                        *QKeySequence.keyBindings(QKeySequence.StandardKey.Quit),
+                    ]
+                )
+            )
+        )
+        quit_action.setShortcutContext(Qt.ShortcutContext.WindowShortcut)
         quit_action.triggered.connect(self.close)
+        self.act_quit = quit_action
         edit = menus.addMenu("&Edit")
         edit.addActions([self.act_undo, self.act_redo, self.act_delete_edge, self.act_find])
         task = menus.addMenu("&Task")
@@ -539,6 +553,9 @@ class MainWindow(QMainWindow):
         b.pausedChanged.connect(self._on_paused_changed)
         c = self.controller
         c.message.connect(self._show_message)
+        # The stack enables Undo and Redo itself: a watching window disables them again.
+        c.undo_stack.canUndoChanged.connect(lambda _can: self._apply_refusal())
+        c.undo_stack.canRedoChanged.connect(lambda _can: self._apply_refusal())
         c.cycleRefused.connect(self.graph_view.flash_cycle)
         c.edited.connect(self.event_log.model.note_edit)
         QGuiApplication.styleHints().colorSchemeChanged.connect(lambda _s: self._apply_theme())
@@ -653,6 +670,26 @@ class MainWindow(QMainWindow):
         self.act_remove.setEnabled(Action.REMOVE in allowed)
         self._update_run_again([info.id for info in infos], allowed)
         self.act_delete_edge.setEnabled(self.scene.selected_edge is not None or bool(infos))
+        self._apply_refusal()
+
+    def _apply_refusal(self) -> None:
+        """A window that only watches a run (another process owns it) disables what it
+        would refuse: adding tasks, removing them, saving the file, undo and redo; the
+        tip says why."""
+        refusal = self.controller.edit_refusal()
+        if not refusal:
+            return
+        for action in (
+            self.act_add,
+            self.act_remove,
+            self.act_save,
+            self.act_save_as,
+            self.act_undo,
+            self.act_redo,
+        ):
+            action.setEnabled(False)
+            action.setStatusTip(refusal)
+            action.setToolTip(refusal)
 
     def _update_run_again(self, ids, allowed) -> None:
         """Run again follows the tasks' states; Retry and Run now the engine's answer,
@@ -1029,7 +1066,11 @@ class MainWindow(QMainWindow):
             self.resizeDocks(
                 [self.inspector_dock], [min(340, width // 4)], Qt.Orientation.Horizontal
             )
-            self.resizeDocks([self.timeline_dock], [min(260, height // 3)], Qt.Orientation.Vertical)
+            # Below 700 px the bottom docks get a fifth: the graph keeps half the height.
+            share = height // 3 if height >= 700 else height // 5
+            self.resizeDocks([self.timeline_dock], [min(260, share)], Qt.Orientation.Vertical)
+            if width < 1000:  # the event log's time, task and event columns in view
+                self.resizeDocks([self.event_dock], [width * 2 // 5], Qt.Orientation.Horizontal)
 
     def save_settings(self) -> None:
         self.settings.setValue("window/geometry", self.saveGeometry())

@@ -361,6 +361,13 @@ def test_file_open_of_a_workflow_run_elsewhere_watches_it(qtbot, tmp_path, owner
         first.window.openRequested.emit(str(path))  # what File > Open does
         assert isinstance(s.current, WatchSession) and s.current is not first
         assert f"pid {owner.process.pid}" in s.current.window.windowTitle()
+        # What a watching window refuses is disabled, with the reason as its tip.
+        watching = s.current.window
+        for action in (watching.act_add, watching.act_save, watching.act_undo, watching.act_remove):
+            assert not action.isEnabled(), action.objectName()
+        assert "only watches" in watching.act_add.statusTip()
+        watching.controller.move_nodes(watching.scene, {"slow": (None, (5.0, 5.0))})
+        assert not watching.act_undo.isEnabled()  # the stack enabled it: disabled again
         qtbot.waitUntil(lambda: first.stopped, timeout=10000)  # the old window's run
         assert owner.process.poll() is None  # and the watched one goes on
     finally:

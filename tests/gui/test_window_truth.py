@@ -360,3 +360,68 @@ def test_save_as_writes_folders_relative_to_the_new_file_and_new_keys_inside_the
         assert copied.tasks["there"].action.cwd == str(new / "sub")
     finally:
         session.close()
+
+
+def test_the_keyboard_reaches_everything(qtbot, make_window, manual_scheduler):
+    manual_scheduler.add("os:getcwd", name="done")
+    manual_scheduler.schedule_after(lambda: None, 3600, name="later")
+    manual_scheduler.start()
+    window = make_window(manual_scheduler)
+    qtbot.waitUntil(lambda: "done" in window.scene.nodes and "later" in window.scene.nodes)
+    qtbot.waitUntil(lambda: window.bridge.tasks["done"].state is S.SUCCEEDED)
+
+    # Tab leaves the event log (it walked the log's cells).
+    table = window.event_log.table
+    table.setFocus()
+    qtbot.waitUntil(table.hasFocus)
+    qtbot.keyClick(table, Qt.Key.Key_Tab)
+    assert not table.hasFocus()
+
+    # Shift+F10 and the Menu key open the selected task's menu.
+    window.select_tasks(["done"])
+    window.graph_view.setFocus()
+    for key, modifiers in (
+        (Qt.Key.Key_F10, Qt.KeyboardModifier.ShiftModifier),
+        (Qt.Key.Key_Menu, Qt.KeyboardModifier.NoModifier),
+    ):
+        window.task_menu = None
+        qtbot.keyClick(window.graph_view, key, modifiers)
+        qtbot.waitUntil(lambda: window.task_menu is not None and window.task_menu.isVisible())
+        window.task_menu.close()
+        with qtbot.waitActive(window):
+            window.activateWindow()
+
+    # Run again (F5), Remove (Ctrl+Delete), Re-layout (Ctrl+L) have keys.
+    qtbot.keyClick(window.graph_view, Qt.Key.Key_F5)
+    qtbot.waitUntil(
+        lambda: window.clear_question.box is not None and window.clear_question.box.isVisible()
+    )
+    window.clear_question.box.reject()
+    with qtbot.waitActive(window):
+        window.activateWindow()
+    qtbot.keyClick(window.graph_view, Qt.Key.Key_Delete, CTRL)
+    qtbot.waitUntil(lambda: window.remove_question is not None)
+    window.remove_question.reject()
+    assert window.act_relayout.shortcut().toString() == "Ctrl+L"
+
+    # Ctrl+Q quits (closes the window).
+    with qtbot.waitActive(window):
+        window.activateWindow()
+    qtbot.keyClick(window.graph_view, Qt.Key.Key_Q, CTRL)
+    qtbot.waitUntil(lambda: not window.isVisible())
+
+
+def test_a_small_window_gives_the_graph_half_its_height(qtbot, make_window, manual_scheduler):
+    manual_scheduler.schedule_after(lambda: None, 3600, name="a")
+    manual_scheduler.start()
+    window = make_window(manual_scheduler, size=(820, 520))
+    qtbot.waitUntil(lambda: window.graph_view.height() >= 260)
+    assert window.legend.height() <= 40 and window.legend.compact  # one line
+    assert window.inspector_dock.width() <= 260
+    table = window.event_log.table
+    event = 3  # the event column is in view
+    assert (
+        table.columnViewportPosition(event) + table.columnWidth(event) <= table.viewport().width()
+    )
+    window.resize(1400, 900)
+    qtbot.waitUntil(lambda: not window.legend.compact)  # room again: every label written out

@@ -94,6 +94,7 @@ class DurationTrend(QWidget):
         # The p90 of every stored run's successes (the forecast's model), when known:
         # the attempts listed here may be only this run's.
         self.usual_p90: float | None = None
+        self.final = False  # the task has settled: no more attempts come by themselves
         self._shown: tuple[list, float] | None = None
 
     def show_attempts(self, attempts, now: float) -> None:
@@ -114,7 +115,11 @@ class DurationTrend(QWidget):
         self.sparkline.update()
         self.setVisible(bool(bars))
         if self.stats is None:
-            self.caption.setText(f"{len(bars)} attempts, none succeeded yet" if bars else "")
+            n = len(bars)
+            yet = "" if self.final else " yet"  # a task that failed for good: not "yet"
+            self.caption.setText(
+                f"{n} attempt{'' if n == 1 else 's'}, none succeeded{yet}" if bars else ""
+            )
         else:
             self.caption.setText(
                 f"median {seconds_text(self.stats.median)} · p90 {seconds_text(self.stats.p90)}"

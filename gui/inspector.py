@@ -48,6 +48,7 @@ from .style import (
     state_words,
     text_colour_on,
 )
+from .task_definition import attempts_text, definition_rows, why_not_running
 
 EARLIER_KEPT = 100  # stored attempts listed per task
 COLUMNS = ["#", "started", "took", "outcome", "exit", "run"]
@@ -73,13 +74,34 @@ class Inspector(QWidget):
         form = QFormLayout()
         form.setLabelAlignment(Qt.AlignmentFlag.AlignRight)
         form.addRow("State", self.state)
-        for key in ("next run", "priority", "attempts", "recurring", "after", "before", "error"):
+        # "Why not running", then what the task is (its definition), then its run.
+        for key in (
+            "why not",
+            "runs",
+            "folder",
+            "trigger",
+            "retry",
+            "timeout",
+            "rule",
+            "next run",
+            "priority",
+            "attempts",
+            "recurring",
+            "after",
+            "before",
+            "error",
+        ):
             label = QLabel("—")
             label.setWordWrap(True)
             label.setTextInteractionFlags(Qt.TextInteractionFlag.TextBrowserInteraction)
             label.linkActivated.connect(self.taskActivated)
+            label.setObjectName(f"inspector_{key.replace(' ', '_')}")
             self.fields[key] = label
-            form.addRow(key.capitalize(), label)
+            form.addRow(key.capitalize() + ("?" if key == "why not" else ""), label)
+        # (definition, base folder) of the task as the workflow file says, or None:
+        # the window sets it; a live definition that differs is flagged.
+        self.file_definition = None
+        self.dispatcher_paused = lambda: False  # the window's
         self.attempt_list = QTreeWidget()
         self.attempt_list.setObjectName("attempts")
         self.attempt_list.setHeaderLabels(COLUMNS)
@@ -242,11 +264,63 @@ class Inspector(QWidget):
         )
         self.fields["next run"].setText(self._next_run_text(info))
         self.fields["priority"].setText(str(info.priority))
-        self.fields["attempts"].setText(str(info.attempt))
+        self.fields["attempts"].setText(attempts_text(info.attempt))
+        self.trend.final = info.state.settled and not info.recurring
+        self._show_definition(info)
         self.fields["recurring"].setText(f"{RECURRING_MARK} yes" if info.recurring else "no")
         self.fields["after"].setText(self._links(info.deps))
         self.fields["before"].setText(self._links(info.dependents))
         self.fields["error"].setText(info.error or "—")
+
+    def _retry_at(self, tid: str) -> float | None:
+        for entry in getattr(self.bridge, "upcoming", ()):
+            if entry.task_id == tid and entry.kind == "retry":
+                return entry.run_at
+        return None
+
+    def _show_definition(self, info: TaskInfo) -> None:
+        """What the task is (the engine's definition) and why it is not running."""
+        scheduler = self.bridge.scheduler
+        now = self.bridge.clock_now()
+        retry_at = self._retry_at(info.id)
+        self.fields["why not"].setText(
+            why_not_running(
+                info,
+                self.bridge.tasks,
+                dispatcher_paused=bool(self.dispatcher_paused()),
+                clock_now=now,
+                busy=getattr(scheduler, "busy", None),
+                workers=getattr(scheduler, "workers", None),
+                retry_at=retry_at,
+            )
+            or "—"
+        )
+        try:
+            definition = scheduler.definition(info.id)
+        except (KeyError, RuntimeError):
+            return  # a watched run without the file's definitions: nothing to say
+        rows = definition_rows(definition, info, retry_at, now)
+        differs = self._differs_from_file(info.id, definition)
+        if differs:
+            rows["runs"] += f" — {differs}"
+        for key, text in rows.items():
+            self.fields[key].setText(text)
+
+    def _differs_from_file(self, tid: str, definition) -> str:
+        """ "changed here, not in the file" when the live definition is not the file's."""
+        if self.file_definition is None:
+            return ""
+        found = self.file_definition(tid)
+        if found is None:
+            return "not in the file (Save writes it)"
+        in_file, base = found
+        try:
+            same = in_file.with_deps(definition.deps, tid).fingerprint(base) == (
+                definition.fingerprint(base)
+            )
+        except (TypeError, ValueError, AttributeError):
+            return ""
+        return "" if same else "changed here, not in the file (Save writes it)"
 
     def _wants_history(self) -> bool:
         return self.reader is not None and self.earlier_runs.isChecked()

@@ -148,6 +148,8 @@ class MainWindow(QMainWindow):
         self.history_reader = None if store is None else HistoryReader(store, self)
         self.inspector = Inspector(self.bridge, reader=self.history_reader)
         self.inspector.setMinimumWidth(200)  # a small window leaves the graph room
+        self.inspector.dispatcher_paused = lambda: self.dispatcher_paused
+        self.inspector.file_definition = self._file_definition
         self.timeline = Timeline(self.bridge.clock_now, self.bridge.attempts)
         self.timeline.attach_history(scheduler, self.history_reader)
         self.timeline.later_occurrences = lambda entries: later_occurrences(scheduler, entries)
@@ -601,6 +603,14 @@ class MainWindow(QMainWindow):
         self.selected = [t for t in self.selected if t in tasks]
         self.inspector.refresh()
         self._update_actions()
+
+    def _file_definition(self, tid: str):
+        """(the workflow file's definition of ``tid``, its folder), or None."""
+        workflow = self.document.workflow
+        if workflow is None or workflow.path is None:
+            return None
+        definition = workflow.tasks.get(tid)
+        return None if definition is None else (definition, workflow.base_dir)
 
     def _refresh_status(self) -> None:
         self.status_panel.update(self.dispatcher_paused)

@@ -425,3 +425,58 @@ def test_a_small_window_gives_the_graph_half_its_height(qtbot, make_window, manu
     )
     window.resize(1400, 900)
     qtbot.waitUntil(lambda: not window.legend.compact)  # room again: every label written out
+
+
+def test_the_inspector_says_what_a_task_is_and_why_it_is_not_running(qtbot, tmp_path, settings):
+    from dataclasses import replace
+
+    from taskloom.engine.command import Command
+
+    source = tmp_path / "what.toml"
+    quick = f'["{sys.executable}", "-c", "pass"]'
+    fails = f'["{sys.executable}", "-c", "raise SystemExit(1)"]'
+    source.write_text(
+        '[workflow]\nname = "what"\nworkers = 2\n\n'
+        f'[tasks.broken]\ncommand = {fails}\nretry = {{ max_attempts = 2, base = "100ms" }}\n'
+        'timeout = "30s"\n\n'
+        f'[tasks.after_broken]\ncommand = {quick}\ndeps = ["broken"]\n\n'
+        f'[tasks.nightly]\ncommand = {quick}\ncron = "30 2 * * *"\ntimezone = "Europe/Berlin"\n',
+        encoding="utf-8",
+    )
+    session = WorkflowSession(load(source), settings)
+    try:
+        window = session.window
+        qtbot.addWidget(window)
+        scheduler = session.scheduler
+        qtbot.waitUntil(lambda: scheduler.task("after_broken").state is S.SKIPPED, timeout=20000)
+        qtbot.waitUntil(lambda: window.bridge.tasks["after_broken"].state is S.SKIPPED)
+        inspector = window.inspector
+        field = inspector.fields
+
+        window.select_tasks(["broken"])
+        assert field["runs"].text().startswith("command: ") and "SystemExit" in field["runs"].text()
+        assert field["folder"].text() == str(tmp_path)
+        assert field["retry"].text().startswith("up to 2 attempts")
+        assert field["timeout"].text() == "30s"
+        assert "all dependencies succeeded" in field["rule"].text()
+        assert field["attempts"].text() == "2 attempts"
+        assert "failed for good" in field["why not"].text()
+        assert inspector.trend.caption.text() == "2 attempts, none succeeded"  # not "yet"
+
+        window.select_tasks(["after_broken"])
+        assert field["why not"].text().startswith("skipped because broken failed")
+        assert field["attempts"].text() == "0 attempts"
+
+        window.select_tasks(["nightly"])
+        trigger = field["trigger"].text()
+        assert "Europe/Berlin" in trigger and "local" in trigger and "next" in trigger
+        assert field["why not"].text().startswith("waiting for its next occurrence")
+
+        # An edit applied here, not saved: the inspector says the file differs.
+        old = scheduler.definition("after_broken")
+        edited = Command([sys.executable, "-c", "print(1)"], cwd=old.action.cwd)
+        assert window.controller.edit_task("after_broken", replace(old, action=edited)) is None
+        window.select_tasks(["after_broken"])
+        assert "changed here, not in the file" in field["runs"].text()
+    finally:
+        session.close()

@@ -9,6 +9,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+import shiboken6
 from PySide6.QtCore import (
     QByteArray,
     QSettings,
@@ -140,6 +141,12 @@ class MainWindow(QMainWindow):
         self.filter_bar.expandAll.connect(self.scene.expand_all)
         self.filter_bar.collapseAll.connect(self.scene.collapse_all)
         central_layout.addWidget(self.filter_bar)
+        # The run as a whole, in the filter row's spare room (a row of its own would
+        # take a small window's graph height).
+        from .run_header import RunHeader
+
+        self.run_header = RunHeader(self)
+        self.filter_bar.layout().addWidget(self.run_header, 2)
         central_layout.addWidget(self.graph_view, 1)
         self.setCentralWidget(central)
 
@@ -556,8 +563,9 @@ class MainWindow(QMainWindow):
         c = self.controller
         c.message.connect(self._show_message)
         # The stack enables Undo and Redo itself: a watching window disables them again.
-        c.undo_stack.canUndoChanged.connect(lambda _can: self._apply_refusal())
-        c.undo_stack.canRedoChanged.connect(lambda _can: self._apply_refusal())
+        if c.edit_refusal():
+            c.undo_stack.canUndoChanged.connect(self._refuse_undo)
+            c.undo_stack.canRedoChanged.connect(self._refuse_undo)
         c.cycleRefused.connect(self.graph_view.flash_cycle)
         c.edited.connect(self.event_log.model.note_edit)
         QGuiApplication.styleHints().colorSchemeChanged.connect(lambda _s: self._apply_theme())
@@ -614,6 +622,7 @@ class MainWindow(QMainWindow):
 
     def _refresh_status(self) -> None:
         self.status_panel.update(self.dispatcher_paused)
+        self.run_header.refresh()
 
     def set_started(self, started: bool, resumed: bool = False) -> None:
         """Whether the run's schedule runs; until it does, a banner offers Start."""
@@ -681,6 +690,11 @@ class MainWindow(QMainWindow):
         self._update_run_again([info.id for info in infos], allowed)
         self.act_delete_edge.setEnabled(self.scene.selected_edge is not None or bool(infos))
         self._apply_refusal()
+
+    def _refuse_undo(self, _can: bool = False) -> None:
+        # The stack may still signal while the window's actions are being deleted.
+        if shiboken6.isValid(self.act_undo) and shiboken6.isValid(self.act_redo):
+            self._apply_refusal()
 
     def _apply_refusal(self) -> None:
         """A window that only watches a run (another process owns it) disables what it

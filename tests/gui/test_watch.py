@@ -332,7 +332,7 @@ def test_after_the_owner_dies_nothing_is_shown_running_that_is_not(
     window._refresh_status()
     info = window.bridge.tasks["slow"]
     assert "owner gone" in (info.error or "")
-    assert "owner gone" in window.scene.nodes["slow"].status_text.text()
+    qtbot.waitUntil(lambda: "owner gone" in window.scene.nodes["slow"].status_text.text())
     counts = window.status_panel.counts.text()
     assert "running" not in counts and "owner gone" in counts
     assert window.status_panel.busy.text().startswith("workers 0/")

@@ -480,3 +480,34 @@ def test_the_inspector_says_what_a_task_is_and_why_it_is_not_running(qtbot, tmp_
         assert "changed here, not in the file" in field["runs"].text()
     finally:
         session.close()
+
+
+def test_the_run_header_says_how_the_run_goes_and_how_it_ended(
+    qtbot, make_window, manual_scheduler
+):
+    def broken():
+        raise RuntimeError("no")
+
+    manual_scheduler.add(lambda: None, name="a")
+    manual_scheduler.add(broken, name="b", deps=["a"])
+    manual_scheduler.add(lambda: None, name="c", deps=["b"])
+    manual_scheduler.schedule_after(lambda: None, 60, name="later")
+    window = make_window(manual_scheduler)
+    header = window.run_header
+    window.set_started(False)
+    window._refresh_status()
+    assert header.full_text.startswith("This run · not started")
+    manual_scheduler.start()
+    window.set_started(True)
+    qtbot.waitUntil(lambda: window.bridge.tasks["c"].state is S.SKIPPED)
+    window._refresh_status()
+    assert header.full_text.startswith("This run · running · 3/4 done · 1 failed · 1 skipped")
+    qtbot.keyClick(window.graph_view, Qt.Key.Key_P, CTRL)
+    qtbot.waitUntil(lambda: "‖ paused" in header.full_text)
+    qtbot.keyClick(window.graph_view, Qt.Key.Key_P, CTRL)
+    manual_scheduler.clock.advance(60)
+    qtbot.waitUntil(lambda: window.bridge.tasks["later"].state is S.SUCCEEDED)
+    window._refresh_status()
+    assert header.full_text.startswith("This run · failed in ")
+    assert "2 succeeded · 1 failed · 1 skipped" in header.full_text
+    assert "ETA" not in header.full_text

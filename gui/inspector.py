@@ -205,7 +205,17 @@ class Inspector(QWidget):
         layout.setContentsMargins(8, 8, 8, 8)
         layout.addWidget(self.pages)
         self._attempts = []
+        self.chosen: tuple[int, int] | None = None  # (run, number) to select when listed
         self.show_task(None)
+
+    def choose_attempt(self, tid: str, run: int, number: int) -> None:
+        """Show ``tid`` with its attempt ``number`` of run ``run`` selected (once the
+        store's answer lists it, for an earlier run's)."""
+        self.chosen = (run, number)
+        if not self.earlier_runs.isChecked():
+            self.earlier_runs.setChecked(True)
+        self.show_task(tid)
+        self.refresh()
 
     def show_task(self, tid: str | None) -> None:
         if tid != self.task_id:  # a new task starts on its latest attempt
@@ -378,6 +388,10 @@ class Inspector(QWidget):
         if keep is not None and keep == len(self._attempts) - 1:
             keep = None  # the newest attempt was shown: show the newest again
         keep_key = self._key(self._attempts[keep]) if keep is not None else None
+        if self.chosen is not None:  # an attempt chosen elsewhere (the Runs view)
+            keep_key = self.chosen
+            if any(self._key(a) == keep_key for a in attempts):
+                self.chosen = None
         self._attempts = attempts
         self.attempt_list.clear()
         now = self.bridge.clock_now()

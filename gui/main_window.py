@@ -175,6 +175,18 @@ class MainWindow(QMainWindow):
         self.task_list = TaskList()
         self.task_dock = self._dock("Tasks", self.task_list, Qt.DockWidgetArea.BottomDockWidgetArea)
         self.tabifyDockWidget(self.event_dock, self.task_dock)
+        # Runs by tasks (Airflow's grid), from the store: a window without one has none.
+        self.runs_view = None
+        if self.history_reader is not None:
+            from .runs_view import RunsView
+
+            self.runs_view = RunsView(self, self.history_reader)
+            self.runs_view.attemptChosen.connect(self._choose_attempt)
+            self.runs_dock = self._dock(
+                "Runs", self.runs_view, Qt.DockWidgetArea.BottomDockWidgetArea
+            )
+            self.tabifyDockWidget(self.task_dock, self.runs_dock)
+            self.event_dock.raise_()
         self.event_dock.raise_()
         # The inspector runs the full height on the right: attempts and output need room.
         self.setCorner(Qt.Corner.BottomRightCorner, Qt.DockWidgetArea.RightDockWidgetArea)
@@ -520,7 +532,10 @@ class MainWindow(QMainWindow):
         view = menus.addMenu("&View")
         view.addActions([self.act_zoom_in, self.act_zoom_out, self.act_fit, self.act_relayout])
         view.addSeparator()
-        for dock in (self.inspector_dock, self.timeline_dock, self.event_dock, self.task_dock):
+        docks = [self.inspector_dock, self.timeline_dock, self.event_dock, self.task_dock]
+        if self.runs_view is not None:
+            docks.append(self.runs_dock)
+        for dock in docks:
             view.addAction(dock.toggleViewAction())
         view.addSeparator()
         view.addAction(self.timeline.by_worker_action)
@@ -611,6 +626,13 @@ class MainWindow(QMainWindow):
         self.selected = [t for t in self.selected if t in tasks]
         self.inspector.refresh()
         self._update_actions()
+
+    def _choose_attempt(self, tid: str, run: int, number: int) -> None:
+        """A cell of the Runs view: the task selected, that attempt in the inspector."""
+        if tid in self.scene.nodes:
+            self.select_tasks([tid], centre=True)
+        self.inspector_dock.show()
+        self.inspector.choose_attempt(tid, run, number)
 
     def _file_definition(self, tid: str):
         """(the workflow file's definition of ``tid``, its folder), or None."""
@@ -1121,6 +1143,8 @@ class MainWindow(QMainWindow):
         """The store is about to close: no new reads, no more answers. Does not block;
         ``history_reader.join()`` waits for a read still running. Idempotent."""
         self.timeline.detach_history()
+        if self.runs_view is not None:
+            self.runs_view.close_view()
         self.forecast_view.close()  # it reads the store's durations too
         if self.history_reader is not None:
             self.history_reader.close()

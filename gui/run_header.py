@@ -21,8 +21,10 @@ S = TaskState
 
 
 def duration_text(seconds: float) -> str:
-    """ "45 s", "2 min 10 s", "1 h 05 min"."""
-    seconds = max(0, int(round(seconds)))
+    """ "0.4 s", "45 s", "2 min 10 s", "1 h 05 min"."""
+    if seconds < 10:
+        return f"{max(0.0, seconds):.1f} s"
+    seconds = int(round(seconds))
     if seconds < 60:
         return f"{seconds} s"
     minutes, seconds = divmod(seconds, 60)

@@ -511,3 +511,53 @@ def test_the_run_header_says_how_the_run_goes_and_how_it_ended(
     assert header.full_text.startswith("This run · failed in ")
     assert "2 succeeded · 1 failed · 1 skipped" in header.full_text
     assert "ETA" not in header.full_text
+
+
+def test_the_runs_view_shows_runs_by_tasks_and_a_click_opens_that_attempt(
+    qtbot, tmp_path, settings
+):
+    source = tmp_path / "grid.toml"
+    quick = f'["{sys.executable}", "-c", "pass"]'
+    fails = f'["{sys.executable}", "-c", "raise SystemExit(2)"]'
+    source.write_text(
+        '[workflow]\nname = "grid"\n\n'
+        f"[tasks.ok]\ncommand = {quick}\n\n[tasks.bad]\ncommand = {fails}\n",
+        encoding="utf-8",
+    )
+    paths = dict(db_path=tmp_path / "run.db", log_dir=tmp_path / "logs")
+    done = (S.SUCCEEDED, S.FAILED)
+    for fresh in (False, True):  # two runs in the same store
+        session = WorkflowSession(load(source), settings, fresh=fresh, **paths)
+        try:
+            qtbot.waitUntil(
+                lambda s=session: all(t.state in done for t in s.scheduler.tasks()), timeout=20000
+            )
+            if fresh:
+                _check_runs_view(qtbot, session.window)
+        finally:
+            session.close()
+
+
+def _check_runs_view(qtbot, window) -> None:
+    window.resize(1400, 900)
+    window.show()
+    window.runs_dock.show()
+    window.runs_dock.raise_()
+    view = window.runs_view
+    qtbot.waitUntil(lambda: view.grid is not None and len(view.grid.runs) == 2)
+    qtbot.waitUntil(lambda: ("ok", view.grid.runs[-1]) in view.grid.cells)
+    first, _second = view.grid.runs
+    rows = {view.verticalHeaderItem(r).text(): r for r in range(view.rowCount())}
+    assert view.item(rows["ok"], 0).text().startswith("✓ ")
+    assert view.item(rows["bad"], 1).text().startswith("✗ ")
+    assert "✗1" in view.horizontalHeaderItem(1).text()
+    cell = view.visualItemRect(view.item(rows["bad"], 0)).center()
+    qtbot.mouseClick(view.viewport(), Qt.MouseButton.LeftButton, pos=cell)
+    inspector = window.inspector
+    assert inspector.task_id == "bad"
+
+    def chosen_run():
+        item = inspector.attempt_list.currentItem()
+        return None if item is None else item.text(5)
+
+    qtbot.waitUntil(lambda: chosen_run() == str(first), timeout=5000)

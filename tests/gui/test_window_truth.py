@@ -561,3 +561,27 @@ def _check_runs_view(qtbot, window) -> None:
         return None if item is None else item.text(5)
 
     qtbot.waitUntil(lambda: chosen_run() == str(first), timeout=5000)
+
+
+def test_the_timeline_fits_the_run_not_the_forecast_horizon(qtbot, make_window, manual_scheduler):
+    manual_scheduler.schedule_after(noop_task, 40, name="pipeline")
+    manual_scheduler.schedule_every(noop_task, 10, name="tick")
+    manual_scheduler.start()
+    window = make_window(manual_scheduler)
+    timeline = window.timeline
+    now = manual_scheduler.clock.now()
+    # What the forecast gives: the pipeline ends at +40 s, the recurring task every 10 s
+    # up to its 10-minute horizon.
+    ghosts = {
+        "pipeline": [(now + 35, now + 40, True)],
+        "tick": [(now + 10 * k, now + 10 * k + 1, False) for k in range(1, 60)],
+    }
+    timeline.set_ghosts(ghosts)
+    timeline.canvas.refit(now)
+    assert timeline.canvas.span < 120  # about the run's 40 s, not "next 8 min"
+    left, right = timeline.canvas.window(now)
+    assert right >= now + 40  # the run's end is in view
+
+
+def noop_task():
+    return None

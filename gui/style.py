@@ -50,9 +50,11 @@ def owner_gone(info) -> bool:
     """A task of a watched run whose owner died before it had an outcome, and whose
     process does not run either (``engine.watched_run.state_after_owner``): shown as
     "owner gone", never as running."""
+    if info.state is not S.READY or not info.error:
+        return False  # the common case, without the import below
     from taskloom.engine.watched_run import OWNER_GONE
 
-    return info.state is S.READY and (info.error or "").startswith(OWNER_GONE)
+    return info.error.startswith(OWNER_GONE)
 
 
 def state_words(info) -> tuple[str, str]:

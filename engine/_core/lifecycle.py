@@ -159,6 +159,8 @@ class Lifecycle:
         self.dispatcher.drop_ready(task)
         task.timer = None
         task.waiting_runs = 0
+        if self._due_while_paused:  # a removed or redefined task starts a new count
+            self._due_while_paused.pop(task.id, None)
         # Written only when set: these live on the task's shared defaults record
         # (task.py), where a write is a Python call even when it changes nothing.
         if task.retry_timer is not None:
@@ -621,6 +623,8 @@ class Lifecycle:
                 and not task.retry_pending
             ):
                 self.dispatcher.drop_ready(task)
+                if task.timer is None:  # fixed_delay counts from a run's end: from now
+                    self._timers.start_cadence(task)
                 self.set_state(task, SCHEDULED)  # waits for its next occurrence
 
     def allowed_actions(self, task: Task) -> frozenset[Action]:

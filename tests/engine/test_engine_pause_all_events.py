@@ -58,3 +58,21 @@ def test_resume_all_skips_them_for_misfire_skip_and_runs_each_for_run_all():
     s.resume()
     assert len(ran) == 3  # asked for: each missed occurrence runs
     s.shutdown()
+
+
+def test_a_fixed_delay_task_whose_paused_occurrence_is_skipped_still_comes_due_again():
+    clock = ManualClock()
+    s = Scheduler(clock=clock, executor=SyncExecutor())
+    ran: list[float] = []
+    s.schedule_every(
+        lambda: ran.append(clock.now()), 10, name="tick", mode="fixed_delay", misfire="skip"
+    )
+    s.start()
+    s.pause()
+    clock.advance(12)  # due at 10 while paused
+    s.resume()
+    assert ran == [] and s.task("tick").state.name == "SCHEDULED"
+    assert s.next_due() is not None  # not stranded: its next occurrence is queued
+    clock.advance(10)
+    assert len(ran) == 1
+    s.shutdown()

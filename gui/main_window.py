@@ -186,7 +186,6 @@ class MainWindow(QMainWindow):
                 "Runs", self.runs_view, Qt.DockWidgetArea.BottomDockWidgetArea
             )
             self.tabifyDockWidget(self.task_dock, self.runs_dock)
-            self.event_dock.raise_()
         self.event_dock.raise_()
         # The inspector runs the full height on the right: attempts and output need room.
         self.setCorner(Qt.Corner.BottomRightCorner, Qt.DockWidgetArea.RightDockWidgetArea)

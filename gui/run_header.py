@@ -47,14 +47,25 @@ def header_text(
 ) -> str:
     """The header's text (see the module doc); times are epoch seconds."""
     name = f"Run {run}" if run is not None else "This run"
-    one_shot = [i for i in tasks.values() if not i.recurring]
-    recurring = len(tasks) - len(one_shot)
-    done = sum(1 for i in one_shot if i.state.settled)
-    failed = sum(1 for i in one_shot if i.state is S.FAILED)
-    skipped = sum(1 for i in one_shot if i.state is S.SKIPPED)
-    gone = sum(1 for i in tasks.values() if owner_gone(i))
+    recurring = done = failed = skipped = succeeded = gone = 0
+    for info in tasks.values():  # one pass: a big run has tens of thousands
+        if info.recurring:
+            recurring += 1
+            continue
+        state = info.state
+        if state.settled:
+            done += 1
+            if state is S.FAILED:
+                failed += 1
+            elif state is S.SKIPPED:
+                skipped += 1
+            elif state is S.SUCCEEDED:
+                succeeded += 1
+        elif not owner_alive and owner_gone(info):
+            gone += 1
+    one_shot = len(tasks) - recurring
     parts = [name]
-    over = started and one_shot and done == len(one_shot) and not recurring
+    over = started and one_shot and done == one_shot and not recurring
     if not started:
         parts.append("not started")
     elif not owner_alive:
@@ -68,10 +79,9 @@ def header_text(
         parts.append(f"{PAUSED_GLYPH} paused" if paused else "running")
     if one_shot:
         if over:
-            succeeded = sum(1 for i in one_shot if i.state is S.SUCCEEDED)
             parts.append(f"{succeeded} succeeded")
         else:
-            parts.append(f"{done}/{len(one_shot)} done")
+            parts.append(f"{done}/{one_shot} done")
     if recurring:
         parts.append(f"{recurring} recurring")
     if failed:
@@ -99,6 +109,7 @@ class RunHeader(QLabel):
         self.started_at: float | None = None
         self.finished_at: float | None = None
         self.full_text = ""
+        self._key: tuple | None = None  # what the text was made from
         font = self.font()
         font.setBold(True)
         self.setFont(font)
@@ -110,9 +121,17 @@ class RunHeader(QLabel):
         if started and self.started_at is None:
             self.started_at = time.time()
         tasks = w.bridge.tasks
-        one_shot = [i for i in tasks.values() if not i.recurring]
-        over = bool(one_shot) and all(i.state.settled for i in tasks.values() if not i.recurring)
-        if over and len(one_shot) == len(tasks):
+        counts = w.bridge.state_counts()  # kept per batch by the bridge
+        paused = bool(w.dispatcher_paused)
+        eta = w.forecast_view.eta.text() if w.forecast_view.eta.isVisible() else ""
+        owner_alive = getattr(w.scheduler, "owner_alive", True)
+        key = (tuple(counts.values()), len(tasks), started, paused, eta, owner_alive)
+        if key == self._key:
+            return  # nothing the text says has changed
+        self._key = key
+        unsettled = sum(n for state, n in counts.items() if not state.settled)
+        over = bool(tasks) and unsettled == 0 and not any(i.recurring for i in tasks.values())
+        if over:
             if self.finished_at is None:
                 self.finished_at = time.time()
         else:
@@ -121,16 +140,15 @@ class RunHeader(QLabel):
         if not isinstance(run, int):
             store = getattr(w.scheduler, "store", None)
             run = getattr(store, "run", None) if store is not None else None
-        eta = w.forecast_view.eta.text() if w.forecast_view.eta.isVisible() else ""
         text = header_text(
             run,
             tasks,
             started=started,
-            paused=bool(w.dispatcher_paused),
+            paused=paused,
             started_at=self.started_at,
             finished_at=self.finished_at,
             eta=eta,
-            owner_alive=getattr(w.scheduler, "owner_alive", True),
+            owner_alive=owner_alive,
         )
         if text != self.full_text:
             self.full_text = text

@@ -625,7 +625,7 @@ class SQLiteStore:
         updates: dict[str, tuple] = {}
         attempts: dict[tuple, tuple] = {}
         events: list[tuple] = []
-        deletes: list[str] = []
+        deletes: dict[str, None] = {}  # a task put again later in the batch is not deleted
         processes: list[tuple] = []
         feeds: list = []
         for op in batch:  # coalesce: the latest row per task and per attempt wins
@@ -639,13 +639,14 @@ class SQLiteStore:
             elif kind == "task":
                 tasks[op[1][0]] = op[1]
                 updates.pop(op[1][0], None)
+                deletes.pop(op[1][0], None)  # INSERT OR REPLACE: removed, then put back
             elif kind == "process":
                 pid, pgid, *where = op[1]
                 processes.append((pid, pgid, start_time(pid), *where))
             elif kind == "feed":
                 feeds.append(op[1])
             else:
-                deletes.append(op[1])
+                deletes[op[1]] = None
                 tasks.pop(op[1], None)
                 updates.pop(op[1], None)
         conn = self._conn

@@ -94,6 +94,51 @@ def _complete(info: TaskInfo, attempts: list[Attempt]) -> bool:
     return info.state == TaskState.RUNNING or last.outcome != Outcome.RUNNING
 
 
+OWNER_GONE = "owner gone"  # the start of the error of a task its dead owner left unknown
+
+_ENDED_STATES = {
+    Outcome.SUCCEEDED.value: TaskState.SUCCEEDED,
+    Outcome.FAILED.value: TaskState.FAILED,
+    Outcome.CANCELLED.value: TaskState.CANCELLED,
+}
+
+
+def state_after_owner(
+    info: TaskInfo, newest: tuple | None, alive: bool
+) -> tuple[TaskState, str | None]:
+    """What a task the dead owner last showed RUNNING is, from the store's word alone:
+    ``newest`` is its newest attempt row (number, outcome, error), ``alive`` whether
+    that attempt's process still runs (a command its supervisor kept going is running).
+
+    An attempt with an outcome settles it as the outcome says; one without an outcome
+    whose process runs is RUNNING; any other is not known to run: READY (what taking
+    the run over makes of it) with an error that starts with ``OWNER_GONE``."""
+    if newest is not None:
+        number, outcome, error = newest
+        if outcome in _ENDED_STATES:
+            return _ENDED_STATES[outcome], error
+        if outcome == Outcome.RUNNING.value and alive:
+            return TaskState.RUNNING, info.error
+        what = f"attempt #{number} has no outcome" if outcome == "running" else outcome
+        return TaskState.READY, f"{OWNER_GONE}: {what} (nothing runs it now)"
+    return TaskState.READY, f"{OWNER_GONE}: it was about to start (nothing runs it now)"
+
+
+def _process_alive(pid: int | None, started: float | None) -> bool:
+    """Whether the attempt's process (as its row recorded it) still runs here."""
+    if not pid or pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass
+    if _zombie(pid):
+        return False
+    return started is None or start_time(pid) == started
+
+
 def _told(info: TaskInfo) -> tuple:
     return (info.state, info.attempt, info.paused)
 
@@ -192,10 +237,12 @@ class WatchedRun:
         while not self._closed.wait(self.interval):
             try:
                 self._poll()
-                if time.monotonic() >= next_owner_check and self.owner_alive:
+                if time.monotonic() >= next_owner_check:
                     next_owner_check = time.monotonic() + OWNER_CHECK
-                    if not self._owner_alive():
+                    if self.owner_alive and not self._owner_alive():
                         self._owner_stopped()
+                    if not self.owner_alive:
+                        self._judge_after_owner()
             except sqlite3.Error as exc:
                 log.warning("reading the watched run failed: %s", exc)
             except Exception:
@@ -227,6 +274,47 @@ class WatchedRun:
         if self.owner_alive:
             self.stopped_at = at or time.time()
             self.owner_alive = False
+
+    def _judge_after_owner(self) -> None:
+        """The owner is gone: each task it showed running is what the store says now
+        (``state_after_owner``); listeners hear every change, as events."""
+        with self._lock:
+            running = [
+                (tid, info)
+                for tid, info in self._tasks.items()
+                if info.state is TaskState.RUNNING
+                or (info.state is TaskState.READY and (info.error or "").startswith(OWNER_GONE))
+            ]
+            run = self._run
+        if not running:
+            return
+        deliver = []
+        for tid, info in running:
+            row = self._reader.newest_attempt(run, tid)
+            newest = None if row is None else row[:3]
+            alive = row is not None and _process_alive(row[3], row[4])
+            state, error = state_after_owner(info, newest, alive)
+            if (state, error) == (info.state, info.error):
+                continue
+            new = info._replace(state=state, error=error)
+            with self._lock:
+                if self._tasks.get(tid) is not info:
+                    continue
+                self._tasks[tid] = new
+                self._actions[tid] = frozenset()
+                self._attempts.pop(tid, None)
+                event = self._made_up(state.value, tid, new, self.clock.now())
+                self._hear(event)
+                self._replay.append(event)
+                deliver.append(event)
+        with self._lock:
+            listeners = list(self._listeners)
+        for event in deliver:
+            for listener in listeners:
+                try:
+                    listener(event)
+                except Exception:
+                    log.exception("a listener of the watched run failed")
 
     def _poll(self) -> None:
         with self._lock:
@@ -452,6 +540,13 @@ class WatchedRun:
             run, offset = self._run, self.clock.offset
         rows = self._reader.attempts(run, task_id)
         found = [Attempt.from_row(row, offset) for row in rows]
+        if (info.error or "").startswith(OWNER_GONE):  # not running: what a take-over finds
+            found = [
+                a._replace(outcome=Outcome.LOST, error=info.error)
+                if a.outcome == Outcome.RUNNING
+                else a
+                for a in found
+            ]
         with self._lock:
             # The feed commits ahead of the engine's rows: an attempt it mentions may
             # not be on disk yet, or not ended yet; then it is read again next call.

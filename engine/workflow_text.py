@@ -91,13 +91,29 @@ def _update_task(table: Table, tid: str, new: dict, new_base: Path) -> None:
     for key, value in new.items():
         if before is not None and key in before and before[key] == value:
             continue  # this key still says the same, however it is written
-        table[key] = _item(key, value)
+        if key in table:
+            table[key] = _item(key, value)
+        else:
+            _add_key(table, key, _item(key, value))
     for key in [key for key in old if key not in new]:
         # A key the new table leaves out is dropped unless it only states a default
         # (``priority = 0``, ``shell = false``): the task's meaning is the same without it.
         without = {k: v for k, v in old.items() if k != key}
         if before is None or _meaning(tid, without, new_base) != before:
             del table[key]
+
+
+def _add_key(table: Table, key: str, value) -> None:
+    """A new key goes after the table's last key: tomlkit appends it after the blank
+    lines and the comment that introduce the next table, which then read as its own."""
+    last = None
+    for found, _value in table.value.body:
+        if found is not None:
+            last = found
+    if last is None:
+        table[key] = value
+    else:
+        table.value._insert_after(last, key, tomlkit.item(value))
 
 
 def _item(key: str, value):

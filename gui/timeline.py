@@ -338,8 +338,10 @@ class TimelineCanvas(QWidget):
         now = self.clock_now() if now is None else now
         starts = [bars[0][0] for bars in self.model.bars.values() if bars]
         first = min(starts) if starts else now - FIT_HISTORY
-        last = max([now, *(e.run_at for es in self.model.entries.values() for e in es)])
-        last = max([last, *(g[-1][1] for g in self.model.ghosts.values() if g)])
+        # The run, not the forecast's horizon: each task's next entry and its first
+        # ghost (a recurring task's later occurrences fill the horizon, 8 min of 3 px bars).
+        last = max([now, *(min(e.run_at for e in es) for es in self.model.entries.values() if es)])
+        last = max([last, *(min(g[1] for g in gs) for gs in self.model.ghosts.values() if gs)])
         low, high = FIT_SPANS
         span = min(high, max(low, (last - first) / (1 - 2 * FIT_PAD)))
         left = first - FIT_PAD * span

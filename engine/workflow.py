@@ -710,18 +710,19 @@ class _Checker:
 
     # -- across tasks
     def dependencies(self, tasks: dict[str, list[str]]) -> None:
+        for tid, deps in tasks.items():
+            for dep in deps:
+                if dep not in tasks:
+                    self.problem(tid, "deps", f"unknown task {dep!r}" + _did_you_mean(dep, tasks))
+        if _acyclic(tasks):  # one linear pass over the dict for the usual case
+            return
+        # Only a file with a cycle builds a graph (networkx loads for it alone).
         import networkx as nx
 
         graph: nx.DiGraph[str] = nx.DiGraph()
         graph.add_nodes_from(tasks)
         for tid, deps in tasks.items():
-            for dep in deps:
-                if dep in tasks:
-                    graph.add_edge(dep, tid)
-                else:
-                    self.problem(tid, "deps", f"unknown task {dep!r}" + _did_you_mean(dep, tasks))
-        if nx.is_directed_acyclic_graph(graph):  # one linear pass for the usual case
-            return
+            graph.add_edges_from((dep, tid) for dep in deps if dep in tasks)
         # Search for cycles only where they can be: strongly connected parts and
         # self-loops (find_cycle over the whole graph is slow at 10,000 tasks).
         knotted = set(nx.nodes_with_selfloops(graph))
@@ -741,6 +742,27 @@ class _Checker:
             path = " -> ".join([*cycle, cycle[0]])
             self.problem(cycle[0], "deps", f"dependency cycle: {path} (each runs before the next)")
             graph.remove_edge(*edges[0])
+
+
+def _acyclic(tasks: dict[str, list[str]]) -> bool:
+    """Whether the dependencies ``tasks`` (id -> ids it needs; unknown ids ignored)
+    have no cycle: Kahn's algorithm over the dict, no graph built."""
+    needs = {tid: sum(1 for dep in set(deps) if dep in tasks) for tid, deps in tasks.items()}
+    needed_by: dict[str, list[str]] = {}
+    for tid, deps in tasks.items():
+        for dep in set(deps):
+            if dep in tasks:
+                needed_by.setdefault(dep, []).append(tid)
+    ready = [tid for tid, count in needs.items() if count == 0]
+    done = 0
+    while ready:
+        tid = ready.pop()
+        done += 1
+        for after in needed_by.get(tid, ()):
+            needs[after] -= 1
+            if needs[after] == 0:
+                ready.append(after)
+    return done == len(tasks)
 
 
 def _is_number(value) -> bool:

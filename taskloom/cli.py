@@ -34,7 +34,6 @@ import os
 import sys
 import threading
 import time
-import uuid
 from pathlib import Path
 
 import taskloom
@@ -81,6 +80,19 @@ def _version() -> str:
         return taskloom.__version__
 
 
+class _VersionAction(argparse.Action):
+    """``--version``: the installed version is looked up only when asked for
+    (importlib.metadata costs a command that never prints it ~15 ms)."""
+
+    def __init__(self, option_strings, dest=argparse.SUPPRESS, **kwargs):
+        kwargs.setdefault("help", "show program's version number and exit")
+        super().__init__(option_strings, dest=dest, default=argparse.SUPPRESS, nargs=0, **kwargs)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        print(f"taskloom {_version()}")  # to stdout, as argparse's own "version" action
+        parser.exit()
+
+
 def _output_flag(arg: str) -> bool:
     """-q, -v, -vv, ... --quiet, --verbose: may come before the command word."""
     import re
@@ -121,7 +133,7 @@ def _command_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="taskloom", description="Run and check workflows.", parents=[_output_options(True)]
     )
-    parser.add_argument("--version", action="version", version=f"taskloom {_version()}")
+    parser.add_argument("--version", action=_VersionAction)
     sub = parser.add_subparsers(dest="command", required=True)
     each = [_output_options(False)]
 
@@ -240,7 +252,7 @@ def _window_parser() -> argparse.ArgumentParser:
         "of them.",
         parents=[_output_options(True)],
     )
-    parser.add_argument("--version", action="version", version=f"taskloom {_version()}")
+    parser.add_argument("--version", action=_VersionAction)
     parser.add_argument("file", nargs="?", type=Path, help="workflow file (TOML)")
     parser.add_argument(
         "--example",
@@ -396,7 +408,6 @@ def open_window(args) -> int:
 def show_history(args) -> int:
     from datetime import datetime
 
-    from taskloom.engine.store import SQLiteStore, StoreError
     from taskloom.engine.workflow import WorkflowError, load
 
     from .runs import default_db_path
@@ -416,6 +427,8 @@ def show_history(args) -> int:
         elif not args.quiet:
             print(f"no runs of {name} yet ({db_path} does not exist)")
         return EXIT_OK
+    from taskloom.engine.store import SQLiteStore, StoreError  # only for a store there is
+
     try:
         store = SQLiteStore.reader(db_path)  # a run may be going on: read beside it
     except StoreError as exc:
@@ -455,6 +468,8 @@ def show_history(args) -> int:
 # ---------------------------------------------------------------------- run
 def build_executor(spec: str, workers: int):
     """None for the engine's own threads, else a ``concurrent.futures.Executor``."""
+    if spec == "threads":  # the usual case: no need to load the pools (multiprocessing)
+        return None
     from taskloom.engine.pools import make_executor
 
     return make_executor(spec, workers)
@@ -519,13 +534,12 @@ def run_workflow(args) -> int:
     use_workflow_folder(workflow, executor)  # a call's module may sit beside the file
 
     # Lets a run's commands share state safely (see examples/scripts/attempts.py).
-    os.environ["TASKLOOM_RUN_ID"] = uuid.uuid4().hex[:12]
+    os.environ["TASKLOOM_RUN_ID"] = os.urandom(6).hex()  # 12 hex digits, as uuid4's were
     try:
         opened = open_run(
             workflow,
             db_path,
             fresh=args.fresh or bool(args.tasks),
-            retention=retention,
             workers=workers,
             executor=executor,
             log_dir=str(log_dir),
@@ -547,60 +561,89 @@ def run_workflow(args) -> int:
         _stop(scheduler, executor)
         opened.store.close()
         return EXIT_INVALID
-    from taskloom import logs
-
-    logs.log_to_file(log_dir / "taskloom.log")
-    log.info("store %s, task logs in %s, %d workers", db_path, log_dir, workers)
     from taskloom.engine.feed import FeedWriter
 
-    feed = FeedWriter(scheduler, opened.store).start()  # for windows that watch this run
-    from .runs import AttemptPruner
-
-    # A long run keeps each task's last attempts only (places.Retention.attempts).
-    pruner = AttemptPruner(opened.store, retention.attempts, log_dir).start()
-    counted = counted_tasks(workflow)
-    monitor = RunMonitor(workflow, counted)
+    # Subscribed before the engine starts, so that neither misses an event; the
+    # monitor holds its lines until the report exists, and the feed's thread starts
+    # once the first commands have (docs/design.md 7.2: the first command first).
+    feed = FeedWriter(scheduler, opened.store)  # for windows that watch this run
+    monitor = RunMonitor(workflow, counted_tasks(workflow))
     scheduler.subscribe(monitor.on_event)
-    if args.quiet:
-        reporter = QuietReport(monitor)
-    elif sys.stdout.isatty():
-        reporter = LiveReport(scheduler, monitor)
-    else:
-        reporter = PlainReport(monitor)
-
-    interrupted = False
     stop_signals = StopSignals()
     stop_signals.install()
     monitor.on_output_lost = stop_signals.output_lost
-    with reporter:
-        reporter.note(opened.note)
-        monitor.seed(scheduler.tasks())
-        try:
-            scheduler.start()
-        except (ValueError, KeyError, TypeError) as exc:  # e.g. an 'at' the engine refuses
+    monitor.seed(scheduler.tasks())
+    try:
+        scheduler.start()
+    except (ValueError, KeyError, TypeError) as exc:  # e.g. an 'at' the engine refuses
+        with _report(args, scheduler, monitor) as reporter:
+            reporter.note(opened.note)
             reporter.note(f"{args.file}: {exc}")
-            _stop(scheduler, executor)
-            feed.close()
-            pruner.stop()
-            opened.store.close()
-            return EXIT_INVALID
-        store_error = None
+        _stop(scheduler, executor)
+        feed.close()
+        opened.store.close()
+        return EXIT_INVALID
+    # What can wait until the first commands run: rich's panel, the log file, the
+    # feed's thread, pruning old runs, the pruner.
+    from taskloom import logs
 
-        def should_stop() -> bool:  # a failed store stops the engine: stop waiting too
-            return stop_signals.should_stop() or opened.store.failed
+    interrupted = False
+    store_error = None
+    pruner = None
+    reporter = None
+    shut = False
 
-        try:
-            monitor.wait(args.run_for, stop=should_stop)
-        except KeyboardInterrupt:
-            if stop_signals.reason is not None or not opened.store.failed:
-                interrupted = True
-                reason = stop_signals.reason or "interrupted"
-                reporter.note(f"{reason}: stopping running tasks (the run can be resumed)...")
-        finally:
-            store_error = _stop(scheduler, executor)
-            feed.close()  # watchers learn that the owner stopped
+    def shut_down() -> None:  # once: running commands stop, then feed, pruner, store
+        nonlocal shut, store_error
+        if shut:
+            return
+        shut = True
+        store_error = _stop(scheduler, executor)
+        feed.close()  # watchers learn that the owner stopped
+        if pruner is not None:
             pruner.stop()
-            opened.store.close()
+        opened.store.close()
+
+    def should_stop() -> bool:  # a failed store stops the engine: stop waiting too
+        return stop_signals.should_stop() or opened.store.failed
+
+    try:
+        reporter = _report(args, scheduler, monitor)
+        with reporter:
+            reporter.note(opened.note)
+            monitor.release()  # the lines held since the start, then each as it comes
+            logs.log_to_file(log_dir / "taskloom.log")
+            log.info("store %s, task logs in %s, %d workers", db_path, log_dir, workers)
+            feed.start()
+            from .runs import AttemptPruner, prune
+
+            prune(opened.store, retention, str(log_dir))  # the runs before the last few
+
+            # A long run keeps each task's last attempts only (places.Retention.attempts).
+            pruner = AttemptPruner(opened.store, retention.attempts, log_dir).start()
+            try:
+                monitor.wait(args.run_for, stop=should_stop)
+            except KeyboardInterrupt:
+                if stop_signals.reason is not None or not opened.store.failed:
+                    interrupted = True
+                    reason = stop_signals.reason or "interrupted"
+                    reporter.note(f"{reason}: stopping running tasks (the run can be resumed)...")
+            finally:
+                shut_down()
+    except KeyboardInterrupt:  # a signal while the report was being set up
+        if reporter is None:
+            reporter = QuietReport(monitor) if args.quiet else PlainReport(monitor)
+        monitor.release()  # the run's last lines are told, held ones first
+        if stop_signals.reason is not None or not opened.store.failed:
+            interrupted = True
+            reason = stop_signals.reason or "interrupted"
+            reporter.note(f"{reason}: stopping running tasks (the run can be resumed)...")
+        shut_down()
+    except BaseException:
+        shut_down()
+        raise
+    if reporter is None:
+        reporter = QuietReport(monitor) if args.quiet else PlainReport(monitor)
     code = reporter.summary(scheduler, log_dir, interrupted)
     if store_error is not None:
         print(f"taskloom: {store_error}; the run stopped", file=sys.stderr)
@@ -608,6 +651,16 @@ def run_workflow(args) -> int:
     if interrupted:  # stopped from outside, whatever the tasks did: 128 + the signal
         return EXIT_SIGNAL_BASE + stop_signals.signal_number
     return code
+
+
+def _report(args, scheduler, monitor: RunMonitor):
+    """How the run is shown: nothing but failures (-q), a live panel on a terminal,
+    else one line per event."""
+    if args.quiet:
+        return QuietReport(monitor)
+    if sys.stdout.isatty():
+        return LiveReport(scheduler, monitor)
+    return PlainReport(monitor)
 
 
 def dry_run(workflow, db_path: Path, selected: bool) -> int:
@@ -735,6 +788,10 @@ class RunMonitor:
         self.started = time.monotonic()
         self.listeners: list = []
         self.on_output_lost = None  # called when a listener cannot write any more
+        # Events (with their elapsed time) held for the listeners until ``release()``:
+        # the engine starts before the report is set up.
+        self._held: list | None = []
+        self._hold_lock = threading.Lock()
         self._all_settled = threading.Event()
         if not self.counted:
             self._all_settled.set()
@@ -755,9 +812,24 @@ class RunMonitor:
             self.errors[event.task_id] = event.error
         if all(tid in self.states and self.states[tid].settled for tid in self.counted):
             self._all_settled.set()
+        elapsed = self.elapsed()
+        with self._hold_lock:
+            if self._held is not None:
+                self._held.append((event, elapsed))
+                return
+            self._tell(event, elapsed)
+
+    def release(self) -> None:
+        """Give the listeners the events held so far, then each as it comes."""
+        with self._hold_lock:
+            held, self._held = self._held or [], None
+            for event, elapsed in held:
+                self._tell(event, elapsed)
+
+    def _tell(self, event, elapsed: float) -> None:
         for listener in self.listeners:
             try:
-                listener(event)
+                listener(event, elapsed)
             except OSError:  # a closed pipe or a vanished terminal
                 if self.on_output_lost is not None:
                     self.on_output_lost()
@@ -819,8 +891,8 @@ class PlainReport:
             if self.monitor.on_output_lost is not None:
                 self.monitor.on_output_lost()
 
-    def on_event(self, event) -> None:
-        self._print(_event_line(event, self.monitor.elapsed()))
+    def on_event(self, event, elapsed: float) -> None:
+        self._print(_event_line(event, elapsed))
 
     def note(self, text: str) -> None:
         self._print(text)
@@ -838,7 +910,7 @@ class QuietReport(PlainReport):
     def __enter__(self):
         return self
 
-    def on_event(self, event) -> None:
+    def on_event(self, event, elapsed: float) -> None:
         pass
 
     def note(self, text: str) -> None:
@@ -898,12 +970,12 @@ class LiveReport:
         self.live.stop()
         return False
 
-    def on_event(self, event) -> None:
+    def on_event(self, event, elapsed: float) -> None:
         # Outcomes scroll above the panel; every other change only redraws it.
         styles = {"succeeded": "green", "failed": "bold red", "retry_wait": "yellow"}
         if event.kind in styles or event.kind in ("skipped", "cancelled"):
             style = styles.get(event.kind, "dim")
-            line = _event_line(event, self.monitor.elapsed())
+            line = _event_line(event, elapsed)
             self.console.print(line, style=style, markup=False, highlight=False)
 
     def note(self, text: str) -> None:

@@ -10,19 +10,15 @@ Each ``[tasks.NAME]`` table becomes a ``TaskDefinition`` (definitions.py);
 
 from __future__ import annotations
 
-import difflib
 import json
 import math
 import os
 import re
 import stat
-import tempfile
 import tomllib
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, time
 from pathlib import Path
-
-import tomli_w
 
 from .actions import Call
 from .cron import CronTrigger, zone
@@ -123,6 +119,8 @@ def toml_key(key: str) -> str:
     """A key as TOML writes it: bare when it can be, else quoted."""
     if _BARE_KEY.match(key):
         return key
+    import tomli_w  # for writing only: reading a file does not load it
+
     return tomli_w.dumps({key: 0}).partition(" = ")[0]
 
 
@@ -280,6 +278,8 @@ def _syntax_problem(file: str, text: str, exc: tomllib.TOMLDecodeError) -> Probl
 
 
 def _did_you_mean(word: str, known) -> str:
+    import difflib  # only a file with a mistake needs it
+
     close = difflib.get_close_matches(word, known, n=1, cutoff=0.6)
     return f" (did you mean {close[0]!r}?)" if close else ""
 
@@ -814,6 +814,8 @@ def _literal(value) -> str:
         return "{ " + items + " }"
     if isinstance(value, tuple):
         value = list(value)
+    import tomli_w
+
     return tomli_w.dumps({"v": value}).partition(" = ")[2].rstrip("\n")
 
 
@@ -829,6 +831,8 @@ def save(workflow: Workflow, path=None) -> Path:
     # Fails before the disk is touched if a value has no TOML form. Paths are written
     # relative to the file's new folder: the tasks still run where they did.
     text = dumps(workflow, target.resolve().parent)
+    import tempfile
+
     handle, temp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     try:
         with os.fdopen(handle, "w", encoding="utf-8") as stream:

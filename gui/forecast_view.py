@@ -70,6 +70,7 @@ class ForecastView:
             expected=self._expected,
             horizon=lambda: window.timeline.canvas.horizon,
             active=self._active,
+            running=self._running,
             parent=window,
         )
         self.eta = QLabel()
@@ -91,15 +92,51 @@ class ForecastView:
         window.bridge.structureChanged.connect(self.forecaster.forget_definitions)
         window.bridge.structureChanged.connect(self.forecaster.request)
         self.forecaster.forecastReady.connect(self.show)
+        # Only while time changes what is shown: running tasks turn slow (checked every
+        # second), and the ETA's "in 3m05s" counts down (_pace).
+        self._closed = False
         self._tick = QTimer(window)
-        self._tick.setInterval(1000)
-        self._tick.timeout.connect(self.refresh_slow)
-        self._tick.start()
+        self._tick.setSingleShot(True)
+        self._tick.timeout.connect(self._on_tick)
+        window.bridge.tasksChanged.connect(lambda _changed: self._pace())
         self.forecaster.request()
 
     def _active(self) -> bool:
         counts = self.window.bridge.state_counts()
         return any(counts[s] for s in (*WAITING, TaskState.RUNNING))
+
+    def _running(self) -> bool:
+        return self.window.bridge.state_counts()[TaskState.RUNNING] > 0
+
+    def _on_tick(self) -> None:
+        self._show_eta()
+        self.refresh_slow()
+        self._pace()
+
+    def _pace(self) -> None:
+        """Tick in a second while tasks run; when the ETA's text changes otherwise (a
+        minute's step once it is an hour away); not at all when nothing moves."""
+        if self._closed:
+            return
+        wait = None
+        if self._running():
+            wait = 1.0
+        elif self.live is not None and self.live.forecast.finish is not None:
+            f = self.live.forecast
+            p50 = f.finish_p50 if f.finish_p50 is not None else f.finish
+            left = (f.at(p50) - datetime.now().astimezone()).total_seconds()
+            if left > 0:
+                wait = (left % 60) + 0.05 if left >= 3600 else (left % 1) + 0.05
+        if wait is None:
+            self._tick.stop()
+        elif not self._tick.isActive() or self._tick.remainingTime() > wait * 1000:
+            self._tick.start(int(wait * 1000))
+
+    def _show_eta(self) -> None:
+        text, tip = eta_texts(self.live, datetime.now().astimezone())
+        self.eta.setText(text)
+        self.eta.setToolTip(tip)
+        self.eta.setVisible(bool(text))
 
     def _expected(self) -> dict:
         workflow = self.window.workflow
@@ -110,15 +147,12 @@ class ForecastView:
     # -- answers ----------------------------------------------------------------------
     def show(self, live: Live | None) -> None:
         self.live = live
-        now = datetime.now().astimezone()
-        text, tip = eta_texts(live, now)
-        self.eta.setText(text)
-        self.eta.setToolTip(tip)
-        self.eta.setVisible(bool(text))
+        self._show_eta()
         self._show_critical_path()
         self._show_badges()
         self._show_ghosts()
         self.refresh_slow()
+        self._pace()
 
     def _show_critical_path(self) -> None:
         scene = self.window.scene
@@ -185,7 +219,8 @@ class ForecastView:
 
     # -- slower than usual --------------------------------------------------------------
     def refresh_slow(self) -> None:
-        """Ring running tasks already slower than their p90 (checked every second)."""
+        """Ring running tasks already slower than their p90 (checked every second while
+        tasks run)."""
         scene = self.window.scene
         model = self.live.model if self.live is not None else None
         slow = set()
@@ -210,5 +245,6 @@ class ForecastView:
         self.slow_rings.setToolTip("slower than usual: past the p90 of its earlier runs")
 
     def close(self) -> None:
+        self._closed = True
         self._tick.stop()
         self.forecaster.close()

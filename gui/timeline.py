@@ -745,6 +745,9 @@ class TimelineAxis(QWidget):
         super().__init__(parent)
         self.canvas = canvas
         self.setFixedHeight(AXIS_HEIGHT)
+        # Opaque, in the window's colour as before: redrawn as now moves, it would
+        # otherwise have the dock and the window under it painted every time too.
+        self.setAutoFillBackground(True)
         self.now_button = QToolButton(self)
         self.now_button.setObjectName("timelineNow")
         self.now_button.setText("Now")

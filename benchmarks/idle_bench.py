@@ -135,6 +135,7 @@ def main(argv=None) -> int:
     parser.add_argument("--seconds", type=float, default=60.0, help="measured (default 60)")
     parser.add_argument("--warmup", type=float, default=10.0, help="before measuring")
     parser.add_argument("--quick", action="store_true", help="3 s measured (the smoke test)")
+    parser.add_argument("--out", type=Path, default=RESULTS, help="folder for the results")
     parser.add_argument("--no-write", action="store_true", help="print only")
     args = parser.parse_args(argv)
     seconds = 3.0 if args.quick else args.seconds
@@ -177,9 +178,9 @@ def main(argv=None) -> int:
     table = markdown(result)
     print(table)
     if not args.no_write:
-        RESULTS.mkdir(exist_ok=True)
-        (RESULTS / "idle.json").write_text(json.dumps(result, indent=1) + "\n")
-        (RESULTS / "idle.md").write_text(table + "\n")
+        args.out.mkdir(parents=True, exist_ok=True)
+        (args.out / "idle.json").write_text(json.dumps(result, indent=1) + "\n")
+        (args.out / "idle.md").write_text(table + "\n")
     return 0
 
 

@@ -57,12 +57,20 @@ _EXPORTS = {
 
 
 def __getattr__(name: str) -> object:
-    """Load an exported name's module on first use, then keep the name here."""
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    """Load an exported name's module on first use, then keep the name here. A
+    submodule (``taskloom.engine.store``) loads on first use too, as an attribute."""
     from importlib import import_module
 
+    module = _EXPORTS.get(name)
+    if module is None:
+        if name.startswith("__"):
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+        try:
+            return import_module(f"{__name__}.{name}")  # sets the attribute itself
+        except ModuleNotFoundError as exc:
+            if exc.name != f"{__name__}.{name}":
+                raise
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
     value = getattr(import_module(module, __name__), name)
     globals()[name] = value
     return value

@@ -565,7 +565,7 @@ def run_workflow(args) -> int:
 
     # Subscribed before the engine starts, so that neither misses an event; the
     # monitor holds its lines until the report exists, and the feed's thread starts
-    # once the first commands have (docs/design.md 7.2: the first command first).
+    # once the first commands have (docs/design.md 7, "Quick to answer").
     feed = FeedWriter(scheduler, opened.store)  # for windows that watch this run
     monitor = RunMonitor(workflow, counted_tasks(workflow))
     scheduler.subscribe(monitor.on_event)
@@ -578,6 +578,7 @@ def run_workflow(args) -> int:
     except (ValueError, KeyError, TypeError) as exc:  # e.g. an 'at' the engine refuses
         with _report(args, scheduler, monitor) as reporter:
             reporter.note(opened.note)
+            monitor.release()
             reporter.note(f"{args.file}: {exc}")
         _stop(scheduler, executor)
         feed.close()
@@ -617,7 +618,10 @@ def run_workflow(args) -> int:
             feed.start()
             from .runs import AttemptPruner, prune
 
-            prune(opened.store, retention, str(log_dir))  # the runs before the last few
+            try:  # the runs before the last few, and their logs
+                prune(opened.store, retention, str(log_dir))
+            except Exception as exc:  # housekeeping: the run goes on, its store grows
+                log.warning("pruning old runs failed: %s", exc)
 
             # A long run keeps each task's last attempts only (places.Retention.attempts).
             pruner = AttemptPruner(opened.store, retention.attempts, log_dir).start()
@@ -642,8 +646,6 @@ def run_workflow(args) -> int:
     except BaseException:
         shut_down()
         raise
-    if reporter is None:
-        reporter = QuietReport(monitor) if args.quiet else PlainReport(monitor)
     code = reporter.summary(scheduler, log_dir, interrupted)
     if store_error is not None:
         print(f"taskloom: {store_error}; the run stopped", file=sys.stderr)

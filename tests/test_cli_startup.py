@@ -75,9 +75,11 @@ def loaded(modules: set[str], names) -> list[str]:
     return sorted(m for m in modules if any(m == n or m.startswith(n + ".") for n in names))
 
 
-@pytest.mark.parametrize("command", ["list", "next", "validate", "history"])
+@pytest.mark.parametrize(
+    "command", ["list", "next", "validate", "history", "list --json", "validate --json"]
+)
 def test_quick_commands_import_neither_qt_rich_networkx_nor_the_scheduler(tmp_path, command):
-    result, modules = imported_by(tmp_path, command, ETL)
+    result, modules = imported_by(tmp_path, *command.split(), ETL)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip()  # it did answer
     assert loaded(modules, HEAVY) == []

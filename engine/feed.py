@@ -7,9 +7,10 @@ read while the owner writes) and follow what the owner publishes here.
 
 **Who watches.** A watcher holds a shared ``flock`` on ``<store>.watch`` while it
 is open; the owner probes it (an exclusive non-blocking lock it drops at once)
-every ``FEED_INTERVAL``. The kernel drops a dead watcher's lock, so nothing goes
-stale. With nobody watching, the feed writes nothing; its listener only keeps
-the newest ``HISTORY`` events, which a watcher that attaches gets first.
+every ``FEED_INTERVAL`` while watched, every ``UNWATCHED_INTERVAL`` while not.
+The kernel drops a dead watcher's lock, so nothing goes stale. With nobody
+watching, the feed writes nothing; its listener only keeps the newest
+``HISTORY`` events, which a watcher that attaches gets first.
 
 **What it writes** (tables ``feed_events``, ``feed_tasks``, ``feed_log``,
 ``feed_state``; see ``store.MIGRATIONS``). When watching starts: every task, the
@@ -28,8 +29,8 @@ clock; ``feed_state`` says how to turn them into wall time.
 
 **The control channel** is the ``control`` table: a watcher inserts a request
 (cancel, retry, run now, pause, resume, pause all, resume all, clear, clear with
-downstream) and the owner,
-which polls it every ``FEED_INTERVAL``, applies it through the ``Scheduler``'s
+downstream) and the owner, which polls it at each probe, applies it through the
+``Scheduler``'s
 public calls and writes the answer (done, refused with the reason, or expired)
 into the same row. The watcher sees the effect through the normal events. The
 table outlives both sides: a request made while the owner restarts is applied by
@@ -62,6 +63,10 @@ from .states import TaskState
 log = logging.getLogger("taskloom.feed")
 
 FEED_INTERVAL = 0.1  # seconds between the owner's feed writes (and control polls)
+# While nobody watches: seconds between looks for a watcher (and for requests a
+# watcher left before it went); a window that starts watching waits at most this
+# for its first picture, and a run nobody watches is not woken ten times a second.
+UNWATCHED_INTERVAL = 0.5
 HEARTBEAT = 0.5  # seconds between writes while nothing changes, so watchers see it live
 FEED_TAIL = 500  # raw events written per interval; the task rows carry the rest
 FEED_KEEP = 5000  # feed_events rows kept for watchers that fall behind
@@ -312,7 +317,8 @@ class FeedWriter:
                 self._tick()
             except Exception:  # the run must go on without its feed
                 log.exception("the watchers' feed failed a round")
-            if self._stop.wait(self.interval):
+            wait = self.interval if self._watched else max(self.interval, UNWATCHED_INTERVAL)
+            if self._stop.wait(wait):
                 return
 
     def _tick(self) -> None:

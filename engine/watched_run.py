@@ -44,6 +44,10 @@ log = logging.getLogger("taskloom.watch")
 _OUTCOMES = {o.value: o for o in Outcome}
 
 POLL_INTERVAL = 0.1  # seconds between reads of the feed
+# A run that has been quiet for QUIET_POLLS reads (no event, no task row, no answer
+# awaited) is read every IDLE_POLL_INTERVAL instead, until something comes or we ask.
+QUIET_POLLS = 10
+IDLE_POLL_INTERVAL = 0.5
 OWNER_CHECK = 0.25  # seconds between looks at whether the owner still holds the store
 ATTACH_TIMEOUT = 5.0  # seconds to wait for the owner to notice us and publish its run
 REPLAY = 500  # events a new listener is handed first
@@ -193,6 +197,7 @@ class WatchedRun:
         self.polls = 0
         self._writer: sqlite3.Connection | None = None
         self._closed = threading.Event()
+        self._hurry = threading.Event()  # a request was sent: read at once, then often
         self._watch_fd: int | None = os.open(
             watch_path(self.path), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600
         )
@@ -234,9 +239,17 @@ class WatchedRun:
 
     def _loop(self) -> None:
         next_owner_check = 0.0
-        while not self._closed.wait(self.interval):
+        quiet = 0  # reads in a row that found nothing new
+        while True:
+            idle = quiet >= QUIET_POLLS
+            self._hurry.wait(max(self.interval, IDLE_POLL_INTERVAL) if idle else self.interval)
+            if self._closed.is_set():
+                return
+            if self._hurry.is_set():
+                self._hurry.clear()
+                quiet = 0
             try:
-                self._poll()
+                quiet = 0 if self._poll() else quiet + 1
                 if time.monotonic() >= next_owner_check:
                     next_owner_check = time.monotonic() + OWNER_CHECK
                     if self.owner_alive and not self._owner_alive():
@@ -316,7 +329,8 @@ class WatchedRun:
                 except Exception:
                     log.exception("a listener of the watched run failed")
 
-    def _poll(self) -> None:
+    def _poll(self) -> bool:
+        """One read of the feed; whether it brought something or an answer is awaited."""
         with self._lock:
             asked = tuple(self._asked)
         read = self._reader.read(self._feed_seq, asked)
@@ -326,8 +340,10 @@ class WatchedRun:
             for row in read.answers:
                 self._asked.discard(row[0])
                 self._answers.append(row)
+            waiting = bool(self._asked)
         if read.state.get("stopped"):
             self._owner_stopped(read.state["stopped"])
+        return bool(read.reload or read.events or read.tasks or read.answers or waiting)
 
     def _apply(self, read: FeedRead) -> None:
         state, event_rows, task_rows, reload = read.state, read.events, read.tasks, read.reload
@@ -641,7 +657,14 @@ class WatchedRun:
         with self._lock:
             if cursor.lastrowid is not None:
                 self._asked.add(cursor.lastrowid)
+        self._hurry.set()  # its answer and its effect are read at the watching rate
         return True
+
+    @property
+    def awaiting_answers(self) -> bool:
+        """Whether a request we sent has no answer yet."""
+        with self._lock:
+            return bool(self._asked) or bool(self._answers)
 
     def take_answers(self) -> list[tuple]:
         """The owner's answers to our requests since the last call:
@@ -677,6 +700,7 @@ class WatchedRun:
         if self._closed.is_set():
             return
         self._closed.set()
+        self._hurry.set()  # the reading thread stops waiting
         if threading.current_thread() is not self._thread:
             self._thread.join()
         self._reader.close()

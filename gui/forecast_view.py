@@ -90,6 +90,7 @@ class ForecastView:
             expected=self._expected,
             horizon=lambda: window.timeline.canvas.horizon,
             active=self._active,
+            running=self._running,
             parent=window,
         )
         self.eta = QLabel()
@@ -111,10 +112,13 @@ class ForecastView:
         window.bridge.structureChanged.connect(self.forecaster.forget_definitions)
         window.bridge.structureChanged.connect(self.forecaster.request)
         self.forecaster.forecastReady.connect(self.show)
+        # Only while time changes what is shown: running tasks turn slow (checked every
+        # second), and the ETA's "in 3m05s" counts down (_pace).
+        self._closed = False
         self._tick = QTimer(window)
-        self._tick.setInterval(1000)
-        self._tick.timeout.connect(self.tick)
-        self._tick.start()
+        self._tick.setSingleShot(True)
+        self._tick.timeout.connect(self._on_tick)
+        window.bridge.tasksChanged.connect(lambda _changed: self._pace())
         self.forecaster.request()
 
     def _active(self) -> bool:
@@ -126,6 +130,32 @@ class ForecastView:
             return False
         counts = self.window.bridge.state_counts()
         return any(counts[s] for s in (*WAITING, TaskState.RUNNING))
+
+    def _running(self) -> bool:
+        return self.window.bridge.state_counts()[TaskState.RUNNING] > 0
+
+    def _on_tick(self) -> None:
+        self.tick()
+        self._pace()
+
+    def _pace(self) -> None:
+        """Tick in a second while tasks run; when the ETA's text changes otherwise (a
+        minute's step once it is an hour away); not at all when nothing moves."""
+        if self._closed:
+            return
+        wait = None
+        if self._running():
+            wait = 1.0
+        elif self.live is not None and self.live.forecast.finish is not None:
+            f = self.live.forecast
+            p50 = f.finish_p50 if f.finish_p50 is not None else f.finish
+            left = (f.at(p50) - datetime.now().astimezone()).total_seconds()
+            if left > 0:
+                wait = (left % 60) + 0.05 if left >= 3600 else (left % 1) + 0.05
+        if wait is None:
+            self._tick.stop()
+        elif not self._tick.isActive() or self._tick.remainingTime() > wait * 1000:
+            self._tick.start(int(wait * 1000))
 
     def _expected(self) -> dict:
         workflow = self.window.workflow
@@ -143,9 +173,11 @@ class ForecastView:
         self._show_badges()
         self._show_ghosts()
         self.refresh_slow()
+        self._pace()
 
     def tick(self) -> None:
-        """Every second: the ETA as time passes, the slow rings, the inspector's note."""
+        """As time passes (paced by ``_pace``): the ETA, the slow rings, the inspector's
+        note."""
         self.show_eta()
         self.refresh_slow()
 
@@ -237,7 +269,8 @@ class ForecastView:
 
     # -- slower than usual --------------------------------------------------------------
     def refresh_slow(self) -> None:
-        """Ring running tasks already slower than their p90 (checked every second)."""
+        """Ring running tasks already slower than their p90 (checked every second while
+        tasks run)."""
         scene = self.window.scene
         model = self.live.model if self.live is not None else None
         self._tell_inspector(model)
@@ -278,5 +311,6 @@ class ForecastView:
         trend.set_usual(usual)
 
     def close(self) -> None:
+        self._closed = True
         self._tick.stop()
         self.forecaster.close()

@@ -37,7 +37,7 @@ from taskloom.engine import Attempt, Outcome, TaskInfo, TaskState
 from .duration_trend import DurationTrend
 from .live_output import LogTail
 from .run_history import store_of, wall_offset
-from .run_summary import RunSummary, describe_delay
+from .run_summary import SHOWN, RunSummary, delay_changes_in, describe_delay
 from .style import (
     RECURRING_MARK,
     is_dark,
@@ -246,7 +246,7 @@ class Inspector(QWidget):
         self._show_attempts(self._rows(info.id))
 
     def tick(self) -> None:
-        """Refresh only the countdown (called every second)."""
+        """Refresh only what time changes (called when ``changes_in`` says)."""
         if self.task_id is None:
             self.summary.refresh()
             return
@@ -256,6 +256,24 @@ class Inspector(QWidget):
         if info.state is TaskState.RUNNING:  # its attempt's duration grows
             self._show_attempts(self._rows(info.id))
         self.fields["next run"].setText(self._next_run_text(info))
+
+    def changes_in(self) -> float | None:
+        """Seconds until time alone changes what the inspector shows (a running
+        attempt's duration, a countdown), at least one; None if nothing moves."""
+        now = self.bridge.clock_now()
+        if self.task_id is None:  # the run summary: its next entries due
+            upcoming = sorted(self.bridge.upcoming, key=lambda e: e.run_at)[:SHOWN]
+            if not upcoming:
+                return None
+            return max(1.0, min(delay_changes_in(e.run_at - now) for e in upcoming))
+        info = self.bridge.tasks.get(self.task_id)
+        if info is None:
+            return None
+        if info.state is TaskState.RUNNING:
+            return 1.0
+        if self._next_run_text(info) == "—":
+            return None
+        return max(1.0, delay_changes_in(info.run_at - now))
 
     def _next_run_text(self, info: TaskInfo) -> str:
         waiting = info.state in (TaskState.SCHEDULED, TaskState.RETRY_WAIT, TaskState.READY)

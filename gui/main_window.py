@@ -220,15 +220,18 @@ class MainWindow(QMainWindow):
         # First picture from the snapshot the bridge took.
         self._on_structure()
         self.timeline.set_upcoming(self.bridge.upcoming)
+        # Timers that run only while time alone changes what they show (a window at
+        # rest is not woken): the status bar's runs/s while runs finish or tasks run,
+        # the inspector's countdowns at the rate their text changes (_pace).
         self._status_timer = QTimer(self)
         self._status_timer.setInterval(250)
         self._status_timer.timeout.connect(self._refresh_status)
-        self._status_timer.start()
         self._inspector_timer = QTimer(self)
-        self._inspector_timer.setInterval(1000)
-        self._inspector_timer.timeout.connect(self.inspector.tick)
-        self._inspector_timer.start()
+        self._inspector_timer.setSingleShot(True)
+        self._inspector_timer.timeout.connect(self._tick_inspector)
+        self.bridge.upcomingChanged.connect(lambda _entries: self._pace_inspector())
         self._refresh_status()
+        self._pace_inspector()
         self._update_actions()
         self._restore_settings()
         self.set_started(started)
@@ -596,6 +599,7 @@ class MainWindow(QMainWindow):
         self.timeline.set_tasks(changed)
         if self.inspector.task_id in changed or self.inspector.task_id is None:
             self.inspector.refresh()  # the task's page, or the run summary's counts
+            self._pace_inspector()
         # The status bar counts from the same batch: on its 250 ms timer alone it said
         # "7 running" while the run summary beside it said 5.
         self._refresh_status()
@@ -644,6 +648,47 @@ class MainWindow(QMainWindow):
     def _refresh_status(self) -> None:
         self.status_panel.update(self.dispatcher_paused)
         self.run_header.refresh()
+        # Again in 250 ms only while the counts can change without an event: runs/s
+        # falls as finished runs age, and running tasks finish their code.
+        if not hasattr(self, "_status_timer"):
+            return  # still being built
+        moving = self.bridge.throughput() > 0 or self.bridge.state_counts()[S.RUNNING] > 0
+        if moving and self.seen():
+            if not self._status_timer.isActive():
+                self._status_timer.start()
+        else:
+            self._status_timer.stop()
+
+    def seen(self) -> bool:
+        """Whether a person can see the window (shown, not minimised): timers that
+        only redraw stop while it is not."""
+        return self.isVisible() and not self.isMinimized()
+
+    def _tick_inspector(self) -> None:
+        self.inspector.tick()
+        self._pace_inspector()
+
+    def _pace_inspector(self) -> None:
+        """Tick the inspector when its countdown or a running attempt's duration next
+        changes, not every second; not at all while the window is not seen."""
+        if not hasattr(self, "_inspector_timer"):
+            return  # still being built
+        seconds = self.inspector.changes_in() if self.seen() else None
+        if seconds is None:
+            self._inspector_timer.stop()
+        else:
+            self._inspector_timer.start(int(min(seconds, 86400.0) * 1000))
+
+    def _seen_changed(self) -> None:
+        """Shown, hidden, minimised or restored: timers start or stop (and what they
+        would have redrawn meanwhile is drawn now)."""
+        if not hasattr(self, "_inspector_timer"):
+            return
+        if self.seen():
+            self.inspector.tick()
+        self._refresh_status()
+        self._pace_inspector()
+        self.timeline.wake()
 
     def set_started(self, started: bool, resumed: bool = False) -> None:
         """Whether the run's schedule runs; until it does, a banner offers Start."""
@@ -687,6 +732,7 @@ class MainWindow(QMainWindow):
     def _on_selection(self, ids: list) -> None:
         self.selected = list(ids)
         self.inspector.show_task(ids[0] if ids else None)
+        self._pace_inspector()
         self.timeline.select(ids[0] if ids else None)
         self.task_list.select(ids[0] if ids else None)
         self.graph_description.update(self.selected)
@@ -1087,6 +1133,12 @@ class MainWindow(QMainWindow):
         if event.type() == event.Type.PaletteChange:
             self._apply_theme()
         super().changeEvent(event)
+        if event.type() == event.Type.WindowStateChange:
+            self._seen_changed()
+
+    def hideEvent(self, event) -> None:
+        super().hideEvent(event)
+        self._seen_changed()
 
     def _restore_settings(self) -> None:
         geometry = self.settings.value("window/geometry")
@@ -1103,6 +1155,7 @@ class MainWindow(QMainWindow):
 
     def showEvent(self, event) -> None:
         super().showEvent(event)
+        self._seen_changed()
         if getattr(self, "_fit_docks_on_show", False):
             # The default dock sizes suit 1400x900; in a small window they left the
             # graph a sliver. Proportions on the first show, unless a layout was saved.

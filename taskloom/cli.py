@@ -34,7 +34,6 @@ import os
 import sys
 import threading
 import time
-import uuid
 from pathlib import Path
 
 import taskloom
@@ -101,6 +100,19 @@ def _version() -> str:
         return taskloom.__version__
 
 
+class _VersionAction(argparse.Action):
+    """``--version``: the installed version is looked up only when asked for
+    (importlib.metadata costs a command that never prints it ~15 ms)."""
+
+    def __init__(self, option_strings, dest=argparse.SUPPRESS, **kwargs):
+        kwargs.setdefault("help", "show program's version number and exit")
+        super().__init__(option_strings, dest=dest, default=argparse.SUPPRESS, nargs=0, **kwargs)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        print(f"taskloom {_version()}")  # to stdout, as argparse's own "version" action
+        parser.exit()
+
+
 def _output_flag(arg: str) -> bool:
     """-q, -v, -vv, ... --quiet, --verbose: may come before the command word."""
     import re
@@ -141,7 +153,7 @@ def _command_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="taskloom", description="Run and check workflows.", parents=[_output_options(True)]
     )
-    parser.add_argument("--version", action="version", version=f"taskloom {_version()}")
+    parser.add_argument("--version", action=_VersionAction)
     sub = parser.add_subparsers(dest="command", required=True)
     each = [_output_options(False)]
 
@@ -333,7 +345,7 @@ def _window_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
         parents=[_output_options(True)],
     )
-    parser.add_argument("--version", action="version", version=f"taskloom {_version()}")
+    parser.add_argument("--version", action=_VersionAction)
     parser.add_argument("file", nargs="?", type=Path, help="workflow file (TOML)")
     parser.add_argument(
         "--example",
@@ -566,7 +578,6 @@ def open_window(args) -> int:
 def show_history(args) -> int:
     from datetime import datetime
 
-    from taskloom.engine.store import SQLiteStore, StoreError
     from taskloom.engine.workflow import WorkflowError, load
 
     from .runs import default_db_path
@@ -586,6 +597,8 @@ def show_history(args) -> int:
         elif not args.quiet:
             print(f"no runs of {name} yet ({db_path} does not exist)")
         return EXIT_OK
+    from taskloom.engine.store import SQLiteStore, StoreError  # only for a store there is
+
     try:
         store = SQLiteStore.reader(db_path)  # a run may be going on: read beside it
     except StoreError as exc:
@@ -627,6 +640,8 @@ def show_history(args) -> int:
 # ---------------------------------------------------------------------- run
 def build_executor(spec: str, workers: int):
     """None for the engine's own threads, else a ``concurrent.futures.Executor``."""
+    if spec == "threads":  # the usual case: no need to load the pools (multiprocessing)
+        return None
     from taskloom.engine.pools import make_executor
 
     return make_executor(spec, workers)
@@ -711,13 +726,12 @@ def _run_workflow(args, stop_signals: StopSignals) -> int:
     use_workflow_folder(workflow, executor)  # a call's module may sit beside the file
 
     # Lets a run's commands share state safely (see examples/scripts/attempts.py).
-    os.environ["TASKLOOM_RUN_ID"] = uuid.uuid4().hex[:12]
+    os.environ["TASKLOOM_RUN_ID"] = os.urandom(6).hex()  # 12 hex digits, as uuid4's were
     try:
         opened = open_run(
             workflow,
             db_path,
             fresh=args.fresh or bool(args.tasks),
-            retention=retention,
             workers=workers,
             executor=executor,
             log_dir=str(log_dir),
@@ -743,71 +757,106 @@ def _run_workflow(args, stop_signals: StopSignals) -> int:
         _stop(scheduler, executor)
         opened.store.close()
         return EXIT_INVALID
-    from taskloom import logs
-
-    logs.log_to_file(log_dir / "taskloom.log")
-    log.info("store %s, task logs in %s, %d workers", db_path, log_dir, workers)
     from taskloom.engine.feed import FeedWriter
 
-    feed = FeedWriter(scheduler, opened.store).start()  # for windows that watch this run
-    from .runs import AttemptPruner
-
-    # A long run keeps each task's last attempts only (places.Retention.attempts).
-    pruner = AttemptPruner(opened.store, retention.attempts, log_dir).start()
-    counted = counted_tasks(workflow)
-    monitor = RunMonitor(workflow, counted)
+    # Subscribed before the engine starts, so that neither misses an event; the
+    # monitor holds its lines until the report exists, and the feed's thread starts
+    # once the first commands have (docs/design.md 7, "Quick to answer").
+    feed = FeedWriter(scheduler, opened.store)  # for windows that watch this run
+    monitor = RunMonitor(workflow, counted_tasks(workflow))
     scheduler.subscribe(monitor.on_event)
-    if args.quiet:
-        reporter = QuietReport(monitor)
-    elif sys.stdout.isatty():
-        reporter = LiveReport(scheduler, monitor)
-    else:
-        reporter = PlainReport(monitor)
+    monitor.on_output_lost = stop_signals.output_lost
+    monitor.seed(scheduler.tasks())
+    try:
+        scheduler.start()
+    except (ValueError, KeyError, TypeError) as exc:  # e.g. an 'at' the engine refuses
+        with _report(args, scheduler, monitor) as reporter:
+            reporter.note(opened.note)
+            monitor.release()
+            reporter.note(f"{args.file}: {exc}")
+        _stop(scheduler, executor)
+        feed.close()
+        opened.store.close()
+        return EXIT_INVALID
+    # What can wait until the first commands run: rich's panel, the log file, the
+    # feed's thread, pruning old runs, the pruner.
+    from taskloom import logs
 
     interrupted = False
-    monitor.on_output_lost = stop_signals.output_lost
-    with reporter:
-        reporter.note(opened.note)
-        adopted = scheduler.adopted_tasks()
-        if adopted:  # the previous owner died; its commands went on under their supervisor
-            reporter.note(
-                f"adopted {len(adopted)} command{'s' if len(adopted) > 1 else ''} the previous "
-                f"owner left running: {', '.join(adopted)}"
-            )
-        monitor.seed(scheduler.tasks())
-        try:
-            scheduler.start()
-        except (ValueError, KeyError, TypeError) as exc:  # e.g. an 'at' the engine refuses
-            reporter.note(f"{args.file}: {exc}")
-            _stop(scheduler, executor)
-            feed.close()
+    store_error = None
+    pruner = None
+    reporter = None
+    shut = False
+
+    def shut_down() -> None:  # once: running commands stop, then feed, pruner, store
+        nonlocal shut, store_error
+        if shut:
+            return
+        shut = True
+        stop_signals.armed = False
+        store_error = _stop(scheduler, executor)
+        feed.close()  # watchers learn that the owner stopped
+        if pruner is not None:
             pruner.stop()
-            opened.store.close()
-            return EXIT_INVALID
-        store_error = None
+        opened.store.close()
 
-        def should_stop() -> bool:  # a failed store stops the engine: stop waiting too
-            return stop_signals.should_stop() or opened.store.failed
+    def should_stop() -> bool:  # a failed store stops the engine: stop waiting too
+        return stop_signals.should_stop() or opened.store.failed
 
-        def on_idle() -> None:  # once: only recurring tasks are left to run
-            reporter.note(waiting_line(scheduler, workflow, args.until_idle))
+    def stopping(reporter) -> None:
+        nonlocal interrupted
+        if stop_signals.reason is not None or not opened.store.failed:
+            interrupted = True
+            reason = stop_signals.reason or "interrupted"
+            reporter.note(f"{reason}: stopping running tasks (the run can be resumed)...")
 
-        try:
-            stop_signals.armed = True  # now a signal may interrupt the wait at once
-            monitor.wait(
-                args.run_for, stop=should_stop, until_idle=args.until_idle, on_idle=on_idle
-            )
-        except KeyboardInterrupt:
-            if stop_signals.reason is not None or not opened.store.failed:
-                interrupted = True
-                reason = stop_signals.reason or "interrupted"
-                reporter.note(f"{reason}: stopping running tasks (the run can be resumed)...")
-        finally:
-            stop_signals.armed = False
-            store_error = _stop(scheduler, executor)
-            feed.close()  # watchers learn that the owner stopped
-            pruner.stop()
-            opened.store.close()
+    try:
+        reporter = _report(args, scheduler, monitor)
+        with reporter:
+            reporter.note(opened.note)
+            adopted = scheduler.adopted_tasks()
+            if adopted:  # the previous owner died; its commands went on under their supervisor
+                reporter.note(
+                    f"adopted {len(adopted)} command{'s' if len(adopted) > 1 else ''} the "
+                    f"previous owner left running: {', '.join(adopted)}"
+                )
+            monitor.release()  # the lines held since the start, then each as it comes
+            logs.log_to_file(log_dir / "taskloom.log")
+            log.info("store %s, task logs in %s, %d workers", db_path, log_dir, workers)
+            feed.start()
+            from .runs import AttemptPruner, prune
+
+            try:  # the runs before the last few, and their logs
+                prune(opened.store, retention, str(log_dir))
+            except Exception as exc:  # housekeeping: the run goes on, its store grows
+                log.warning("pruning old runs failed: %s", exc)
+
+            # A long run keeps each task's last attempts only (places.Retention.attempts).
+            pruner = AttemptPruner(opened.store, retention.attempts, log_dir).start()
+
+            def on_idle() -> None:  # once: only recurring tasks are left to run
+                reporter.note(waiting_line(scheduler, workflow, args.until_idle))
+
+            try:
+                stop_signals.armed = True  # now a signal may interrupt the wait at once
+                if stop_signals.reason is not None:  # came while the report was set up
+                    raise KeyboardInterrupt
+                monitor.wait(
+                    args.run_for, stop=should_stop, until_idle=args.until_idle, on_idle=on_idle
+                )
+            except KeyboardInterrupt:
+                stopping(reporter)
+            finally:
+                shut_down()
+    except KeyboardInterrupt:  # a signal while the report was being set up
+        if reporter is None:
+            reporter = QuietReport(monitor) if args.quiet else PlainReport(monitor)
+        monitor.release()  # the run's last lines are told, held ones first
+        stopping(reporter)
+        shut_down()
+    except BaseException:
+        shut_down()
+        raise
     if store_error is not None:
         # One line on stderr: -q's summary would add a line per task the failure failed.
         if not args.quiet:
@@ -820,6 +869,16 @@ def _run_workflow(args, stop_signals: StopSignals) -> int:
     if interrupted:  # stopped from outside, whatever the tasks did: 128 + the signal
         return EXIT_SIGNAL_BASE + stop_signals.signal_number
     return code
+
+
+def _report(args, scheduler, monitor: RunMonitor):
+    """How the run is shown: nothing but failures (-q), a live panel on a terminal,
+    else one line per event."""
+    if args.quiet:
+        return QuietReport(monitor)
+    if sys.stdout.isatty():
+        return LiveReport(scheduler, monitor)
+    return PlainReport(monitor)
 
 
 def dry_run(workflow, db_path: Path, selected: bool) -> int:
@@ -951,6 +1010,10 @@ class RunMonitor:
         self.started = time.monotonic()
         self.listeners: list = []
         self.on_output_lost = None  # called when a listener cannot write any more
+        # Events (with their elapsed time) held for the listeners until ``release()``:
+        # the engine starts before the report is set up.
+        self._held: list | None = []
+        self._hold_lock = threading.Lock()
         self._all_settled = threading.Event()
         if not self.counted:
             self._all_settled.set()
@@ -969,14 +1032,29 @@ class RunMonitor:
             self.states[event.task_id] = event.state
         if event.error:
             self.errors[event.task_id] = event.error
-        for listener in self.listeners:  # first: the event's line comes before what it ends
+        elapsed = self.elapsed()
+        with self._hold_lock:
+            if self._held is not None:  # the report is not there yet: told at release()
+                self._held.append((event, elapsed))
+            else:
+                self._tell(event, elapsed)  # first: the event's line comes before what it ends
+        if all(tid in self.states and self.states[tid].settled for tid in self.counted):
+            self._all_settled.set()
+
+    def release(self) -> None:
+        """Give the listeners the events held so far, then each as it comes."""
+        with self._hold_lock:
+            held, self._held = self._held or [], None
+            for event, elapsed in held:
+                self._tell(event, elapsed)
+
+    def _tell(self, event, elapsed: float) -> None:
+        for listener in self.listeners:
             try:
-                listener(event)
+                listener(event, elapsed)
             except OSError:  # a closed pipe or a vanished terminal
                 if self.on_output_lost is not None:
                     self.on_output_lost()
-        if all(tid in self.states and self.states[tid].settled for tid in self.counted):
-            self._all_settled.set()
 
     def wait(
         self, run_for: float | None, stop=None, until_idle: bool = False, on_idle=None
@@ -1081,8 +1159,8 @@ class PlainReport:
             if self.monitor.on_output_lost is not None:
                 self.monitor.on_output_lost()
 
-    def on_event(self, event) -> None:
-        self._print(_event_line(event, self.monitor.elapsed()))
+    def on_event(self, event, elapsed: float) -> None:
+        self._print(_event_line(event, elapsed))
 
     def note(self, text: str) -> None:
         self._print(text)
@@ -1100,7 +1178,7 @@ class QuietReport(PlainReport):
     def __enter__(self):
         return self
 
-    def on_event(self, event) -> None:
+    def on_event(self, event, elapsed: float) -> None:
         pass
 
     def note(self, text: str) -> None:
@@ -1162,12 +1240,12 @@ class LiveReport:
         self.live.stop()
         return False
 
-    def on_event(self, event) -> None:
+    def on_event(self, event, elapsed: float) -> None:
         # Outcomes scroll above the panel; every other change only redraws it.
         styles = {"succeeded": "green", "failed": "bold red", "retry_wait": "yellow"}
         if event.kind in styles or event.kind in ("skipped", "cancelled"):
             style = styles.get(event.kind, "dim")
-            line = _event_line(event, self.monitor.elapsed())
+            line = _event_line(event, elapsed)
             self.console.print(line, style=style, markup=False, highlight=False)
 
     def note(self, text: str) -> None:

@@ -91,13 +91,14 @@ class GraphScene(QGraphicsScene, GroupedScene):
         self._edges_timer.setSingleShot(True)
         self._edges_timer.timeout.connect(self._rebuild_edges)
         relay.install()  # layouts and views worked out on threads come back through it
-        # Running nodes show how long their attempt has taken, refreshed once a second:
-        # only those nodes are touched, so a big graph pays for its few running tasks.
+        # Running nodes show how long their attempt has taken, refreshed once a second
+        # while any runs: only those nodes are touched, so a big graph pays for its few
+        # running tasks, and a graph with none is not woken at all.
         self.elapsed_source = None  # callable: task id -> seconds running, or None
+        self._running: set[str] = set()
         self._elapsed_timer = QTimer(self)
         self._elapsed_timer.setInterval(1000)
         self._elapsed_timer.timeout.connect(self.refresh_elapsed)
-        self._elapsed_timer.start()
         self._init_groups()
 
         self.edges_item = QGraphicsPathItem()
@@ -170,6 +171,8 @@ class GraphScene(QGraphicsScene, GroupedScene):
         out on a worker thread for big graphs, and shown when ready (``_show_view``).
         """
         self.tasks = dict(tasks)
+        self._running = {tid for tid, info in self.tasks.items() if info.state is TaskState.RUNNING}
+        self._pace_elapsed()
         if self._work_out_view():
             self._show_view()
 
@@ -469,17 +472,27 @@ class GraphScene(QGraphicsScene, GroupedScene):
             if old is not None:
                 old_states[tid] = old.state
             self.tasks[tid] = info
+            if info.state is TaskState.RUNNING:
+                self._running.add(tid)
+            else:
+                self._running.discard(tid)
             if node is not None:
                 node.set_info(info, self.base)
         self._recount_groups(changed, old_states)
+        self._pace_elapsed()
         return structural
+
+    def _pace_elapsed(self) -> None:
+        if not self._running:
+            self._elapsed_timer.stop()
+        elif not self._elapsed_timer.isActive():
+            self._elapsed_timer.start()
 
     def refresh_elapsed(self) -> None:
         source = self.elapsed_source
         if source is None:
             return
-        running = [tid for tid, info in self.tasks.items() if info.state is TaskState.RUNNING]
-        for tid in running:
+        for tid in list(self._running):
             node = self.nodes.get(tid)
             if node is not None:
                 node.set_elapsed(source(tid))

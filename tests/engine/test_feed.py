@@ -50,6 +50,51 @@ def until(predicate, timeout: float = 10.0) -> None:
         threading.Event().wait(0.01)
 
 
+def test_a_run_nobody_watches_is_looked_at_twice_a_second_not_ten_times(tmp_path):
+    from taskloom.engine.feed import FEED_INTERVAL, UNWATCHED_INTERVAL
+
+    store = SQLiteStore(tmp_path / "run.db")
+    scheduler = Scheduler(workers=1, store=store)
+    feed = FeedWriter(scheduler, store)
+    ticks = []
+    tick = feed._tick
+    feed._tick = lambda: (ticks.append(time.monotonic()), tick())  # counted, then as ever
+    feed.start()
+    scheduler.start()
+    try:
+        threading.Event().wait(1.2)  # the feed's own pace is what is counted
+        assert 1 <= len(ticks) <= 1.2 / UNWATCHED_INTERVAL + 1  # ~12 at FEED_INTERVAL
+        assert UNWATCHED_INTERVAL >= 5 * FEED_INTERVAL
+        watcher = WatchedRun(store.path)  # attached: the owner wrote its snapshot
+        try:  # and looks at FEED_INTERVAL again, while watched
+            count = len(ticks)
+            until(lambda: len(ticks) >= count + 5, timeout=5 * UNWATCHED_INTERVAL)
+        finally:
+            watcher.close()
+    finally:
+        scheduler.shutdown(wait=True)
+        feed.close()
+        store.close()
+
+
+def test_a_watcher_of_a_quiet_run_reads_it_twice_a_second_and_hurries_when_it_asks(owner, tmp_path):
+    from taskloom.engine.watched_run import IDLE_POLL_INTERVAL, POLL_INTERVAL, QUIET_POLLS
+
+    scheduler, store, feed = owner
+    watcher = WatchedRun(tmp_path / "run.db")
+    try:
+        until(lambda: watcher.task("slow").state is S.RUNNING)  # then nothing changes
+        start = watcher.polls
+        until(lambda: watcher.polls >= start + QUIET_POLLS + 2)  # quiet for long enough
+        polls = watcher.polls
+        threading.Event().wait(1.0)  # the watcher's own pace is what is counted
+        assert watcher.polls - polls <= 1.0 / IDLE_POLL_INTERVAL + 1  # ~10 at POLL_INTERVAL
+        watcher.cancel("slow")  # asking: read at once, then often until the answer came
+        until(lambda: watcher.task("after").state is S.SKIPPED, timeout=10 * POLL_INTERVAL + 2)
+    finally:
+        watcher.close()
+
+
 def test_nothing_is_written_while_nobody_watches(owner):
     scheduler, store, feed = owner
     until(lambda: scheduler.task("slow").state is S.RUNNING)

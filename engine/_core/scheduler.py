@@ -295,6 +295,8 @@ class Scheduler:
         with core.lock:
             core.closed = True
             core.stopping = True
+            if not core.started:  # adopted commands nobody waits for here go on as they are
+                dispatcher.forget_unstarted_adopted()
             if cancel_running or hand_over:
                 core.interrupting = True
                 for task in self._graph.tasks.values():

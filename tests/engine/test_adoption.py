@@ -457,3 +457,28 @@ def test_an_adopted_command_holds_a_worker_slot(files):
     finally:
         store.close()
     assert ledger_lines(ledger) == [f"start {pid}", "end", "after", "other"]
+
+
+@pytest.mark.timeout(60)
+def test_an_owner_that_never_starts_leaves_adopted_commands_to_the_next(files):
+    """Opening the store only to read or steer it (the shell's steering of a stored run)
+    and shutting down without start() neither waits for nor disturbs the command."""
+    db, ledger, gate = files
+    kill_owner(start_owner(owner_script(db, ledger, gate), ledger))
+    pid = command_pid(ledger)
+    store = SQLiteStore(db)
+    s = Scheduler(store=store)
+    assert s.adopted_tasks() == ["cmd"]
+    s.shutdown(wait=True)  # returns at once: nothing of this scheduler ran
+    store.close()
+    assert alive(pid)
+    store = SQLiteStore(db)
+    try:
+        s = Scheduler(store=store)
+        s.start()
+        gate.touch()
+        assert s.wait(20)
+        assert [(a.number, a.outcome.value) for a in s.attempts("cmd")] == [(1, "succeeded")]
+        s.shutdown()
+    finally:
+        store.close()

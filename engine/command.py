@@ -29,10 +29,13 @@ import stat
 import tempfile
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from ._jobs import supervision
 from ._jobs.context import RunContext, current_run
 from .errors import TaskCancelled
+
+if TYPE_CHECKING:  # loaded on the first command: defining tasks needs none of it
+    from ._jobs import supervision
 
 MAX_LOG_BYTES = 5 * 1024 * 1024
 TAIL_BYTES = 4096
@@ -88,6 +91,8 @@ class Command:
         return os.path.basename(first) or first
 
     def __call__(self):
+        from ._jobs import supervision
+
         run = current_run()
         log_path = _new_log_path(run, self.__name__)
         env = {**os.environ, **self.env}
@@ -224,6 +229,8 @@ def adopted_command(attempt: supervision.SupervisedAttempt, name: str):
     started (``attempt``, as its supervisor recorded it) and returns or raises as the
     command's own call would have. A cancel or timeout ends its process group."""
 
+    from ._jobs import supervision
+
     def wait_end() -> None:
         run = current_run()
         if run is not None:
@@ -239,6 +246,8 @@ def _stop_adopted(attempt: supervision.SupervisedAttempt) -> None:
     """SIGTERM the adopted command's group now, SIGKILL after the grace (on a thread:
     the caller may be the GUI)."""
     import threading
+
+    from ._jobs import supervision
 
     supervision.signal_adopted(attempt, signal.SIGTERM)
 

@@ -24,7 +24,6 @@ import subprocess
 import sys
 import threading
 import time
-import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -59,7 +58,7 @@ def prepare_folder(folder: Path, owner_token: str) -> None:
         raise PermissionError(errno.EPERM, f"{folder} belongs to another user")
     if info.st_mode & 0o077:
         os.chmod(folder, 0o700)
-    temporary = folder / f".owner-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+    temporary = folder / f".owner-{os.getpid()}-{os.urandom(4).hex()}"
     fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
     try:
         os.write(fd, owner_token.encode())
@@ -105,7 +104,7 @@ class SupervisorClient:
 
     def __init__(self) -> None:
         mine, theirs = socket.socketpair()
-        self.token = f"sup-{os.getpid()}-{uuid.uuid4().hex[:12]}"
+        self.token = f"sup-{os.getpid()}-{os.urandom(6).hex()}"
         env = {k: v for k, v in os.environ.items() if k != _script.MARK}
         try:
             self.process = subprocess.Popen(

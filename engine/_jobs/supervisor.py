@@ -37,7 +37,6 @@ owner -> supervisor ``start``, ``cancel``, ``release``; supervisor -> owner
 from __future__ import annotations
 
 import collections
-import ctypes
 import errno
 import fcntl
 import json
@@ -582,6 +581,8 @@ def main(argv: list[str]) -> None:
         signal.signal(sig, signal.SIG_IGN)  # only its owner's going, or a kill, ends it
     if sys.platform.startswith("linux"):
         try:  # orphaned grandchildren are re-parented to us and reaped (no zombie groups)
+            import ctypes
+
             libc = ctypes.CDLL(None, use_errno=True)
             libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
         except (OSError, AttributeError):

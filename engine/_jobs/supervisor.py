@@ -577,8 +577,8 @@ class Supervisor:
 
 def main(argv: list[str]) -> None:
     fd, token, owner_pid = int(argv[1]), argv[2], int(argv[3])
-    for sig in (signal.SIGINT, signal.SIGHUP, signal.SIGQUIT, signal.SIGPIPE):
-        signal.signal(sig, signal.SIG_IGN)  # only its owner's going, or a kill, ends it
+    # No signal is ignored here: in a session of its own no terminal signals it, and
+    # an ignored signal would be inherited by every command through exec.
     if sys.platform.startswith("linux"):
         try:  # orphaned grandchildren are re-parented to us and reaped (no zombie groups)
             import ctypes

@@ -366,6 +366,10 @@ class SQLiteStore:
             self.supervised = {}
         else:
             self.supervised = supervision.scan(self.supervised_folder, {k for k, _ in running})
+            try:  # now, so that its interpreter has started by the first command
+                supervision.client()
+            except OSError as exc:  # the first command tries again, and says why
+                log.warning("cannot start the command supervisor: %s", exc)
         earlier = self.meta("owner_token")
         claimed = {
             key for key, attempt in self.supervised.items()

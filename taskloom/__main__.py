@@ -1,5 +1,9 @@
 """``python -m taskloom`` is the ``taskloom`` command."""
 
-from taskloom.cli import main
+try:
+    from taskloom.cli import main
 
-raise SystemExit(main())
+    code = main()
+except KeyboardInterrupt:  # Ctrl-C while the command itself was still loading
+    code = 130
+raise SystemExit(code)

@@ -71,15 +71,27 @@ def configure(verbosity: int = 0) -> None:
     logger.taskloom_verbosity = verbosity  # type: ignore[attr-defined]
 
 
+def _quiet_file_handler():
+    from logging.handlers import RotatingFileHandler
+
+    class QuietFileHandler(RotatingFileHandler):
+        """A record that cannot be written (a full disk, a folder made read-only) is
+        dropped: the run says what went wrong in its own one line, and logging's
+        "--- Logging error ---" traceback on stderr would bury it."""
+
+        def handleError(self, record: logging.LogRecord) -> None:
+            pass
+
+    return QuietFileHandler
+
+
 def log_to_file(path: Path) -> None:
     """Also write every record (with tracebacks) to ``path``; at the default
     verbosity the terminal then gets none (see the module's docstring)."""
     logger = logging.getLogger(ROOT)
     verbosity = getattr(logger, "taskloom_verbosity", 0)
-    from logging.handlers import RotatingFileHandler
-
     # Appended run after run: rotated, so that it is bounded like the rest.
-    handler = RotatingFileHandler(path, maxBytes=MAX_LOG_BYTES, backupCount=1, delay=True)
+    handler = _quiet_file_handler()(path, maxBytes=MAX_LOG_BYTES, backupCount=1, delay=True)
     handler.setFormatter(logging.Formatter("%(asctime)s %(name)s %(levelname)s %(message)s"))
     setattr(handler, _OURS, True)
     logger.addHandler(handler)

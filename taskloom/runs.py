@@ -187,7 +187,11 @@ def _open(
     finished = not missing and all(_done(rec) for rec in records.values())
     stored = json.loads(store.meta(DEFINITIONS_KEY) or "{}")
     changed = sorted(tid for tid in records if tid in in_file and stored.get(tid) != in_file[tid])
+    # The file is the truth for definitions too: a row that keeps a definition the file
+    # does not have is an edit applied in a window and never saved (Discard, a crash).
+    unsaved = _unsaved_edits(workflow, records, in_file, changed)
     kept = [tid for tid in changed if _done(records[tid], "succeeded")]
+    unsaved_kept = [tid for tid in unsaved if _done(records[tid], "succeeded")]
     if records and not (fresh or finished) and decide is not None:
         differences = RunDifferences(
             added=tuple(sorted(missing)),
@@ -202,7 +206,9 @@ def _open(
             fresh = True
     if records and not (fresh or removed or finished):
         redo = _with_skipped_downstream(
-            workflow, records, [tid for tid in changed if tid not in kept]
+            workflow,
+            records,
+            [tid for tid in [*changed, *unsaved] if tid not in kept and tid not in unsaved_kept],
         )
         if redo:
             store.forget_tasks(redo, time.time(), REDEFINED)
@@ -212,6 +218,8 @@ def _open(
         if before_tasks is not None:
             before_tasks(scheduler)
         workflow.schedule_into(scheduler, skip=set(records) - set(redo))
+        for tid in unsaved_kept:  # its success stays; its definition is the file's again
+            scheduler.update(tid, workflow.tasks[tid].with_deps(workflow.tasks[tid].deps, tid))
         store.set_meta(DEFINITIONS_KEY, json.dumps(in_file))
         done = sum(1 for tid, rec in records.items() if _done(rec) and tid not in redo)
         note = f"resuming the unfinished run in {store.path}: {done} of {len(in_file)} tasks done"
@@ -220,6 +228,8 @@ def _open(
             note += f"; changed in the file, run as it says now: {', '.join(redefined)}"
         if kept:
             note += f"; changed after they succeeded, kept: {', '.join(kept)}"
+        if unsaved:
+            note += f"; edits never saved to the file dropped: {', '.join(unsaved)}"
         if params is not None and params != kept_params:
             said = " ".join(f"{k}={v}" for k, v in kept_params.items()) or "none"
             note += f"; it keeps the params it started with ({said}): --fresh to change them"
@@ -238,6 +248,26 @@ def _open(
     if params:
         note += " with " + " ".join(f"{k}={v}" for k, v in params.items())
     return OpenedRun(scheduler, store, False, note, (), params, env)
+
+
+def _unsaved_edits(workflow, records: dict, in_file: dict, changed) -> list[str]:
+    """Stored tasks the file did not change whose row keeps another definition: an edit
+    a window applied to the run (``Scheduler.update`` writes the row) and never saved.
+    A resume defines them as the file says."""
+    from taskloom.engine.definitions import TaskDefinition
+
+    base = workflow.base_dir
+    unsaved = []
+    for tid, rec in records.items():
+        if tid not in in_file or tid in changed:
+            continue
+        try:
+            row = TaskDefinition.from_row(tid, rec["spec"]).fingerprint(base)
+        except (KeyError, TypeError, ValueError):
+            continue  # a row this version cannot read back: the fingerprints decide
+        if row != in_file[tid]:
+            unsaved.append(tid)
+    return unsaved
 
 
 def _done(record: dict, *states: str) -> bool:

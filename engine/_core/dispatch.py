@@ -258,6 +258,20 @@ class Dispatcher:
             return now
         return min(now, ended_wall - (self._clock.wall().timestamp() - now))
 
+    def forget_unstarted_adopted(self) -> None:
+        """Under the lock, at shutdown of a scheduler that never started: the commands it
+        adopted were never waited for here. They go on, their attempts still running
+        in the store, for the next owner (nothing is recorded of them)."""
+        adopted, self.adopted = self.adopted, []
+        for run in adopted:
+            run.task.drop_run(run)
+            self._timers.discard(run.timeout_entry)
+            self.running -= 1
+            if self.executor is None:
+                self._adopted_in_flight -= 1
+        if adopted and self.running == 0:
+            self._core.notify_settled()
+
     def _wait_adopted(self, run: Run) -> None:
         """An adopted run's thread: its end is the run's outcome, as the code's would be."""
         error: BaseException | None = None
@@ -303,11 +317,13 @@ class Dispatcher:
             task.held = True  # a run in its way began lingering after it was queued
 
     def _start_run(self, task: Task) -> Run:
+        scheduled = None  # the occurrence's nominal time (epoch), for scheduled_at
         if task.retry_pending:
             task.retry_pending = False
+            scheduled = task.occurrence_at
         else:
             if task.run_at is not None or task.occurrence_at is not None or task.dues:
-                self._lifecycle.next_occurrence(task)  # its nominal time: scheduled_at
+                scheduled = self._lifecycle.next_occurrence(task)
             if task.waiting_runs > 0:  # not max(): a builtin call per run
                 task.waiting_runs -= 1
             if task.repeats:  # each occurrence gets a fresh retry budget
@@ -322,8 +338,8 @@ class Dispatcher:
         task.attempt += 1
         now = self._clock.now()
         ctx = RunContext(task.id, task.attempt, self._log_dir)
-        ctx.env, ctx.scheduled_at = self.env, task.occurrence_at
-        if ctx.scheduled_at is None and isinstance(task.fn, Command):  # no time: its start
+        ctx.env, ctx.scheduled_at = self.env, scheduled
+        if scheduled is None and isinstance(task.fn, Command):  # no time: its start
             ctx.scheduled_at = self._lifecycle.wall_of(now)
         run = Run(task, task.attempt, ctx, now)
         task.add_run(run)
@@ -337,8 +353,12 @@ class Dispatcher:
         # task_id and run are None on the engine's own records.
         worker = None
         journal = self._journal
-        supervised = journal is not None and self._local_executor and _needs_durable_start(run)
-        if supervised and journal.supervise(run):
+        if (
+            journal is not None
+            and self._local_executor
+            and _needs_durable_start(run)
+            and journal.supervise(run)
+        ):
             worker = SUPERVISED_WORKER
         record: Attempt = _new_tuple(
             Attempt,

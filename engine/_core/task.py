@@ -67,9 +67,12 @@ COLD_DEFAULTS: dict[str, Any] = {
     # Recurring, or downstream of a recurring task: such a task has a copy of its own
     # already (its recurrence, or its deps), so keeping the flag here costs nothing.
     "repeats": False,
-    # A recurring task's nominal times (wall clock, epoch seconds) of the occurrences
-    # queued to run, oldest first (see ``occurrence_at``).
+    # Nominal times (wall clock, epoch seconds) of a recurring task's occurrences
+    # queued to run, oldest first, and of the occurrence running now (a recurring
+    # task's, or a retried one-shot's: a one-shot's is read from its run_at), what
+    # its attempts are told as scheduled_at.
     "dues": None,  # list[float]
+    "occurrence_at": None,
 }
 
 
@@ -102,6 +105,7 @@ class _Cold:
         self.held = False
         self.repeats = False
         self.dues: list[float] | None = None
+        self.occurrence_at: float | None = None
 
 
 SHARED_COLD = _Cold()  # never written: a task writes its own copy
@@ -147,7 +151,7 @@ class Task:
         "successes",
         "history",
         "definition",
-        "occurrence_at",
+        "rank",
         "_cold",
     )
 
@@ -174,6 +178,7 @@ class Task:
         held: _Field[bool] = _Field()
         repeats: _Field[bool] = _Field()
         dues: _Field[list[float] | None] = _Field()
+        occurrence_at: _Field[float | None] = _Field()
     else:
         for _name, _default in COLD_DEFAULTS.items():
             locals()[_name] = _cold_field(_name, _default)
@@ -207,9 +212,9 @@ class Task:
         # datetime, or a float on the scheduler clock) or None when the fields here
         # say the rest: Scheduler.definition builds it then (see Scheduler._create).
         self.definition: TaskDefinition | datetime | float | None = None
-        # The nominal time (wall clock, epoch seconds) of the occurrence its attempts
-        # belong to, what they are told as scheduled_at; None: no time of its own.
-        self.occurrence_at: float | None = None
+        # Its place in a topological order of the graph (graph.py): every dependency
+        # ranks below its dependents, so most cycle checks are one comparison.
+        self.rank: float = order  # graph.py ranks it when it is added
         self._cold = SHARED_COLD  # the fields in COLD_DEFAULTS
         if priority or retry is not None or timeout is not None:
             self.priority = priority

@@ -147,6 +147,7 @@ class Dispatcher:
         self.executor = executor
         self._log_dir = log_dir
         self.env: dict[str, str] | None = None  # every attempt's RunContext.env
+        self._wall_of = lifecycle.wall_of  # scheduler-clock time -> epoch seconds
         # Code submitted to these runs in this process, so it can see its RunContext.
         self._local_executor = executor is None or isinstance(
             executor, (SyncExecutor, ThreadPoolExecutor)
@@ -322,7 +323,7 @@ class Dispatcher:
             task.retry_pending = False
             scheduled = task.occurrence_at
         else:
-            if task.run_at is not None or task.occurrence_at is not None or task.dues:
+            if task.dues or task.occurrence_at is not None:  # recurring, or was retried
                 scheduled = self._lifecycle.next_occurrence(task)
             if task.waiting_runs > 0:  # not max(): a builtin call per run
                 task.waiting_runs -= 1
@@ -338,9 +339,13 @@ class Dispatcher:
         task.attempt += 1
         now = self._clock.now()
         ctx = RunContext(task.id, task.attempt, self._log_dir)
-        ctx.env, ctx.scheduled_at = self.env, scheduled
-        if scheduled is None and isinstance(task.fn, Command):  # no time: its start
-            ctx.scheduled_at = self._lifecycle.wall_of(now)
+        ctx.env = self.env
+        if scheduled is not None:
+            ctx.scheduled_at = scheduled
+        elif task.run_at is not None and not task.repeats:  # a one-shot's time
+            ctx._due, ctx._to_wall = task.run_at, self._wall_of  # ctx.due_at, inlined
+        elif isinstance(task.fn, Command):  # no time of its own: its start
+            ctx._due, ctx._to_wall = now, self._wall_of
         run = Run(task, task.attempt, ctx, now)
         task.add_run(run)
         self.running += 1

@@ -758,19 +758,16 @@ class Lifecycle:
         return self._wall_seconds() - (self._clock.now() - due)
 
     def next_occurrence(self, task: Task) -> float | None:
-        """A run of a new occurrence starts (not a retry): its nominal time, a
-        recurring task's oldest queued due (kept as ``occurrence_at``: such a task has
-        its own side record) or a one-shot task's time (``at``, ``after``, also when
-        already past; read from ``run_at``, nothing written); None (the attempt's
-        start) without one."""
+        """A run of a new occurrence of a recurring task (or of a task that retried
+        before) starts: its nominal time, the oldest queued due (kept as
+        ``occurrence_at``: such a task has its own side record), else None. A one-shot
+        task's time is read from its ``run_at`` by the dispatcher, nothing written."""
         dues = task.dues
         if dues:
             at = task.occurrence_at = dues.pop(0)
             return at
         if task.occurrence_at is not None:  # a retried one-shot's, or a past occurrence's
             task.occurrence_at = None
-        if task.run_at is not None and task.recurrence is None:
-            return self.wall_of(task.run_at)
         return None
 
     def occurrence_of(self, task: Task) -> float | None:

@@ -51,7 +51,9 @@ class RunContext:
         "worker",
         "on_process",
         "env",
-        "scheduled_at",
+        "_scheduled",
+        "_due",
+        "_to_wall",
         "supervision",
         "detached",
         "ended_wall",
@@ -74,7 +76,11 @@ class RunContext:
         # params, shared by every attempt) and the occurrence's nominal time (epoch
         # seconds; None: the attempt's own start), see ``Command``.
         self.env: dict[str, str] | None = None
-        self.scheduled_at: float | None = None
+        self._scheduled: float | None = None
+        # Or its time on the engine's clock, turned into a wall time when first read
+        # (most attempts never read it: the conversion costs a start nothing).
+        self._due: float | None = None
+        self._to_wall: Callable[[float], float] | None = None
         # Set by an engine with a store, for a command: what its supervisor records it
         # under (folder, key, owner), so that the store's next owner can adopt it.
         self.supervision: dict[str, Any] | None = None
@@ -84,6 +90,23 @@ class RunContext:
         self._cancelled = False
         self._callbacks: list[Callable[[], object]] | None = None
         self._event: threading.Event | None = None
+
+    @property
+    def scheduled_at(self) -> float | None:
+        """The nominal time of the occurrence the attempt belongs to (epoch seconds),
+        or None: what its commands get as ``TASKLOOM_SCHEDULED_AT``."""
+        if self._scheduled is None and self._due is not None and self._to_wall is not None:
+            self._scheduled = self._to_wall(self._due)
+        return self._scheduled
+
+    @scheduled_at.setter
+    def scheduled_at(self, value: float | None) -> None:
+        self._scheduled = value
+
+    def due_at(self, due: float, to_wall: Callable[[float], float]) -> None:
+        """The nominal time as a time on the engine's clock, and how to read it as a
+        wall time (done when ``scheduled_at`` is first read)."""
+        self._due, self._to_wall = due, to_wall
 
     @property
     def cancelled(self) -> bool:
@@ -209,7 +232,9 @@ def attempt_env(ctx: RunContext | None) -> dict[str, str]:
     env = dict(ctx.env) if ctx.env else {}
     env["TASKLOOM_TASK"] = ctx.task_id
     env["TASKLOOM_ATTEMPT"] = str(ctx.attempt)
-    scheduled = ctx.scheduled_at if ctx.scheduled_at is not None else time.time()
+    scheduled = ctx.scheduled_at
+    if scheduled is None:
+        scheduled = time.time()
     env["TASKLOOM_SCHEDULED_AT"] = iso_time(scheduled)
     return env
 

@@ -1,0 +1,196 @@
+"""One owner whatever happens to a store's files (issue 21, items 1, 5, 9, 12), in
+one process and with real files: flock locks taken through separate descriptors
+conflict within a process as between processes, and SQLite's write lock is held
+by a second real connection."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sqlite3
+import threading
+import time
+
+import pytest
+
+from taskloom.engine import Call, Scheduler, TaskState, current_run
+from taskloom.engine._store.lock import lock_path, read_owner
+from taskloom.engine.feed import FeedWriter, watch_path
+from taskloom.engine.store import SQLiteStore, StoreBusy, StoreError
+from taskloom.engine.watched_run import WatchedRun
+
+S = TaskState
+
+
+def until(predicate, timeout: float = 15.0, what: str = "condition") -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        threading.Event().wait(0.02)
+
+
+def blocked() -> None:
+    current_run().wait_cancelled(60)
+
+
+def quick() -> None:
+    pass
+
+
+# ---------------------------------------------------------------- item 1: one owner
+def test_deleting_the_lock_file_under_a_live_owner_lets_no_second_owner_in(tmp_path):
+    db = tmp_path / "run.db"
+    first = SQLiteStore(db)
+    try:
+        lock_path(db).unlink()  # rm *.lock, a tmp cleaner
+        with pytest.raises(StoreBusy, match=f"pid {os.getpid()} "):
+            SQLiteStore(db)
+        # The owner's heartbeat makes the lock file again and holds it.
+        until(lambda: lock_path(db).exists(), what="the lock file made again")
+        until(lambda: read_owner(db) is not None, what="the owner named again")
+        assert read_owner(db).pid == os.getpid()
+        assert not first.failed
+    finally:
+        first.close()
+    SQLiteStore(db).close()  # once the owner closed, the store can be had
+
+
+def test_replacing_the_store_folder_by_a_copy_lets_no_second_owner_in(tmp_path):
+    folder = tmp_path / "runs"
+    db = folder / "run.db"
+    first = SQLiteStore(db)
+    scheduler = Scheduler(store=first)
+    try:
+        first.flush()
+        copy = tmp_path / "copy"
+        shutil.copytree(folder, copy)  # a restore tool: the folder replaced by a copy
+        folder.rename(tmp_path / "old")
+        copy.rename(folder)
+        with pytest.raises(StoreBusy):
+            SQLiteStore(db)
+        # The owner notices that its path names another store, and stops.
+        until(lambda: first.failed, what="the owner to notice")
+        with pytest.raises(StoreError, match="the store was replaced under its owner"):
+            first.flush()
+    finally:
+        with pytest.raises(StoreError):
+            scheduler.shutdown(wait=True)
+        first.close()
+
+
+def test_deleting_the_store_under_a_live_owner_stops_it_with_one_line(tmp_path):
+    db = tmp_path / "run.db"
+    store = SQLiteStore(db)
+    scheduler = Scheduler(store=store, workers=1)
+    scheduler.add(Call("tests.engine.test_store_under_attack:blocked"), name="slow")
+    scheduler.start()
+    try:
+        until(lambda: scheduler.task("slow").state is S.RUNNING)
+        db.unlink()
+        until(lambda: store.failed, what="the owner to notice its store is gone")
+        assert str(store.failure_error()) == (
+            f"{db}: the store was deleted under its owner; nothing more is scheduled"
+        )
+        with pytest.raises(StoreError):
+            scheduler.add(Call("tests.engine.test_store_under_attack:quick"), name="more")
+    finally:
+        try:
+            scheduler.shutdown(wait=True, cancel_running=True)
+        except StoreError:
+            pass
+        store.close()
+
+
+# ---------------------------------------------------------------- item 5: side files
+def test_a_symbolic_link_planted_as_the_lock_file_is_refused_and_its_target_untouched(tmp_path):
+    precious = tmp_path / "precious.txt"
+    precious.write_text("keep me")
+    db = tmp_path / "run.db"
+    lock_path(db).symlink_to(precious)
+    with pytest.raises(StoreError, match=r"run\.db\.lock: a symbolic link; refusing to follow it"):
+        SQLiteStore(db)
+    assert precious.read_text() == "keep me"
+
+
+def test_a_fifo_planted_as_a_side_file_is_refused_without_hanging(tmp_path):
+    from taskloom.engine._store.safe_files import UnsafeFile, open_private
+
+    path = tmp_path / "run.db.watch"
+    os.mkfifo(path)
+    with pytest.raises(UnsafeFile, match="not a regular file"):
+        open_private(path, os.O_RDONLY | os.O_CREAT)
+
+
+def test_a_new_side_file_is_0600_whatever_the_umask(tmp_path):
+    from taskloom.engine._store.safe_files import open_private
+
+    old = os.umask(0)
+    try:
+        fd = open_private(tmp_path / "side", os.O_RDWR | os.O_CREAT)
+        os.close(fd)
+    finally:
+        os.umask(old)
+    assert (tmp_path / "side").stat().st_mode & 0o777 == 0o600
+
+
+def test_an_own_store_writable_by_others_is_refused(tmp_path):
+    db = tmp_path / "run.db"
+    SQLiteStore(db).close()
+    db.chmod(0o666)
+    with pytest.raises(StoreError, match=r"writable by other users \(mode 0666\)"):
+        SQLiteStore(db)
+
+
+# ---------------------------------------------------------------- item 9: a busy store
+@pytest.mark.slow
+def test_a_process_holding_the_write_lock_longer_than_sqlites_wait_does_not_stop_the_run(
+    tmp_path,
+):
+    db = tmp_path / "run.db"
+    store = SQLiteStore(db)
+    scheduler = Scheduler(store=store, workers=1)
+    scheduler.start()
+    other = sqlite3.connect(db, isolation_level=None)
+    try:
+        other.execute("BEGIN IMMEDIATE")  # a sqlite3 shell left in a transaction
+        scheduler.add(Call("tests.engine.test_store_under_attack:quick"), name="q")
+        threading.Event().wait(6.0)  # longer than SQLite's 5 s busy wait: the hold itself
+        assert not store.failed
+        other.execute("COMMIT")
+        until(lambda: scheduler.task("q").state is S.SUCCEEDED, what="the task")
+        assert store.flush(timeout=30)
+        assert not store.failed
+        assert store.load_tasks()[0]["state"] == "succeeded"
+    finally:
+        if other.in_transaction:
+            other.execute("COMMIT")
+        other.close()
+        scheduler.shutdown(wait=True)
+        store.close()
+
+
+# ---------------------------------------------------------------- item 12: watchers
+@pytest.fixture
+def owner(tmp_path):
+    store = SQLiteStore(tmp_path / "run.db")
+    scheduler = Scheduler(workers=2, store=store)
+    scheduler.add(Call("tests.engine.test_store_under_attack:blocked"), name="slow")
+    feed = FeedWriter(scheduler, store).start()
+    scheduler.start()
+    yield scheduler, store, feed
+    scheduler.shutdown(wait=True, cancel_running=True)
+    feed.close()
+    store.close()
+
+
+def test_deleting_the_watch_file_does_not_stop_new_windows_from_watching(owner, tmp_path):
+    scheduler, store, feed = owner
+    first = WatchedRun(tmp_path / "run.db")
+    first.close()
+    watch_path(tmp_path / "run.db").unlink()
+    second = WatchedRun(tmp_path / "run.db", attach_timeout=10)
+    try:
+        until(lambda: second.task("slow").state is S.RUNNING)
+    finally:
+        second.close()

@@ -12,11 +12,17 @@ finish, when ``fresh`` is asked for, or when the file no longer has a task the
 run has, a new run starts. Past attempts are kept for ``taskloom history``
 either way.
 
+One process runs a workflow file at a time, whatever the store: the owner also
+holds a per-user lock keyed by the file's resolved path (``WorkflowLock``), so a
+cron or systemd start whose ``XDG_DATA_HOME`` (or ``--db``) differs is refused
+with ``StoreBusy`` naming the owner and its store.
+
 The file is the truth: a resumed task whose definition changed in the file
 (command, call, args, env, cwd, deps, triggers, ...) is defined anew from the
-file and runs with it, with its downstream tasks that were skipped because of
-it. A task whose success is already on disk is kept as it is: a resumed run
-never runs a succeeded task again (start a fresh run for that).
+file and runs with it; so is one whose stored definition differs from the file
+(a store somebody edited: what runs is what the file says), with its downstream
+tasks that were skipped because of it. A task whose success is already on disk
+is kept as it is: a resumed run never runs a succeeded task again (start a fresh run for that).
 """
 
 from __future__ import annotations
@@ -82,6 +88,7 @@ def open_run(
     decide=None,
     before_tasks=None,
     retention=None,
+    lock_kind: str = "workflow",
     **scheduler_kwargs,
 ) -> OpenedRun:
     """A scheduler on ``db_path`` with the workflow's tasks, not yet started.
@@ -97,12 +104,26 @@ def open_run(
     its last runs and deletes the pruned runs' task logs, only those inside the
     ``log_dir`` scheduler argument (a folder Taskloom manages).
 
+    ``lock_kind`` names the per-workflow lock taken (``WorkflowLock``): runs of
+    selected tasks (``taskloom run --task``) take one of their own.
+
     Raises ``engine.store.StoreError`` for a store that cannot be used, and
-    ``engine.store.StoreBusy`` when another live process owns it.
+    ``engine.store.StoreBusy`` when another live process owns it or runs the file.
     """
+    from taskloom.engine._store.lock import WorkflowLock
     from taskloom.engine.store import SQLiteStore
 
-    store = SQLiteStore(db_path)
+    lock = None
+    if workflow.path is not None:
+        lock = WorkflowLock.acquire(workflow.path, Path(db_path).expanduser(), lock_kind)
+    try:
+        store = SQLiteStore(db_path)
+    except BaseException:
+        if lock is not None:
+            lock.release()
+        raise
+    if lock is not None:
+        store.hold(lock)
     try:
         opened = _open(workflow, store, fresh, scheduler_kwargs, decide, before_tasks)
         if retention is not None:
@@ -153,7 +174,16 @@ def _open(
     removed = set(records) - set(in_file)  # the file changed since
     finished = not missing and all(_done(rec) for rec in records.values())
     stored = json.loads(store.meta(DEFINITIONS_KEY) or "{}")
-    changed = sorted(tid for tid in records if tid in in_file and stored.get(tid) != in_file[tid])
+    base = workflow.base_dir
+    changed = sorted(
+        tid
+        for tid in records
+        if tid in in_file
+        and (
+            stored.get(tid) != in_file[tid]
+            or _spec_fingerprint(tid, records[tid], base) not in (in_file[tid], None)
+        )
+    )
     kept = [tid for tid in changed if _done(records[tid], "succeeded")]
     if records and not (fresh or finished) and decide is not None:
         differences = RunDifferences(
@@ -194,6 +224,17 @@ def _open(
     workflow.schedule_into(scheduler)
     store.set_meta(DEFINITIONS_KEY, json.dumps(in_file))
     return OpenedRun(scheduler, store, False, f"run {store.run} of {workflow.name} in {store.path}")
+
+
+def _spec_fingerprint(task_id: str, record: dict, base) -> str | None:
+    """The fingerprint of the definition a stored task row holds (what a resume
+    would run), or None if it cannot be read as one (recovery names the damage)."""
+    from taskloom.engine.definitions import TaskDefinition
+
+    try:
+        return TaskDefinition.from_row(task_id, record["spec"]).fingerprint(base)
+    except Exception:  # whatever a damaged or edited row makes from_row raise
+        return None
 
 
 def _done(record: dict, *states: str) -> bool:

@@ -24,8 +24,9 @@ PRIVATE_FILE = 0o600
 PRIVATE_FOLDER = 0o700
 
 
-class UnsafeFile(Exception):
-    """A file or folder that is not this user's own, or that others can write."""
+class UnsafeFile(PermissionError):
+    """A file or folder that is not this user's own, or that others can write (a
+    ``PermissionError``: callers that handle those say it in one line)."""
 
 
 def check_mine(path: str | os.PathLike, st: os.stat_result, what: str = "file") -> None:

@@ -166,7 +166,7 @@ class WorkflowSession:
         self.db_path = None if db_path is None else Path(db_path)
         self.log_dir = None if log_dir is None else Path(log_dir)
         if log_dir is not None:
-            from taskloom.engine._store.safe_files import private_folder
+            from taskloom.engine.store import private_folder
 
             private_folder(log_dir, "log folder")  # 0700, ours (UnsafeFile, an OSError)
         self.feed = None  # publishes the run for windows that watch it

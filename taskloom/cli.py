@@ -559,7 +559,7 @@ def run_workflow(args) -> int:
         return EXIT_INVALID
     scheduler = opened.scheduler
     from taskloom import logs
-    from taskloom.engine._store.safe_files import UnsafeFile, private_folder
+    from taskloom.engine.store import UnsafeFile, private_folder
 
     try:
         private_folder(log_dir, "log folder")  # 0700, ours: others can plant nothing there

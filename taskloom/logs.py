@@ -81,7 +81,7 @@ def _private_handler():
         opened through a symbolic link or when another user owns it (safe_files)."""
 
         def _open(self):
-            from taskloom.engine._store.safe_files import open_private
+            from taskloom.engine.store import open_private
 
             fd = open_private(self.baseFilename, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
             return os.fdopen(fd, "a", encoding=self.encoding or "utf-8", errors=self.errors)
@@ -97,7 +97,7 @@ def log_to_file(path: Path) -> None:
     _PrivateLog = _private_handler()
     # Appended run after run: rotated, so that it is bounded like the rest.
     if os.path.lexists(path):  # refused now, not at the first record (UnsafeFile)
-        from taskloom.engine._store.safe_files import open_private
+        from taskloom.engine.store import open_private
 
         os.close(open_private(path, os.O_WRONLY | os.O_APPEND))
     handler = _PrivateLog(path, maxBytes=MAX_LOG_BYTES, backupCount=1, delay=True)

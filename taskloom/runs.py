@@ -110,8 +110,7 @@ def open_run(
     Raises ``engine.store.StoreError`` for a store that cannot be used, and
     ``engine.store.StoreBusy`` when another live process owns it or runs the file.
     """
-    from taskloom.engine._store.lock import WorkflowLock
-    from taskloom.engine.store import SQLiteStore
+    from taskloom.engine.store import SQLiteStore, WorkflowLock
 
     lock = None
     if workflow.path is not None:

@@ -405,16 +405,40 @@ class SQLiteStore:
         self._inflight.ended(slot)
 
     def _take_over(self) -> None:
-        """As the new owner: end whatever an earlier owner left running, and mark the
-        store with this process's token so that a later owner can do the same."""
-        from ._jobs import reaper, survivors
+        """As the new owner: claim the supervised folder, read what supervisors recorded
+        (commands that outlived their owner are adopted by recovery, not ended), end
+        whatever else an earlier owner left running, and mark the store with this
+        process's token so that a later owner can do the same."""
+        from ._jobs import reaper, supervision, survivors
 
         own = reaper.ensure_started()
+        self.owner_token = own
+        self.supervised_folder: Path | None = supervision.supervised_folder(self.path)
+        running = self.running_attempts()
+        try:
+            # First: from now on no supervisor starts what an earlier owner asked for.
+            supervision.prepare_folder(self.supervised_folder, own)
+        except OSError as exc:  # a read-only folder: commands end with their owner
+            log.warning("%s: commands cannot be handed on (%s)", self.supervised_folder, exc)
+            self.supervised_folder = None
+            self.supervised = {}
+        else:
+            self.supervised = supervision.scan(self.supervised_folder, {k for k, _ in running})
         earlier = self.meta("owner_token")
+        claimed = {
+            key for key, attempt in self.supervised.items()
+            if attempt.alive or attempt.end is not None
+        }  # fmt: skip
+        left = [process for key, process in running if key not in claimed]
+        tokens = [] if earlier == own else [earlier]
+        for key, attempt in self.supervised.items():  # supervisors killed with their owner
+            if key not in claimed and key in dict(running) and attempt.pid is not None:
+                left.append((attempt.pid, attempt.pgid, attempt.proc_started))
+                tokens.append(attempt.token)
         # The mark is per process: if this process owned the store before, its mark is
         # also on every command its other stores run now (two windows). The recorded
         # processes (pid, group, start time) still find what that earlier owner left.
-        survivors.terminate_survivors(self.running_processes(), None if earlier == own else earlier)
+        survivors.terminate_survivors(left, tokens)
         self.set_meta("owner_token", own)
 
     @classmethod
@@ -787,6 +811,12 @@ class SQLiteStore:
         # A clean close: nothing runs any more (a failed store leaves the file for
         # the next owner, which replays what is still noted).
         self._inflight.close(remove=self._failure is None)
+        from ._jobs import supervision
+
+        supervisor = supervision.existing_client()
+        if supervisor is not None and self.supervised_folder is not None:
+            # Its records of this store are done with, unless commands were handed over.
+            supervisor.release(self.supervised_folder)
         if self._owner_lock is not None:
             self._owner_lock.release()
         for lock in self._held:
@@ -849,7 +879,21 @@ class SQLiteStore:
         sql += " ORDER BY started DESC, number DESC LIMIT ?"
         args.append(limit)
         columns = ATTEMPT_COLUMNS
-        return [dict(zip(columns, row, strict=True)) for row in self._query(sql, args)]
+        rows = [dict(zip(columns, row, strict=True)) for row in self._query(sql, args)]
+        if self._thread is None and any(row["outcome"] == "running" for row in rows):
+            self._supervised_ends(rows)
+        return rows
+
+    def _supervised_ends(self, rows: list[dict]) -> None:
+        """A reader's view of attempts still running in the store: the end a command's
+        supervisor recorded after its owner died, before a next owner took it in."""
+        from ._jobs import supervision
+
+        found = supervision.scan(supervision.supervised_folder(self.path))
+        for row in rows:
+            attempt = found.get((row["run"], row["task_id"], row["number"]))
+            if row["outcome"] == "running" and attempt is not None:
+                row.update(supervision.end_as_row(attempt))
 
     def recent_attempts(self, keep: int) -> dict[str, list[dict]]:
         """The last ``keep`` attempts of every task, oldest first, keyed by task id."""
@@ -1000,10 +1044,16 @@ class SQLiteStore:
 
     def running_processes(self) -> list[tuple]:
         """(pid, pgid, proc_started) of every attempt still marked running."""
-        return self._query(
-            "SELECT pid, pgid, proc_started FROM attempts"
-            " WHERE outcome = 'running' AND pid IS NOT NULL"
+        return [process for _, process in self.running_attempts() if process[0] is not None]
+
+    def running_attempts(self) -> list[tuple[tuple[int, str, int], tuple]]:
+        """((run, task id, number), (pid, pgid, proc_started)) of every attempt still
+        marked running."""
+        rows = self._query(
+            "SELECT run, task_id, number, pid, pgid, proc_started FROM attempts"
+            " WHERE outcome = 'running'"
         )
+        return [((r[0], r[1], r[2]), (r[3], r[4], r[5])) for r in rows]
 
     def forget_tasks(self, task_ids, ended: float, error: str) -> None:
         """Drop tasks from the current run (their attempts stay): the workflow file

@@ -11,7 +11,10 @@ Closing the window, quitting, or opening another workflow stops the engine with
 are left READY in the store (the next open runs them again), and the store is
 closed once the engine has written its last state. A person closing a window
 whose run has recurring tasks is first asked whether to hand the schedule to a
-headless ``taskloom run`` instead.
+headless ``taskloom run`` instead: then the engine stops with
+``shutdown(hand_over=True)``, running commands go on under their supervisor, and
+the headless owner adopts them. A window killed without warning leaves its
+commands running too; the next window or ``taskloom run`` on the store adopts them.
 
 A workflow whose store another live process owns is not run a second time: the
 window watches that run (``watching.py``) and can take it over once it stops.
@@ -130,8 +133,8 @@ def ask_keep_schedule(window, name: str) -> str:
     box.setWindowTitle("Taskloom: keep the schedule running?")
     box.setText(f"{name} has recurring tasks. Keep running them after this window closes?")
     box.setInformativeText(
-        "In the background, a headless 'taskloom run' takes the run over: tasks "
-        "running now are stopped and start again there. Open the workflow again to "
+        "In the background, a headless 'taskloom run' takes the run over: commands "
+        "running now go on and it records their ends. Open the workflow again to "
         "watch it."
     )
     keep = box.addButton("Keep running in the background", QMessageBox.ButtonRole.AcceptRole)
@@ -194,6 +197,9 @@ class WorkflowSession:
                 started=False,
             )
             self._reader = self.window.history_reader
+            # Commands an earlier owner left running are running: the run goes on at
+            # once, so their ends are recorded (nothing else waits for Start then).
+            start = start or bool(self.scheduler.adopted_tasks())
             if start:  # refusals go to the caller, who opens nothing
                 self.scheduler.start()
                 self.window.set_started(True)
@@ -324,21 +330,25 @@ class WorkflowSession:
 
     def stop(self) -> None:
         """Stop the engine without blocking the GUI: running programs are terminated
-        (their tasks stay READY), then the store is closed. Idempotent."""
+        (their tasks stay READY), or, when the run is handed to a background owner,
+        left running for it to adopt; then the store is closed. Idempotent."""
         if self._stopper is not None:
             return
         self.window.stop_history()  # no new store reads; one running is joined below
-        # At once: nothing new starts and running programs get their SIGTERM; the
-        # thread then waits for them to end and for the store's last writes.
-        self.scheduler.shutdown(wait=False, cancel_running=True)
+        # At once: nothing new starts and running programs get their SIGTERM (or are
+        # handed over); the thread then waits for that and for the store's last writes.
+        self.scheduler.shutdown(wait=False, **self._stop_mode())
         self._stopper = threading.Thread(
             target=self._shut_down, name="taskloom-session-stop", daemon=True
         )
         self._stopper.start()
 
+    def _stop_mode(self) -> dict:
+        return {"hand_over": True} if self.hand_off else {"cancel_running": True}
+
     def _shut_down(self) -> None:
         try:
-            self.scheduler.shutdown(wait=True, cancel_running=True)
+            self.scheduler.shutdown(wait=True, **self._stop_mode())
         finally:
             if self.executor is not None:
                 self.executor.shutdown(wait=True, cancel_futures=True)

@@ -23,9 +23,10 @@ from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from .._jobs.context import RemoteResult, RunContext, _current, run_in_context
+from .._jobs.supervision import SUPERVISED_WORKER
 from .._schedule.timers import TimerQueue
 from ..clock import Clock
-from ..command import Command
+from ..command import Command, CommandDetached
 from ..errors import TaskCancelled
 from ..executors import SyncExecutor
 from ..models import Attempt
@@ -163,6 +164,13 @@ class Dispatcher:
         # once stopping is set, when nothing adds to the list any more.
         self.threads: list[threading.Thread] = []
         self.local = threading.local()  # .run: the attempt whose code this thread runs
+        # Runs recovery adopted (commands an earlier owner started), each waited for on a
+        # thread of its own from start(); guarded by the core lock.
+        self.adopted: list[Run] = []
+        # Own workers take new work only while fewer than ``workers`` runs are in
+        # flight: as many workers as adopted runs still in flight stay parked.
+        self._adopted_in_flight = 0
+        self._parked = 0
 
     # ------------------------------------------------------------------ threads
     def start_threads(self) -> None:
@@ -173,13 +181,17 @@ class Dispatcher:
                 self._spawn(self.worker_loop, f"taskloom-worker-{i}")
         if not self._clock.manual:
             self._spawn(self._timers.loop, "taskloom-timers")
+        adopted, self.adopted = self.adopted, []
+        for run in adopted:
+            self._spawn(partial(self._wait_adopted, run), f"taskloom-adopted-{run.task.id}")
 
     def forget_threads(self) -> None:
         """A failed start(): its threads were joined, the next start() makes new ones."""
         self.threads = []
 
     def threads_needed(self) -> int:
-        return (self.workers if self.executor is None else 0) + (not self._clock.manual)
+        own = self.workers if self.executor is None else 0
+        return own + (not self._clock.manual) + len(self.adopted)
 
     def _spawn(self, target: Callable[[], None], name: str) -> None:
         thread = threading.Thread(target=target, name=name, daemon=True)
@@ -216,6 +228,52 @@ class Dispatcher:
         """Take the task's ready entry off the heap (cancel, remove, pause)."""
         self.ready.discard(task.ready)
         task.ready = None
+
+    def adopt(
+        self, task: Task, record: Attempt, wait_end: Callable[[], Any], log_path: str | None
+    ) -> None:
+        """Recovery: attempt ``record`` of ``task`` is a command an earlier owner started
+        that outlived it (or ended after it) under its supervisor. It is in flight here
+        from its real start, holds a worker slot, and a thread started with the engine
+        waits for its end (``wait_end``) as a worker would for the task's code."""
+        ctx = RunContext(task.id, record.number, self._log_dir)
+        ctx.log_path = log_path
+        ctx.worker = record.worker
+        run = Run(task, record.number, ctx, record.started)
+        run.adopted = wait_end
+        task.add_run(run)
+        self.running += 1
+        if self.executor is None:
+            self._adopted_in_flight += 1
+        if task.timeout is not None:
+            run.timeout_entry = self._timers.add_timeout(record.started + task.timeout, run)
+        self.adopted.append(run)
+
+    def adopted_end(self, run: Run, now: float) -> float:
+        """When an adopted command ended, on this clock: its supervisor's record of it
+        (the end may predate this owner), else now."""
+        ended_wall = run.ctx.ended_wall
+        if ended_wall is None:
+            return now
+        return min(now, ended_wall - (self._clock.wall().timestamp() - now))
+
+    def _wait_adopted(self, run: Run) -> None:
+        """An adopted run's thread: its end is the run's outcome, as the code's would be."""
+        error: BaseException | None = None
+        tb: str | None = None
+        token = _current.set(run.ctx)
+        try:
+            assert run.adopted is not None
+            run.adopted()
+        except BaseException as exc:  # any failure is the task's outcome
+            error, tb = exc, _task_traceback(exc)
+        finally:
+            _current.reset(token)
+        try:
+            self._future_outcome(run, error, tb)
+        except BaseException as exc:  # an engine bug must not pass unseen
+            with self._core.lock:
+                self._lifecycle.engine_error("an adopted command", exc, run)
 
     def enqueue_restored(self, task: Task) -> None:
         """Recovery: the task is ready as restored (due now, as it was stored)."""
@@ -268,19 +326,25 @@ class Dispatcher:
             run.timeout_entry = self._timers.add_timeout(now + task.timeout, run)
         if task.history is None:
             task.history = []
-        # Every field: no end, error, output, log, exit code or worker yet; task_id and
-        # run are None on the engine's own records.
+        # Every field: no end, error, output, log, exit code yet; the worker only for a
+        # command given to a supervisor (recovery tells one that never started by it);
+        # task_id and run are None on the engine's own records.
+        worker = None
+        journal = self._journal
+        supervised = journal is not None and self._local_executor and _needs_durable_start(run)
+        if supervised and journal.supervise(run):
+            worker = SUPERVISED_WORKER
         record: Attempt = _new_tuple(
             Attempt,
-            (run.attempt, now, None, Outcome.RUNNING, None, None, None, None, None, None,
+            (run.attempt, now, None, Outcome.RUNNING, None, None, None, None, None, worker,
              None, None),
         )  # fmt: skip
         task.history.append(record)
-        if self._journal is not None:
-            row = self._journal.put_attempt(task, record)
+        if journal is not None:
+            row = journal.put_attempt(task, record)
             if not _needs_durable_start(run):
                 run.start_row = row
-            self._journal.record_processes(run)
+            journal.record_processes(run)
         if task.state is RUNNING:
             self._events.emit(task, "running")  # another parallel run of a recurring task
         else:
@@ -310,6 +374,13 @@ class Dispatcher:
         if self.running == 0:
             self._core.notify_settled()
         task = run.task
+        if error is not None and error.__class__ is CommandDetached:
+            if run.adopted is not None and self.executor is None:
+                self._adopted_in_flight -= 1
+            return  # handed over: its end is the store's next owner's to record
+        if run.adopted is not None and self.executor is None:
+            self._adopted_in_flight -= 1
+            self._core.work_cond.notify_all()  # its slot is free: a parked worker goes on
         if run.done:  # timed out: its outcome is recorded, the task's next start waited
             if run.lingers:
                 run.lingers = False
@@ -336,12 +407,15 @@ class Dispatcher:
         self._timers.discard(run.timeout_entry)
         run.timeout_entry = None
         ctx = run.ctx
+        ended = self._clock.now()
+        if run.adopted is not None:  # it may have ended before this owner came
+            ended = self.adopted_end(run, ended)
         record: Attempt = _new_tuple(  # Attempt(...) without its Python-level __new__
             Attempt,
             (
                 run.attempt,
                 run.started,
-                self._clock.now(),
+                ended,
                 Outcome.SUCCEEDED,
                 None,
                 None,
@@ -490,6 +564,13 @@ class Dispatcher:
                                 self.finish(ended, error, tb)
                         except Exception as exc:
                             self._lifecycle.engine_error("a worker", exc, ended)
+                    while self._adopted_in_flight > self._parked and not core.stopping:
+                        # An adopted command holds this worker's slot until it ends.
+                        self._parked += 1
+                        try:
+                            core.work_cond.wait()
+                        finally:
+                            self._parked -= 1
                     while (
                         not core.stopping
                         and (core.paused_all or not self.ready)

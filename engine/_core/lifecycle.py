@@ -730,12 +730,15 @@ class Lifecycle:
     ) -> None:
         """The attempt's final record; its outcome rides on the next event of the task."""
         ctx = run.ctx
+        ended = self._clock.now()
+        if run.adopted is not None:  # it may have ended before this owner came
+            ended = self.dispatcher.adopted_end(run, ended)
         record: Attempt = _new_tuple(  # Attempt(...) without its Python-level __new__
             Attempt,
             (
                 run.attempt,
                 run.started,
-                self._clock.now(),
+                ended,
                 outcome,
                 text,
                 tb,

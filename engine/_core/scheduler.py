@@ -258,13 +258,20 @@ class Scheduler:
             "use fewer workers"
         ) from error
 
-    def shutdown(self, wait: bool = True, *, cancel_running: bool = False) -> None:
+    def shutdown(
+        self, wait: bool = True, *, cancel_running: bool = False, hand_over: bool = False
+    ) -> None:
         """Stop starting work; with ``wait``, let running tasks finish and deliver events.
 
         ``cancel_running`` asks running tasks to stop (a command is terminated). Such
         an interrupted attempt does not count against the retry budget and leaves its
         task READY, so a run resumed from the store runs it again (Ctrl-C, closing
         the window).
+
+        ``hand_over`` (with a store) leaves running commands running under their
+        supervisor, their attempts running in the store, for the store's next owner
+        to adopt ("keep running in the background"); code that cannot be handed over
+        (in-process calls) is interrupted as with ``cancel_running``.
         """
         if wait:
             self._refuse_reentry("shutdown")
@@ -272,11 +279,14 @@ class Scheduler:
         with core.lock:
             core.closed = True
             core.stopping = True
-            if cancel_running:
+            if cancel_running or hand_over:
                 core.interrupting = True
                 for task in self._graph.tasks.values():
                     for run in task.runs:
-                        dispatcher.stop_run(run)
+                        if hand_over and (run.ctx.supervision is not None or run.adopted):
+                            core.defer(run.ctx.request_detach)
+                        else:
+                            dispatcher.stop_run(run)
             core.wake_all()
             deferred = core.take_deferred()
         # The stop requests, here: after a store failure no idle worker is left to run them.
@@ -745,6 +755,16 @@ class Scheduler:
         ``Attempt`` records; the store keeps them all."""
         with self._core.lock:
             return list(self._graph.get(task_id).history or ())
+
+    def adopted_tasks(self) -> list[str]:
+        """Tasks whose command an earlier owner of the store started and that still ran
+        (or ended unrecorded) when this scheduler opened it: they are RUNNING here and
+        their ends are recorded once the scheduler starts (``shutdown`` hands them on)."""
+        with self._core.lock:
+            return [
+                task.id for task in self._graph.tasks.values()
+                if any(run.adopted is not None for run in task.runs)
+            ]  # fmt: skip
 
     def live_log(self, task_id: str) -> str | None:
         """The log file the task's newest attempt in flight is writing (a command

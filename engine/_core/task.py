@@ -268,6 +268,7 @@ class Run:
         "released",
         "lingers",
         "start_row",
+        "adopted",
     )
 
     def __init__(self, task: Task, attempt: int, ctx: RunContext, started: float) -> None:
@@ -285,3 +286,6 @@ class Run:
         # The start row queued for the store, for in-process code (``Dispatcher.invoke``
         # notes it where a crash cannot erase it); None for commands and without a store.
         self.start_row: tuple | None = None
+        # A command started by an earlier owner of the store, adopted by recovery:
+        # what waits for its end (instead of the task's code); None for our own runs.
+        self.adopted: Callable[[], Any] | None = None

@@ -46,6 +46,10 @@ class RunContext:
         "exit_code",
         "worker",
         "on_process",
+        "env",
+        "supervision",
+        "detached",
+        "ended_wall",
         "_cancelled",
         "_callbacks",
         "_event",
@@ -61,6 +65,12 @@ class RunContext:
         self.worker: str | None = None  # where the attempt ran, when known
         # Set by an engine with a store: records the process a command started.
         self.on_process: Callable[[int, int], None] | None = None
+        self.env: dict[str, str] | None = None  # added to a command's environment
+        # Set by an engine with a store, for a command: what its supervisor records it
+        # under (folder, key, owner), so that the store's next owner can adopt it.
+        self.supervision: dict[str, Any] | None = None
+        self.detached = False  # handed over: the command goes on, its end is not ours
+        self.ended_wall: float | None = None  # when a command ended, if not just now
         # Built lazily: most runs are never cancelled, and an Event costs a lock.
         self._cancelled = False
         self._callbacks: list[Callable[[], object]] | None = None
@@ -96,6 +106,12 @@ class RunContext:
                 self._callbacks.append(callback)
                 return
         _safe_call(callback)
+
+    def request_detach(self) -> None:
+        """Hand the attempt over (``shutdown(hand_over=True)``): a command goes on under
+        its supervisor; code that cannot be handed over is asked to stop."""
+        self.detached = True
+        self.request_cancel()
 
     def request_cancel(self) -> None:
         """Ask the attempt to stop: sets the flag and calls the registered callbacks once."""

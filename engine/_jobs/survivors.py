@@ -71,10 +71,11 @@ def _group_alive(pgid: int) -> bool:
 
 def terminate_survivors(
     records: Iterable[tuple[int | None, int | None, float | None]],
-    token: str | None,
+    tokens: str | Iterable[str | None] | None,
     grace: float = 3.0,
 ) -> int:
-    """End the recorded commands that still run, and every process carrying ``token``.
+    """End the recorded commands that still run, and every process carrying one of
+    ``tokens`` (an earlier owner's mark, or a killed supervisor's).
 
     ``records`` are (pid, pgid, start time) of attempts that were running when their
     owner stopped. Returns how many process groups or processes it ended.
@@ -104,6 +105,9 @@ def terminate_survivors(
             os.killpg(pgid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
             pass
-    if token:
-        ended += reaper.terminate_marked(token, grace=min(grace, reaper.GRACE))
+    if tokens is None or isinstance(tokens, str):
+        tokens = [tokens]
+    for token in tokens:
+        if token:
+            ended += reaper.terminate_marked(token, grace=min(grace, reaper.GRACE))
     return ended

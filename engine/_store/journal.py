@@ -99,6 +99,21 @@ class Journal:
 
         run.ctx.on_process = record
 
+    def supervise(self, run: Run) -> bool:
+        """A command's attempt: its supervisor records it in the store's folder under
+        (run, task, attempt), and starts it only while this owner owns the store, so
+        that the next owner adopts it if this one dies (``_jobs/supervision.py``)."""
+        store, task = self.store, run.task
+        if store.supervised_folder is None:
+            return False  # a store whose folder cannot be written: nothing to hand on
+        run.ctx.supervision = {
+            "folder": str(store.supervised_folder),
+            "key": [store.run, task.id, run.attempt],
+            "owner": store.owner_token,
+            "timeout": task.timeout,
+        }
+        return True
+
     def restore(
         self,
         core: Core,

@@ -27,7 +27,9 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from .._core.task import MAX_ATTEMPTS_KEPT, Task
+from .._jobs.supervision import SUPERVISED_WORKER
 from .._schedule.recurrence import CronRecurrence
+from ..command import Command, adopted_command
 from ..definitions import TaskDefinition
 from ..models import Attempt
 from ..options import Outcome
@@ -44,6 +46,7 @@ if TYPE_CHECKING:
 
 S = TaskState
 LOST = "lost: Taskloom stopped while this attempt was running"
+NOT_STARTED = "interrupted: its owner stopped before the command started"
 LOST_LIMIT = 3
 
 
@@ -153,6 +156,8 @@ class Recovery:
         state = task.state
         interrupted = last_attempt is not None and last_attempt[1] == Outcome.RUNNING
         if interrupted or state is S.RUNNING:
+            if interrupted and self._supervised(task, last_attempt[0]):
+                return  # adopted, or known never to have started
             if last_attempt is not None and last_attempt[1] == Outcome.SUCCEEDED:
                 self._set(task, S.SUCCEEDED)
                 task.successes = max(task.successes, 1)
@@ -189,6 +194,45 @@ class Recovery:
             task.retry_timer = self.timers.add(task.run_at, task, "retry")
         else:  # READY, or a time we cannot trust: run as soon as a worker is free
             self._make_ready(task)
+
+    def _supervised(self, task: Task, number: int) -> bool:
+        """The running attempt ``number`` of ``task`` was a command given to a supervisor
+        (its start row says so): adopt it when its supervisor still runs it or recorded
+        its end; run it again, not lost, when it never started. False when it is lost
+        (its supervisor died with it) or was no supervised command."""
+        history = task.history or []
+        record = history[-1] if history and history[-1].number == number else None
+        if record is None or not (record.worker or "").startswith(SUPERVISED_WORKER):
+            return False
+        attempt = self.store.supervised.get((self.store.run, task.id, number))
+        end = None if attempt is None else attempt.end
+        if attempt is None or (end is not None and end.get("error", "") or "").startswith(
+            "not started"
+        ):
+            self._not_started(task, record)
+            return True
+        if not attempt.alive and end is None:
+            return False  # its supervisor was killed too: lost
+        if task.recurrence is not None:
+            self._resume_cadence(task)
+        name = task.fn.__name__ if isinstance(task.fn, Command) else task.id
+        self.dispatcher.adopt(task, record, adopted_command(attempt, name), attempt.log_path)
+        task.error = None
+        self._set(task, S.RUNNING)
+        return True
+
+    def _not_started(self, task: Task, record: Attempt) -> None:
+        """Its owner stopped after writing the attempt's start but before its supervisor
+        started the command: nothing ran, so it runs again (not ``lost``, no budget)."""
+        now = self.clock.now()
+        history = task.history
+        assert history is not None
+        history[-1] = record._replace(ended=now, outcome=Outcome.INTERRUPTED, error=NOT_STARTED)
+        self.journal.put_attempt(task, history[-1])
+        task.budget_base += 1
+        if task.recurrence is not None:
+            self._resume_cadence(task)
+        self._make_ready(task)
 
     def _make_ready(self, task: Task) -> None:
         task.waiting_runs = 1

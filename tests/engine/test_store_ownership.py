@@ -123,15 +123,27 @@ def test_a_reader_reads_beside_a_live_owner(tmp_path):
 
 # ---------------------------------------------------------------- no orphans
 @pytest.mark.timeout(60)
-def test_commands_die_with_their_owner_when_it_is_killed(tmp_path):
+def test_commands_outlive_their_killed_owner_under_their_supervisor(tmp_path):
+    """With a store, a command and everything it started go on when their owner is
+    killed (its next owner adopts it: test_adoption.py); a stop is still a stop."""
     db, pids = tmp_path / "run.db", tmp_path / "pids"
     proc, (command, grandchild, escaped) = start_owner(db, pids)
     assert all(alive(p) for p in (command, grandchild, escaped))
     proc.send_signal(signal.SIGKILL)
     proc.wait()
-    killed_at = time.monotonic()
-    wait_for(lambda: not any(alive(p) for p in (command, grandchild, escaped)), timeout=5)
-    assert time.monotonic() - killed_at < 2.0
+    try:
+        # The owner's watcher ends what carries the owner's mark within about a second;
+        # the command carries its supervisor's, so it is spared.
+        watcher_gone_by = time.monotonic() + 2.0
+        while time.monotonic() < watcher_gone_by and any(alive(p) for p in (command,)):
+            time.sleep(0.05)
+        assert all(alive(p) for p in (command, grandchild, escaped))
+    finally:
+        for pid in (command, grandchild, escaped):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
 
 
 def _recorded_pid(db: Path):
@@ -143,7 +155,8 @@ def _recorded_pid(db: Path):
         reader.close()
 
 
-def _watcher_of(owner_pid: int) -> int:
+def _helper_of(owner_pid: int, script: bytes, position: int) -> int:
+    """The watcher (reaper.py) or supervisor (supervisor.py) of ``owner_pid``."""
     for name in os.listdir("/proc"):
         if name.isdigit():
             try:
@@ -151,24 +164,37 @@ def _watcher_of(owner_pid: int) -> int:
             except OSError:
                 continue
             if (
-                any(part.endswith(b"reaper.py") for part in cmdline)
-                and str(owner_pid).encode() in cmdline
+                any(part.endswith(script) for part in cmdline)
+                and len(cmdline) > position
+                and cmdline[position] == str(owner_pid).encode()
             ):
                 return int(name)
-    raise AssertionError(f"no watcher for {owner_pid}")
+    raise AssertionError(f"no {script.decode()} for {owner_pid}")
+
+
+def _watcher_of(owner_pid: int) -> int:
+    return _helper_of(owner_pid, b"reaper.py", 3)
+
+
+def _supervisor_of(owner_pid: int) -> int:
+    return _helper_of(owner_pid, b"supervisor.py", 5)
 
 
 @pytest.mark.timeout(60)
 def test_recovery_ends_a_survivor_before_the_task_runs_again(tmp_path):
-    """The second line: the watcher is gone too, so the command outlives its owner;
-    the next owner finds it by its recorded pid, group and start time (and mark)."""
+    """The second line: the supervisor and the watcher are gone too, so the command
+    outlives its owner with nobody to record its end; the next owner finds it by its
+    recorded pid, group and start time (and its supervisor's mark), ends it, and the
+    attempt is lost."""
     db, pids = tmp_path / "run.db", tmp_path / "pids"
     proc, (command, grandchild, escaped) = start_owner(db, pids)
     wait_for(lambda: _watcher_of(proc.pid) > 0, what="the watcher")
     wait_for(lambda: _recorded_pid(db) == command, what="the command's record")
-    os.kill(_watcher_of(proc.pid), signal.SIGKILL)
-    proc.send_signal(signal.SIGKILL)
+    watcher, supervisor = _watcher_of(proc.pid), _supervisor_of(proc.pid)
+    os.kill(watcher, signal.SIGKILL)
+    proc.send_signal(signal.SIGKILL)  # before its supervisor: it would end their commands
     proc.wait()
+    os.kill(supervisor, signal.SIGKILL)
     time.sleep(0.3)  # would the survivors die on their own? they must not, here
     assert all(alive(p) for p in (command, grandchild, escaped))
     reader = SQLiteStore.reader(db)
@@ -209,6 +235,7 @@ def test_a_recorded_pid_now_used_by_another_process_is_left_alone(tmp_path):
 
 def test_the_owner_marks_its_commands(tmp_path):
     from taskloom.engine import Scheduler
+    from taskloom.engine._jobs import supervision
     from taskloom.engine._jobs.reaper import current_token, ensure_started
     from taskloom.engine.command import Command
 
@@ -227,7 +254,10 @@ def test_the_owner_marks_its_commands(tmp_path):
     s.start()
     assert s.wait(20)
     s.shutdown()
-    assert out.read_text() == ensure_started() == current_token()
+    # A command carries its supervisor's mark (not the owner's: the owner's watcher
+    # ends what carries that once the owner is gone, and commands must outlive it).
+    assert out.read_text() == supervision.client().token
+    assert ensure_started() == current_token() != out.read_text()
 
 
 def test_reopening_a_store_this_process_owned_spares_its_other_runs_commands(tmp_path):

@@ -22,6 +22,7 @@ from pathlib import Path
 
 PRIVATE_FILE = 0o600
 PRIVATE_FOLDER = 0o700
+LOCK_ROOT = Path("/tmp")  # user_lock_dir's parent: the same for every environment
 
 
 class UnsafeFile(PermissionError):
@@ -152,11 +153,15 @@ def same_file(fd: int, path: str | os.PathLike) -> bool:
     return (here.st_dev, here.st_ino) == (there.st_dev, there.st_ino)
 
 
+def lock_dir_path() -> Path:
+    return LOCK_ROOT / f"taskloom-{os.geteuid()}"
+
+
 def user_lock_dir() -> Path:
     """One folder per user for the locks that must hold whatever the environment
     (``XDG_*``, ``--db``) and whatever happens to a store's folder: the same for a
     session, cron and systemd. ``/tmp/taskloom-<uid>``, 0700, this user's own."""
-    path = Path("/tmp") / f"taskloom-{os.geteuid()}"
+    path = lock_dir_path()
     try:
         os.mkdir(path, PRIVATE_FOLDER)
     except FileExistsError:

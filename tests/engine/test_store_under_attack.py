@@ -194,3 +194,24 @@ def test_deleting_the_watch_file_does_not_stop_new_windows_from_watching(owner, 
         until(lambda: second.task("slow").state is S.RUNNING)
     finally:
         second.close()
+
+
+def test_the_per_user_lock_folder_deleted_under_a_live_owner_is_made_again(tmp_path, monkeypatch):
+    from taskloom.engine._store import safe_files
+
+    monkeypatch.setattr(safe_files, "LOCK_ROOT", tmp_path / "tmp")
+    (tmp_path / "tmp").mkdir()
+    db = tmp_path / "run.db"
+    store = SQLiteStore(db)
+    try:
+        folder = safe_files.lock_dir_path()
+        assert len(list(folder.iterdir())) == 1
+        shutil.rmtree(folder)  # a cleaner of /tmp
+        until(lambda: folder.exists() and any(folder.iterdir()), what="the lock made again")
+        assert oct(folder.stat().st_mode & 0o777) == oct(0o700)
+        lock_path(db).unlink()  # and the lock beside the store: one lock still holds
+        with pytest.raises(StoreBusy):
+            SQLiteStore(db)
+        assert not store.failed
+    finally:
+        store.close()

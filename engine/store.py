@@ -289,6 +289,7 @@ class SQLiteStore:
         except BaseException:
             self._owner_lock.release()
             raise
+        self._beats.start()  # once the store is open: its heartbeat (see _beat_loop)
 
     def _open(self, durability: str) -> None:
         _check_owned(self.path)
@@ -334,7 +335,6 @@ class SQLiteStore:
         self._thread.start()
         self._stop_beats = threading.Event()
         self._beats = threading.Thread(target=self._beat_loop, name="taskloom-beat", daemon=True)
-        self._beats.start()
         self._take_over()
 
     def hold(self, lock) -> None:

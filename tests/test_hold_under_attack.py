@@ -109,6 +109,25 @@ def announcing_flow(folder: Path) -> tuple[Path, Path, Path]:
     return path, fifo, go
 
 
+# ---------------------------------------------------------------- item 1
+def test_a_deleted_lock_file_lets_no_cron_keep_alive_start_a_second_owner(tmp_path):
+    path, fifo, go = announcing_flow(tmp_path)
+    db = tmp_path / "run.db"
+    owner = start("run", path, "--db", db)
+    try:
+        with open(fifo) as stream:
+            stream.read()
+        Path(f"{db}.lock").unlink()  # rm *.lock, or a tmp cleaner ageing files by mtime
+        second = taskloom("run", path, "--db", db, timeout=30)
+    finally:
+        go.touch()
+    out, err = owner.communicate(timeout=30)
+    assert second.returncode == 75, second.stderr
+    assert f"is in use by taskloom run (pid {owner.pid} on " in second.stderr
+    assert owner.returncode == 0, out + err  # its command was left alone
+    assert "first" in out and "succeeded" in out
+
+
 # ---------------------------------------------------------------- item 2
 def test_a_second_run_of_a_file_with_another_data_dir_and_db_is_refused(tmp_path):
     path, fifo, go = announcing_flow(tmp_path)

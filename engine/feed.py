@@ -220,6 +220,7 @@ class WatcherPresence:
     def __init__(self, store_path):
         self._path = watch_path(store_path)
         self._fd = -1
+        self._told = False  # a refusal is logged once, not every round
         self._open()
 
     def _open(self) -> None:
@@ -230,7 +231,9 @@ class WatcherPresence:
         try:
             fd = open_private(self._path, os.O_RDWR | os.O_CREAT)
         except (OSError, UnsafeFile) as exc:
-            log.warning("cannot open %s to see who watches: %s", self._path, exc)
+            if not self._told:
+                self._told = True
+                log.warning("cannot open %s to see who watches: %s", self._path, exc)
             return
         if self._fd >= 0:
             os.close(self._fd)

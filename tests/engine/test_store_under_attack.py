@@ -215,3 +215,19 @@ def test_the_per_user_lock_folder_deleted_under_a_live_owner_is_made_again(tmp_p
         assert not store.failed
     finally:
         store.close()
+
+
+def test_a_link_planted_as_the_watch_file_is_not_followed_and_said_once(tmp_path, caplog):
+    from taskloom.engine.feed import WatcherPresence
+
+    precious = tmp_path / "precious.txt"
+    precious.write_text("keep")
+    watch_path(tmp_path / "run.db").symlink_to(precious)
+    presence = WatcherPresence(tmp_path / "run.db")
+    try:
+        assert [presence.any() for _ in range(3)] == [False] * 3
+    finally:
+        presence.close()
+    said = [r.getMessage() for r in caplog.records if "who watches" in r.getMessage()]
+    assert len(said) == 1 and "a symbolic link; refusing to follow it" in said[0]
+    assert precious.read_text() == "keep"

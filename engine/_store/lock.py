@@ -29,7 +29,15 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from .safe_files import UnsafeFile, lock_dir_path, open_private, same_file, user_lock_dir
+from .safe_files import (
+    UnsafeFile,
+    fallback_lock_dir,
+    lock_dir_path,
+    open_private,
+    own_folder,
+    same_file,
+    user_lock_dir,
+)
 
 HEARTBEAT = 1.0  # seconds between the owner's beats (lock files rewritten, paths checked)
 RECORD_BYTES = 4096  # a lock file's record, padded: a beat overwrites it in place
@@ -162,8 +170,8 @@ class OwnerLocks:
             if same_file(fd, path):
                 continue
             try:
-                if path.parent == lock_dir_path():  # the whole folder deleted (rm -rf /tmp/...)
-                    user_lock_dir()
+                if path.parent in (lock_dir_path(), fallback_lock_dir()):
+                    own_folder(path.parent)  # the whole folder deleted (rm -rf /tmp/...)
                 new = _take(path)
             except _Busy:
                 who = _describe(path).describe()

@@ -160,12 +160,34 @@ def lock_dir_path() -> Path:
 def user_lock_dir() -> Path:
     """One folder per user for the locks that must hold whatever the environment
     (``XDG_*``, ``--db``) and whatever happens to a store's folder: the same for a
-    session, cron and systemd. ``/tmp/taskloom-<uid>``, 0700, this user's own."""
-    path = lock_dir_path()
+    session, cron and systemd. ``/tmp/taskloom-<uid>``, 0700, this user's own. If
+    another user took that name first (a planted folder or link), every process of
+    this user finds the same refusal and uses ``fallback_lock_dir()`` instead."""
     try:
-        os.mkdir(path, PRIVATE_FOLDER)
-    except FileExistsError:
-        pass
+        return own_folder(lock_dir_path())
+    except UnsafeFile:
+        return own_folder(fallback_lock_dir())
+
+
+def fallback_lock_dir() -> Path:
+    """``~/.cache/taskloom-locks`` of the user's account (its passwd entry, not
+    ``$HOME``: the same under cron and systemd)."""
+    if FALLBACK_ROOT is not None:
+        return FALLBACK_ROOT / "taskloom-locks"
+    import pwd
+
+    try:
+        home = Path(pwd.getpwuid(os.geteuid()).pw_dir)
+    except KeyError:  # a uid without an account (a container): $HOME it is
+        home = Path.home()
+    return home / ".cache" / "taskloom-locks"
+
+
+FALLBACK_ROOT: Path | None = None  # tests: instead of the account's home
+
+
+def own_folder(path: Path) -> Path:
+    make_folders(path)
     st = os.lstat(path)
     if stat.S_ISLNK(st.st_mode) or not stat.S_ISDIR(st.st_mode):
         raise UnsafeFile(f"{path}: not a folder; refusing to keep Taskloom's locks there")

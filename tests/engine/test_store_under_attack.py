@@ -231,3 +231,27 @@ def test_a_link_planted_as_the_watch_file_is_not_followed_and_said_once(tmp_path
     said = [r.getMessage() for r in caplog.records if "who watches" in r.getMessage()]
     assert len(said) == 1 and "a symbolic link; refusing to follow it" in said[0]
     assert precious.read_text() == "keep"
+
+
+def test_a_lock_folder_another_user_planted_in_tmp_is_not_used_nor_a_refusal(tmp_path, monkeypatch):
+    from taskloom.engine._store import safe_files
+
+    if os.geteuid() != 0:
+        pytest.skip("making a folder another user's needs root")
+    monkeypatch.setattr(safe_files, "LOCK_ROOT", tmp_path / "tmp")
+    monkeypatch.setattr(safe_files, "FALLBACK_ROOT", tmp_path / "home")
+    planted = safe_files.lock_dir_path()
+    planted.mkdir(parents=True, mode=0o777)
+    os.chown(planted, 54321, 54321)  # another user's, made before ours
+    db = tmp_path / "run.db"
+    store = SQLiteStore(db)
+    try:
+        assert list(planted.iterdir()) == []  # nothing of ours in their folder
+        fallback = safe_files.fallback_lock_dir()
+        assert len(list(fallback.iterdir())) == 1
+        assert oct(fallback.stat().st_mode & 0o777) == oct(0o700)
+        lock_path(db).unlink()
+        with pytest.raises(StoreBusy):  # the fallback lock holds as the other would
+            SQLiteStore(db)
+    finally:
+        store.close()

@@ -85,8 +85,9 @@ class WatchStatus(QWidget):
         who = f"{owner.program} (pid {owner.pid} on {owner.host})" if owner else "The owner"
         self.label.setText(f"■ {who} stopped at {at}")
         self.label.setToolTip(
-            "The process that ran this workflow has stopped: nothing runs it now. "
-            "Take over resumes the run in this window (attempts it left running run again)."
+            "The process that ran this workflow has stopped: nothing starts new work. "
+            "Commands it started go on under their supervisor. Take over resumes the run "
+            "in this window, which adopts them and records their ends."
         )
         self.take_over.show()
         self.window_.setWindowTitle(f"{self.name} — stopped — Taskloom")

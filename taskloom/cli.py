@@ -594,6 +594,12 @@ def run_workflow(args) -> int:
     monitor.on_output_lost = stop_signals.output_lost
     with reporter:
         reporter.note(opened.note)
+        adopted = scheduler.adopted_tasks()
+        if adopted:  # the previous owner died; its commands went on under their supervisor
+            reporter.note(
+                f"adopted {len(adopted)} command{'s' if len(adopted) > 1 else ''} the previous "
+                f"owner left running: {', '.join(adopted)}"
+            )
         monitor.seed(scheduler.tasks())
         try:
             scheduler.start()

@@ -49,7 +49,9 @@ def gated_body(ledger: Path, gate: Path, code: int = 0) -> str:
         "import os, sys, time\n"
         f"open({str(ledger)!r}, 'a').write(f'start {{os.getpid()}}\\n')\n"
         "print('output before the owner died', flush=True)\n"
-        f"while not os.path.exists({str(gate)!r}): time.sleep(0.01)\n"
+        "give_up = time.monotonic() + 60  # a failed test leaves nothing waiting for ever\n"
+        f"while not os.path.exists({str(gate)!r}) and time.monotonic() < give_up:\n"
+        "    time.sleep(0.01)\n"
         "print('output after', flush=True)\n"
         f"open({str(ledger)!r}, 'a').write('end\\n')\n"
         f"sys.exit({code})\n"
@@ -98,7 +100,15 @@ def command_pid(ledger: Path) -> int:
 
 @pytest.fixture
 def files(tmp_path):
-    return tmp_path / "run.db", tmp_path / "ledger", tmp_path / "gate"
+    ledger = tmp_path / "ledger"
+    yield tmp_path / "run.db", ledger, tmp_path / "gate"
+    if ledger.exists():  # a failed test: end the commands it left waiting
+        for line in ledger_lines(ledger):
+            if line.startswith("start "):
+                try:
+                    os.kill(int(line.split()[1]), signal.SIGKILL)
+                except (ProcessLookupError, ValueError):
+                    pass
 
 
 @pytest.mark.timeout(60)

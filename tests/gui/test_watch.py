@@ -301,10 +301,11 @@ def test_the_watcher_says_when_the_owner_dies_and_takes_the_run_over(
     session = s.current
     assert isinstance(session, WorkflowSession) and session is not watch
     assert read_owner(db).pid == os.getpid()
-    # The run resumes here: the killed owner's attempt was lost and runs again.
+    # The run resumes here: the killed owner's command went on, and is adopted.
     qtbot.waitUntil(lambda: session.window.bridge.tasks["slow"].state is S.RUNNING, timeout=10000)
-    outcomes = [str(a.outcome) for a in session.scheduler.attempts("slow")]
-    assert outcomes[-1] == "running"
+    attempts = session.scheduler.attempts("slow")
+    assert [(a.number, str(a.outcome)) for a in attempts] == [(1, "running")]
+    assert session.scheduler.adopted_tasks() == ["slow"]
     assert session.window.bridge.tasks["broken"].state is S.FAILED  # kept as it was
 
 

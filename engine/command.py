@@ -29,10 +29,13 @@ import stat
 import tempfile
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from ._jobs import supervision
 from ._jobs.context import RunContext, current_run
 from .errors import TaskCancelled
+
+if TYPE_CHECKING:  # loaded on the first command: defining tasks needs none of it
+    from ._jobs import supervision
 
 MAX_LOG_BYTES = 5 * 1024 * 1024
 TAIL_BYTES = 4096
@@ -88,6 +91,8 @@ class Command:
         return os.path.basename(first) or first
 
     def __call__(self):
+        from ._jobs import supervision
+
         run = current_run()
         log_path = _new_log_path(run, self.__name__)
         env = {**os.environ, **self.env}
@@ -105,17 +110,18 @@ class Command:
             "tail_bytes": TAIL_BYTES,
             "grace": GRACE_SECONDS,
         }
-        if run is not None and run.supervision is not None:
-            request.update(run.supervision)  # with a store: recorded, adoptable by its next owner
-        pending = supervision.client().start(request)
-        pending.started.wait()
-        if run is not None and pending.pid is not None:
-            try:
+        if run is None:
+            pending = supervision.client().start(request)
+        else:
+            if run.supervision is not None:  # with a store: recorded, adoptable by its next owner
+                request.update(run.supervision)
+
+            def started(pending: supervision.Pending) -> None:  # on the reader thread
+                assert pending.pid is not None
                 run.process_started(pending.pid, pending.pgid or pending.pid)
-            except BaseException:  # unrecorded, it must not run on
-                pending.cancel()
-                pending.ended.wait()
-                raise
+
+            pending = supervision.client().start(request, started)
+            # A cancel before the program runs is carried out once it does.
             run.on_cancel(lambda: pending.detach() if run.detached else pending.cancel())
         pending.ended.wait()
         assert pending.end is not None
@@ -223,6 +229,8 @@ def adopted_command(attempt: supervision.SupervisedAttempt, name: str):
     started (``attempt``, as its supervisor recorded it) and returns or raises as the
     command's own call would have. A cancel or timeout ends its process group."""
 
+    from ._jobs import supervision
+
     def wait_end() -> None:
         run = current_run()
         if run is not None:
@@ -238,6 +246,8 @@ def _stop_adopted(attempt: supervision.SupervisedAttempt) -> None:
     """SIGTERM the adopted command's group now, SIGKILL after the grace (on a thread:
     the caller may be the GUI)."""
     import threading
+
+    from ._jobs import supervision
 
     supervision.signal_adopted(attempt, signal.SIGTERM)
 

@@ -2,6 +2,8 @@
 
 ``CronTrigger("30 2 * * *", tz="Europe/Berlin")`` gives the next wall-clock times
 of an expression (5 fields, or 6 with seconds first), computed by ``cronsim``.
+crontab's shorthands are read too: ``@yearly`` (``@annually``), ``@monthly``,
+``@weekly``, ``@daily`` (``@midnight``) and ``@hourly`` (``MACROS``).
 
 Daylight saving, for a job at a fixed time of day (minute and hour fields are
 not ``*`` or ``*/n``), follows Debian cron, which is what people expect:
@@ -26,6 +28,24 @@ from cronsim import CronSim, CronSimError
 
 from .errors import InvalidArgument
 
+# crontab(5)'s shorthands, as Vixie/Debian cron reads them. ``@reboot`` has no time.
+MACROS = {
+    "@yearly": "0 0 1 1 *",
+    "@annually": "0 0 1 1 *",
+    "@monthly": "0 0 1 * *",
+    "@weekly": "0 0 * * 0",
+    "@daily": "0 0 * * *",
+    "@midnight": "0 0 * * *",
+    "@hourly": "0 * * * *",
+}
+
+
+def expand(expr: str) -> str:
+    """The fields an expression stands for: a shorthand's (``@daily``), else itself
+    with its whitespace normalised. Case does not matter for a shorthand."""
+    text = " ".join(expr.split())
+    return MACROS.get(text.lower(), text)
+
 
 def zone(name: str) -> ZoneInfo:
     """The ``ZoneInfo`` for an IANA name; ``ValueError`` naming it if unknown."""
@@ -46,10 +66,16 @@ class CronTrigger:
         if not isinstance(expr, str):
             raise InvalidArgument(f"bad cron expression {expr!r}: expected a string", "cron")
         self.expr = " ".join(expr.split())
+        self.fields = expand(self.expr)  # what cronsim reads: "@daily" -> "0 0 * * *"
         self.tz = tz
         self.zone = zone(tz)
+        if self.fields.startswith("@"):
+            known = ", ".join(MACROS)
+            raise InvalidArgument(
+                f"bad cron expression {expr!r}: unknown shorthand (known: {known})", "cron"
+            )
         try:
-            CronSim(self.expr, datetime(2000, 1, 1, tzinfo=self.zone))
+            CronSim(self.fields, datetime(2000, 1, 1, tzinfo=self.zone))
         except CronSimError as exc:
             raise InvalidArgument(f"bad cron expression {expr!r}: {exc}", "cron") from None
         # An expression that parses can still never fire ("0 0 31 2 *" is caught by
@@ -61,7 +87,7 @@ class CronTrigger:
         if after.tzinfo is None or after.utcoffset() is None:
             raise ValueError(f"next_after needs an aware datetime, got {after!r}")
         local = after.astimezone(self.zone)
-        times = CronSim(self.expr, local)
+        times = CronSim(self.fields, local)
         try:
             fire = next(times)
             # cronsim works on naive wall time for fixed-time jobs, so from inside a
@@ -104,6 +130,6 @@ def describe(expr: str) -> str:
     ``ValueError`` naming the expression if it is not valid.
     """
     try:
-        return CronSim(" ".join(str(expr).split()), datetime(2000, 1, 1)).explain()
+        return CronSim(expand(str(expr)), datetime(2000, 1, 1)).explain()
     except CronSimError as exc:
         raise InvalidArgument(f"bad cron expression {expr!r}: {exc}", "cron") from None

@@ -23,7 +23,6 @@ field and the valid values.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 from dataclasses import dataclass, fields, replace
@@ -212,6 +211,8 @@ class TaskDefinition:
             deps=list(self.deps),
         )
         text = json.dumps(data, sort_keys=True, default=repr)
+        import hashlib  # only a run's store keeps fingerprints: list and validate need none
+
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 
     # -- the workflow file ----------------------------------------------------------

@@ -1,4 +1,5 @@
-"""Durations as people write them: "250ms", "90s", "5m", "2h", "1h30m", or plain seconds.
+"""Durations as people write them: "250ms", "90s", "5m", "2h", "1h30m", or plain seconds,
+and in systemd's spellings too ("30 sec", "5 min", "2 hours", "1 day", "1w", "1 week 2d").
 
 ``parse_duration`` turns any of those into float seconds; ``format_duration`` gives
 the shortest string that parses back to exactly the same number. Durations are
@@ -13,7 +14,20 @@ import re
 
 # Unit -> seconds. Milliseconds divide instead of multiply so "100ms" is exactly 0.1.
 _UNITS = {"d": 86400, "h": 3600, "m": 60, "s": 1, "ms": None}
-_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ms|d|h|m|s)")
+# systemd.time(7)'s spellings (and a few plurals it also takes), read as our units;
+# "w" is a week. Months and years are left out: their length is not one number.
+_SPELLINGS = {
+    "ms": "ms", "msec": "ms", "msecs": "ms", "millisecond": "ms", "milliseconds": "ms",
+    "s": "s", "sec": "s", "secs": "s", "second": "s", "seconds": "s",
+    "m": "m", "min": "m", "mins": "m", "minute": "m", "minutes": "m",
+    "h": "h", "hr": "h", "hrs": "h", "hour": "h", "hours": "h",
+    "d": "d", "day": "d", "days": "d",
+    "w": "w", "week": "w", "weeks": "w",
+}  # fmt: skip
+_WEEK = 7 * 86400
+_PART = re.compile(
+    r"(\d+(?:\.\d*)?|\.\d+)(" + "|".join(sorted(_SPELLINGS, key=len, reverse=True)) + r")(?![a-z])"
+)
 MAX_DURATION = 100 * 365.25 * 86400  # seconds in 100 years
 _NUMBER = re.compile(r"[+-]?(\d+(?:\.\d*)?|\.\d+)([eE][+-]?\d+)?")
 
@@ -44,11 +58,12 @@ def parse_duration(value) -> float:
     if not body or not re.fullmatch(f"(?:{_PART.pattern})+", body):
         raise ValueError(
             f"bad duration {value!r}: expected seconds or a string like "
-            "'250ms', '90s', '5m', '2h' or '1h30m'"
+            "'250ms', '90s', '5m', '2h', '1h30m' or '5 min'"
         )
     total = 0.0
-    for number, unit in _PART.findall(body):
-        scale = _UNITS[unit]
+    for number, spelling in _PART.findall(body):
+        unit = _SPELLINGS[spelling]
+        scale = _WEEK if unit == "w" else _UNITS[unit]
         total += float(number) / 1000 if scale is None else float(number) * scale
     return _bounded(value, sign * total)
 

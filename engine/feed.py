@@ -7,11 +7,11 @@ read while the owner writes) and follow what the owner publishes here.
 
 **Who watches.** A watcher holds a shared ``flock`` on ``<store>.watch`` while it
 is open; the owner probes it (an exclusive non-blocking lock it drops at once)
-every ``FEED_INTERVAL``. Both sides open the file the path names again when it
-was deleted or replaced (and never through a symbolic link). The kernel drops a
-dead watcher's lock, so nothing goes stale. With nobody watching, the feed
-writes nothing; its listener only keeps the newest ``HISTORY`` events, which a
-watcher that attaches gets first.
+every ``FEED_INTERVAL`` while watched, every ``UNWATCHED_INTERVAL`` while not.
+Both sides open the file the path names again when it was deleted or replaced
+(and never through a symbolic link). The kernel drops a dead watcher's lock, so
+nothing goes stale. With nobody watching, the feed writes nothing; its listener
+only keeps the newest ``HISTORY`` events, which a watcher that attaches gets first.
 
 **What it writes** (tables ``feed_events``, ``feed_tasks``, ``feed_log``,
 ``feed_state``; see ``store.MIGRATIONS``). When watching starts: every task, the
@@ -29,13 +29,19 @@ no second writer for SQLite's one write lock. Event times stay on the owner's
 clock; ``feed_state`` says how to turn them into wall time.
 
 **The control channel** is the ``control`` table: a watcher inserts a request
-(cancel, retry, run now, pause, resume, pause all, resume all) and the owner,
-which polls it every ``FEED_INTERVAL``, applies it through the ``Scheduler``'s
+(cancel, retry, run now, pause, resume, pause all, resume all, clear, clear with
+downstream) and the owner, which polls it at each probe, applies it through the
+``Scheduler``'s
 public calls and writes the answer (done, refused with the reason, or expired)
 into the same row. The watcher sees the effect through the normal events. The
 table outlives both sides: a request made while the owner restarts is applied by
 the next owner if it is at most ``CONTROL_TTL`` seconds old, and answered
-``expired`` otherwise.
+``expired`` otherwise. Anyone who can write the store can write a row, so a row is
+read with its size bounded (an action or task id over ``MAX_REQUEST_CHARS`` is
+refused unread, and blanked), one that is not a well-formed request is answered
+``refused``, and no row can stop a round: the others are applied and answered.
+Answered rows are pruned every ``CONTROL_PRUNE_EVERY`` seconds: those older than
+``CONTROL_KEEP``, and all but the newest ``CONTROL_KEEP_ROWS``.
 """
 
 from __future__ import annotations
@@ -58,13 +64,21 @@ from .states import TaskState
 log = logging.getLogger("taskloom.feed")
 
 FEED_INTERVAL = 0.1  # seconds between the owner's feed writes (and control polls)
+# While nobody watches: seconds between looks for a watcher (and for requests a
+# watcher left before it went); a window that starts watching waits at most this
+# for its first picture, and a run nobody watches is not woken ten times a second.
+UNWATCHED_INTERVAL = 0.5
 HEARTBEAT = 0.5  # seconds between writes while nothing changes, so watchers see it live
 FEED_TAIL = 500  # raw events written per interval; the task rows carry the rest
 FEED_KEEP = 5000  # feed_events rows kept for watchers that fall behind
 UPCOMING_LIMIT = 200
 HISTORY = 500  # recent events kept for a watcher that attaches
 CONTROL_TTL = 60.0  # seconds a request waits for an owner before it expires
-CONTROL_KEEP = 86400.0  # seconds answered requests are kept (dropped when watching starts)
+CONTROL_KEEP = 600.0  # seconds answered requests are kept (a watcher reads its answer in ~1 s)
+CONTROL_KEEP_ROWS = 10_000  # answered requests kept at most (a flood is pruned sooner)
+CONTROL_PRUNE_EVERY = 30.0  # seconds between prunes of answered requests
+CONTROL_ROUND = 500  # pending requests read per round (a flood is served over rounds)
+MAX_REQUEST_CHARS = 1024  # a longer action or task id is refused without being read
 ACTIONS_BUDGET = 0.002  # seconds a round may spend asking what each changed task allows
 SYNC_INTERVAL = 1.0  # seconds between folds of the feed_log entries into feed_tasks
 
@@ -100,6 +114,8 @@ CONTROL_ACTIONS = {
     "resume": "resume",
     "pause_all": "pause all",
     "resume_all": "resume all",
+    "clear": "clear",  # Scheduler.clear: run a settled one-shot task again
+    "clear_downstream": "clear",  # ... with the settled tasks downstream of it
 }
 
 
@@ -293,6 +309,7 @@ class FeedWriter:
         self._unsynced_actions: dict[str, str] = {}
         self._last_sync = 0.0
         self._applied: set[int] = set()  # control rows applied, answer not yet read back
+        self._last_prune = 0.0  # when answered control rows were last pruned
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self.writes = 0  # feed batches queued (for tests and the benchmark)
@@ -325,7 +342,8 @@ class FeedWriter:
                 self._tick()
             except Exception:  # the run must go on without its feed
                 log.exception("the watchers' feed failed a round")
-            if self._stop.wait(self.interval):
+            wait = self.interval if self._watched else max(self.interval, UNWATCHED_INTERVAL)
+            if self._stop.wait(wait):
                 return
 
     def _tick(self) -> None:
@@ -546,35 +564,91 @@ class FeedWriter:
 
     # -- control ---------------------------------------------------------------------
     def _serve_control(self) -> None:
+        limit = MAX_REQUEST_CHARS
         try:
             rows = self._reader.execute(
-                "SELECT id, action, task_id, requested FROM control WHERE status = 'pending'"
-                " ORDER BY id"
+                "SELECT id, typeof(action), substr(action, 1, ?), length(action),"
+                " typeof(task_id), substr(task_id, 1, ?), length(task_id),"
+                " CASE WHEN typeof(requested) IN ('integer', 'real') THEN requested END"
+                " FROM control WHERE status = 'pending' ORDER BY id LIMIT ?",
+                (limit + 1, limit + 1, CONTROL_ROUND),
             ).fetchall()
         except sqlite3.Error as exc:
             log.warning("cannot read watcher requests: %s", exc)
             return
         pending = {row[0] for row in rows}
         self._applied &= pending  # answered rows are no longer pending
-        answers = []
-        for rid, action, tid, requested in rows:
+        answers, oversized = [], []
+        for rid, action_type, action, action_len, tid_type, tid, tid_len, requested in rows:
             if rid in self._applied:
                 continue
             self._applied.add(rid)
-            age = time.time() - requested
-            if age > CONTROL_TTL:
-                text = f"not applied: asked {age:.0f}s ago, before this owner was there"
-                answers.append(("expired", text, time.time(), rid))
+            if (action_len or 0) > limit or (tid_len or 0) > limit:
+                oversized.append((rid,))
+                text = f"not applied: a request is at most {limit} characters"
+                answers.append(("refused", text, time.time(), rid))
                 continue
-            status, text = self.apply(action, tid)
+            try:  # one bad row must not keep the others unanswered
+                status, text = self._answer(action_type, action, tid_type, tid, requested)
+            except Exception as exc:
+                log.exception("a watcher request could not be applied")
+                status, text = "refused", f"not applied: {type(exc).__name__}"
             answers.append((status, text, time.time(), rid))
-        if answers:
-            self._queue(
-                lambda conn: conn.executemany(
-                    "UPDATE control SET status = ?, answer = ?, answered = ? WHERE id = ?",
-                    answers,
-                )
+        answered_before = time.time() - CONTROL_KEEP
+        prune = False
+        if time.time() - self._last_prune >= CONTROL_PRUNE_EVERY:
+            self._last_prune = time.time()
+            prune = self._answered_to_prune(answered_before)
+        if not answers and not prune:
+            return
+
+        def write(conn) -> None:
+            conn.executemany(
+                "UPDATE control SET status = ?, answer = ?, answered = ? WHERE id = ?", answers
             )
+            conn.executemany(  # what it said is not kept: only that it was refused
+                "UPDATE control SET action = substr(action, 1, 64),"
+                " task_id = substr(task_id, 1, 64) WHERE id = ?",
+                oversized,
+            )
+            if prune:
+                conn.execute(
+                    "DELETE FROM control WHERE status != 'pending' AND answered < ?",
+                    (answered_before,),
+                )
+                conn.execute(
+                    "DELETE FROM control WHERE status != 'pending' AND id < (SELECT id FROM"
+                    " control WHERE status != 'pending' ORDER BY id DESC LIMIT 1 OFFSET ?)",
+                    (CONTROL_KEEP_ROWS - 1,),
+                )
+
+        self._queue(write)
+
+    def _answered_to_prune(self, answered_before: float) -> bool:
+        """Whether answered requests are old enough, or many enough, to be pruned."""
+        try:
+            count, old = self._reader.execute(
+                "SELECT count(*), EXISTS (SELECT 1 FROM control WHERE status != 'pending'"
+                " AND answered < ?) FROM control WHERE status != 'pending'",
+                (answered_before,),
+            ).fetchone()
+        except sqlite3.Error:
+            return False
+        return bool(count > CONTROL_KEEP_ROWS or old)
+
+    def _answer(
+        self, action_type: str, action: object, tid_type: str, tid: object, requested: object
+    ) -> tuple[str, str]:
+        """The answer to one pending request, as read (types as SQLite names them)."""
+        if action_type != "text" or tid_type != "text":
+            return "refused", "not applied: a request names its action and task in text"
+        assert isinstance(action, str) and isinstance(tid, str)
+        if not isinstance(requested, (int, float)) or not math.isfinite(requested):
+            return "refused", "not applied: the request has no time it was made"
+        age = time.time() - requested
+        if age > CONTROL_TTL:
+            return "expired", f"not applied: asked {age:.0f}s ago, before this owner was there"
+        return self.apply(action, tid)
 
     def apply(self, action: str, tid: str) -> tuple[str, str]:
         """Apply one watcher request through the Scheduler's public calls: ("done" |
@@ -593,6 +667,9 @@ class FeedWriter:
             if action in ("pause", "resume"):
                 getattr(s, action)(tid)
                 return "done", f"{action}d {tid}"
+            if action in ("clear", "clear_downstream"):
+                cleared = s.clear(tid, downstream=action == "clear_downstream")
+                return "done", f"cleared {', '.join(cleared)}"
             if getattr(s, action)(tid):
                 return "done", f"{verb}: {tid}"
             state = s.task(tid).state.name.lower()

@@ -191,6 +191,20 @@ class FeedReader:
             ).fetchall()
         return [dict(zip(ATTEMPT_COLUMNS, r, strict=True)) for r in reversed(found)]
 
+    def newest_attempt(self, run: int, tid: str) -> tuple | None:
+        """(number, outcome, error, pid, proc_started) of ``tid``'s newest attempt in
+        ``run``, or None: what is known of it once its owner is gone."""
+        with self._lookup_lock:
+            if self._lookup is None:
+                self._lookup = sqlite3.connect(
+                    f"file:{self.path}?mode=ro", uri=True, check_same_thread=False
+                )
+            return self._lookup.execute(
+                "SELECT number, outcome, error, pid, proc_started FROM attempts"
+                " WHERE run = ? AND task_id = ? ORDER BY number DESC LIMIT 1",
+                (run, tid),
+            ).fetchone()
+
     def _answers(self, asked: tuple) -> list[tuple]:
         marks = ",".join("?" * len(asked))
         return self._conn.execute(

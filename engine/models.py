@@ -136,6 +136,11 @@ class Attempt(NamedTuple):
 _OUTCOMES: dict[str, Outcome] = {o.value: o for o in Outcome}
 
 
+# The longest delay a timer may have (about 250 years): a lock cannot wait much longer
+# (``threading.TIMEOUT_MAX`` is about 292 years), and its wall time must stay a datetime.
+MAX_TIMER_SECONDS = 250 * 365.25 * 86400.0
+
+
 @dataclass(frozen=True, slots=True)
 class RetryPolicy:
     """Retries with exponential backoff: delay = min(max_delay, base*factor**(n-1)) +-jitter."""
@@ -159,6 +164,11 @@ class RetryPolicy:
                 or value < 0
             ):
                 raise ValueError(f"RetryPolicy.{name} must be a finite number >= 0, got {value!r}")
+        if self.max_delay > MAX_TIMER_SECONDS:
+            raise ValueError(
+                f"RetryPolicy.max_delay must be at most {MAX_TIMER_SECONDS:.4g} s "
+                f"(250 years), got {self.max_delay!r}"
+            )
         if self.jitter > 1:
             raise ValueError(f"RetryPolicy.jitter is a fraction in [0, 1], got {self.jitter!r}")
 

@@ -20,11 +20,12 @@ import os
 import sqlite3
 import threading
 import time
+import uuid
 from collections import deque
 from pathlib import Path
 
 from ._jobs.survivors import start_time
-from ._store.inflight import InflightSlots, inflight_path, left_behind
+from ._store.inflight import InflightFileError, InflightSlots, inflight_path, left_behind
 from ._store.lock import HEARTBEAT, StoreLock
 from ._store.lock import WorkflowLock as WorkflowLock  # for runs.open_run
 from ._store.records import ATTEMPT_COLUMNS, ATTEMPT_WRITE, TASK_COLUMNS
@@ -171,6 +172,10 @@ def _make_folder(path: Path) -> None:
     except PermissionError as exc:
         where = exc.filename or path.parent
         raise StoreError(f"{path}: cannot create the store: {where} is not writable") from None
+    except OSError as exc:  # /proc/nope, a read-only file system, no space, ...
+        where = exc.filename or path.parent
+        reason = exc.strerror or str(exc)
+        raise StoreError(f"{path}: cannot create the store: {where}: {reason}") from None
 
 
 def _store_error(path: Path, exc: sqlite3.DatabaseError) -> StoreError:
@@ -268,6 +273,7 @@ class SQLiteStore:
     ``SQLiteStore.reader(path)`` opens one for reading only, beside a live owner."""
 
     _owner_lock: StoreLock | None  # None for a reader
+    close_problem: str | None = None  # what a clean close could not tidy (a read-only folder)
     _thread: threading.Thread | None  # the writer; None for a reader
 
     def __init__(self, path, *, durability: str = "normal"):
@@ -281,6 +287,9 @@ class SQLiteStore:
             raise StoreError(
                 f"{self.path}: cannot create the store: {self.path.parent} is not writable"
             ) from exc
+        except OSError as exc:  # its lock file cannot be made there (/proc, a full disk)
+            reason = exc.strerror or str(exc)
+            raise StoreError(f"{self.path}: cannot use the store: {reason}") from exc
         try:
             self._open(durability)
         except sqlite3.DatabaseError as exc:
@@ -309,8 +318,13 @@ class SQLiteStore:
         self._conn.execute(f"PRAGMA synchronous={durability.upper()}")
         self._migrate()
         self.run = self._stored_run()  # a workflow run: a fresh start counts up
-        self._replay_inflight()
-        self._inflight = InflightSlots(inflight_path(self.path))
+        self._store_id = self._own_id()
+        try:
+            self._replay_inflight()
+            self._inflight = InflightSlots(inflight_path(self.path), self._store_id)
+        except InflightFileError as exc:
+            self._conn.close()
+            raise StoreError(f"{self.path}: in-flight file: {exc.strerror}") from None
         self._read_lock = threading.Lock()  # the writer's connection is shared for reads
         self._queue: deque = deque()
         # Ops that may wait up to LAZY_DELAY to ride along with the next commit, so
@@ -376,19 +390,32 @@ class SQLiteStore:
                 self._failure = exc
             self._cond.notify_all()
 
+    def _own_id(self) -> str:
+        """This store's id (made once, kept in meta): it tags the in-flight rows, so
+        that a file left by another store at this path is not replayed here."""
+        row = self._conn.execute("SELECT value FROM meta WHERE key = 'store_id'").fetchone()
+        if row:
+            return str(row[0])
+        store_id = uuid.uuid4().hex
+        self._conn.execute("INSERT INTO meta (key, value) VALUES ('store_id', ?)", (store_id,))
+        return store_id
+
     def _replay_inflight(self) -> None:
         """Attempts an earlier owner was running in-process when it died, whose start
         row never reached the disk (``_store/inflight.py``): recovery counts them lost."""
-        rows = left_behind(inflight_path(self.path))
+        rows = left_behind(inflight_path(self.path), self._store_id)
         if not rows:
             return
+        # Only attempts of tasks the store has: a row of a task it no longer keeps
+        # would stay "running" for ever (nothing would ever end it).
+        known = {r[0] for r in self._conn.execute("SELECT id FROM tasks")}
+        rows = [row for row in rows if len(row) == len(ATTEMPT_WRITE) and row[1] in known]
         columns = ", ".join(ATTEMPT_WRITE)
         marks = ",".join("?" * len(ATTEMPT_WRITE))
         self._begin()
         try:
             self._conn.executemany(  # a committed row of the attempt (even its end) wins
-                f"INSERT OR IGNORE INTO attempts ({columns}) VALUES ({marks})",
-                [row for row in rows if len(row) == len(ATTEMPT_WRITE)],
+                f"INSERT OR IGNORE INTO attempts ({columns}) VALUES ({marks})", rows
             )
         except BaseException:
             self._conn.execute("ROLLBACK")
@@ -710,7 +737,7 @@ class SQLiteStore:
         updates: dict[str, tuple] = {}
         attempts: dict[tuple, tuple] = {}
         events: list[tuple] = []
-        deletes: list[str] = []
+        deletes: dict[str, None] = {}  # a task put again later in the batch is not deleted
         processes: list[tuple] = []
         feeds: list = []
         for op in batch:  # coalesce: the latest row per task and per attempt wins
@@ -724,13 +751,14 @@ class SQLiteStore:
             elif kind == "task":
                 tasks[op[1][0]] = op[1]
                 updates.pop(op[1][0], None)
+                deletes.pop(op[1][0], None)  # INSERT OR REPLACE: removed, then put back
             elif kind == "process":
                 pid, pgid, *where = op[1]
                 processes.append((pid, pgid, start_time(pid), *where))
             elif kind == "feed":
                 feeds.append(op[1])
             else:
-                deletes.append(op[1])
+                deletes[op[1]] = None
                 tasks.pop(op[1], None)
                 updates.pop(op[1], None)
         conn = self._conn
@@ -810,7 +838,9 @@ class SQLiteStore:
         self._conn.close()
         # A clean close: nothing runs any more (a failed store leaves the file for
         # the next owner, which replays what is still noted).
-        self._inflight.close(remove=self._failure is None)
+        problem = self._inflight.close(remove=self._failure is None)
+        if problem is not None:
+            self.close_problem = problem
         from ._jobs import supervision
 
         supervisor = supervision.existing_client()
@@ -862,11 +892,20 @@ class SQLiteStore:
         since: float | None = None,
         limit: int = 200,
         until: float | None = None,
+        run: int | None = None,
+        outcomes: tuple[str, ...] = (),
     ):
-        """Stored attempts of every run, newest first, as dicts (times are wall-clock
-        epoch seconds); ``since``/``until`` bound their start time."""
+        """Stored attempts of every run (or of ``run``), newest first, as dicts (times
+        are wall-clock epoch seconds); ``since``/``until`` bound their start time,
+        ``outcomes`` (e.g. ``("failed", "lost")``) keeps only those."""
         sql = f"SELECT {', '.join(ATTEMPT_COLUMNS)} FROM attempts WHERE 1=1"
         args: list = []
+        if run is not None:
+            sql += " AND run = ?"
+            args.append(run)
+        if outcomes:
+            sql += f" AND outcome IN ({', '.join('?' * len(outcomes))})"
+            args.extend(outcomes)
         if task_id is not None:
             sql += " AND task_id = ?"
             args.append(task_id)

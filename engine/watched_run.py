@@ -6,9 +6,9 @@ through ``subscribe``, ``snapshot``, ``tasks``, ``task``, ``upcoming``,
 so that the window's bridge and views do not care whose run they show. It only
 reads the store (a read-only SQLite connection; WAL readers never block the
 owner), except for the requests it sends: ``cancel``, ``retry``, ``run_now``,
-``pause`` and ``resume`` become rows of the store's ``control`` table, which the
-owner applies and answers (``take_answers``). Graph edits are refused with
-``WatchOnly``, which says how to edit.
+``pause``, ``resume`` and ``clear`` (``request`` sends any) become rows of the
+store's ``control`` table, which the owner applies and answers (``take_answers``).
+Graph edits are refused with ``WatchOnly``, which says how to edit.
 
 Events keep the owner's fields, times on the owner's clock (``clock`` is that
 clock as seen from here), and its ``seq`` unless that would not grow (a new
@@ -45,6 +45,10 @@ log = logging.getLogger("taskloom.watch")
 _OUTCOMES = {o.value: o for o in Outcome}
 
 POLL_INTERVAL = 0.1  # seconds between reads of the feed
+# A run that has been quiet for QUIET_POLLS reads (no event, no task row, no answer
+# awaited) is read every IDLE_POLL_INTERVAL instead, until something comes or we ask.
+QUIET_POLLS = 10
+IDLE_POLL_INTERVAL = 0.5
 OWNER_CHECK = 0.25  # seconds between looks at whether the owner still holds the store
 ATTACH_TIMEOUT = 5.0  # seconds to wait for the owner to notice us and publish its run
 STALE_BEATS = 4  # owner heartbeats missed before it counts as not answering
@@ -94,6 +98,51 @@ def _complete(info: TaskInfo, attempts: list[Attempt]) -> bool:
     if last.number < info.attempt:
         return False
     return info.state == TaskState.RUNNING or last.outcome != Outcome.RUNNING
+
+
+OWNER_GONE = "owner gone"  # the start of the error of a task its dead owner left unknown
+
+_ENDED_STATES = {
+    Outcome.SUCCEEDED.value: TaskState.SUCCEEDED,
+    Outcome.FAILED.value: TaskState.FAILED,
+    Outcome.CANCELLED.value: TaskState.CANCELLED,
+}
+
+
+def state_after_owner(
+    info: TaskInfo, newest: tuple | None, alive: bool
+) -> tuple[TaskState, str | None]:
+    """What a task the dead owner last showed RUNNING is, from the store's word alone:
+    ``newest`` is its newest attempt row (number, outcome, error), ``alive`` whether
+    that attempt's process still runs (a command its supervisor kept going is running).
+
+    An attempt with an outcome settles it as the outcome says; one without an outcome
+    whose process runs is RUNNING; any other is not known to run: READY (what taking
+    the run over makes of it) with an error that starts with ``OWNER_GONE``."""
+    if newest is not None:
+        number, outcome, error = newest
+        if outcome in _ENDED_STATES:
+            return _ENDED_STATES[outcome], error
+        if outcome == Outcome.RUNNING.value and alive:
+            return TaskState.RUNNING, info.error
+        what = f"attempt #{number} has no outcome" if outcome == "running" else outcome
+        return TaskState.READY, f"{OWNER_GONE}: {what} (nothing runs it now)"
+    return TaskState.READY, f"{OWNER_GONE}: it was about to start (nothing runs it now)"
+
+
+def _process_alive(pid: int | None, started: float | None) -> bool:
+    """Whether the attempt's process (as its row recorded it) still runs here."""
+    if not pid or pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass
+    if _zombie(pid):
+        return False
+    return started is None or start_time(pid) == started
 
 
 def _told(info: TaskInfo) -> tuple:
@@ -153,6 +202,7 @@ class WatchedRun:
         self.polls = 0
         self._writer: sqlite3.Connection | None = None
         self._closed = threading.Event()
+        self._hurry = threading.Event()  # a request was sent: read at once, then often
         self._watch_fd: int | None = None
         self._watch()  # the owner starts publishing
         try:
@@ -206,14 +256,25 @@ class WatchedRun:
 
     def _loop(self) -> None:
         next_owner_check = 0.0
-        while not self._closed.wait(self.interval):
+        quiet = 0  # reads in a row that found nothing new
+        while True:
+            idle = quiet >= QUIET_POLLS
+            self._hurry.wait(max(self.interval, IDLE_POLL_INTERVAL) if idle else self.interval)
+            if self._closed.is_set():
+                return
+            if self._hurry.is_set():
+                self._hurry.clear()
+                quiet = 0
             try:
-                self._poll()
-                if time.monotonic() >= next_owner_check and self.owner_alive:
+                quiet = 0 if self._poll() else quiet + 1
+                if time.monotonic() >= next_owner_check:
                     next_owner_check = time.monotonic() + OWNER_CHECK
-                    self._watch()
-                    if not self._owner_alive():
+                    if self.owner_alive:
+                        self._watch()  # a .watch deleted or replaced: lock the new one
+                    if self.owner_alive and not self._owner_alive():
                         self._owner_stopped()
+                    if not self.owner_alive:
+                        self._judge_after_owner()
             except sqlite3.Error as exc:
                 log.warning("reading the watched run failed: %s", exc)
             except Exception:
@@ -272,7 +333,49 @@ class WatchedRun:
             self.stopped_at = at or time.time()
             self.owner_alive = False
 
-    def _poll(self) -> None:
+    def _judge_after_owner(self) -> None:
+        """The owner is gone: each task it showed running is what the store says now
+        (``state_after_owner``); listeners hear every change, as events."""
+        with self._lock:
+            running = [
+                (tid, info)
+                for tid, info in self._tasks.items()
+                if info.state is TaskState.RUNNING
+                or (info.state is TaskState.READY and (info.error or "").startswith(OWNER_GONE))
+            ]
+            run = self._run
+        if not running:
+            return
+        deliver = []
+        for tid, info in running:
+            row = self._reader.newest_attempt(run, tid)
+            newest = None if row is None else row[:3]
+            alive = row is not None and _process_alive(row[3], row[4])
+            state, error = state_after_owner(info, newest, alive)
+            if (state, error) == (info.state, info.error):
+                continue
+            new = info._replace(state=state, error=error)
+            with self._lock:
+                if self._tasks.get(tid) is not info:
+                    continue
+                self._tasks[tid] = new
+                self._actions[tid] = frozenset()
+                self._attempts.pop(tid, None)
+                event = self._made_up(state.value, tid, new, self.clock.now())
+                self._hear(event)
+                self._replay.append(event)
+                deliver.append(event)
+        with self._lock:
+            listeners = list(self._listeners)
+        for event in deliver:
+            for listener in listeners:
+                try:
+                    listener(event)
+                except Exception:
+                    log.exception("a listener of the watched run failed")
+
+    def _poll(self) -> bool:
+        """One read of the feed; whether it brought something or an answer is awaited."""
         with self._lock:
             asked = tuple(self._asked)
         read = self._reader.read(self._feed_seq, asked)
@@ -282,8 +385,10 @@ class WatchedRun:
             for row in read.answers:
                 self._asked.discard(row[0])
                 self._answers.append(row)
+            waiting = bool(self._asked)
         if read.state.get("stopped"):
             self._owner_stopped(read.state["stopped"])
+        return bool(read.reload or read.events or read.tasks or read.answers or waiting)
 
     def _apply(self, read: FeedRead) -> None:
         state, event_rows, task_rows, reload = read.state, read.events, read.tasks, read.reload
@@ -496,6 +601,13 @@ class WatchedRun:
             run, offset = self._run, self.clock.offset
         rows = self._reader.attempts(run, task_id)
         found = [Attempt.from_row(row, offset) for row in rows]
+        if (info.error or "").startswith(OWNER_GONE):  # not running: what a take-over finds
+            found = [
+                a._replace(outcome=Outcome.LOST, error=info.error)
+                if a.outcome == Outcome.RUNNING
+                else a
+                for a in found
+            ]
         with self._lock:
             # The feed commits ahead of the engine's rows: an attempt it mentions may
             # not be on disk yet, or not ended yet; then it is read again next call.
@@ -555,6 +667,18 @@ class WatchedRun:
     def resume(self, task_id: str | None = None) -> None:
         self._request("resume" if task_id else "resume_all", task_id or "")
 
+    def clear(self, task_id: str, downstream: bool = False) -> bool:
+        """Ask the owner to run a settled one-shot task again (``Scheduler.clear``),
+        with ``downstream`` the settled tasks downstream of it too."""
+        return self._request("clear_downstream" if downstream else "clear", task_id)
+
+    def request(self, action: str, task_id: str = "") -> bool:
+        """Send any request of ``feed.CONTROL_ACTIONS`` (``task_id`` "" for the
+        whole run's ``pause_all``/``resume_all``); the answer comes through
+        ``take_answers``. ``ValueError`` for an unknown action, ``KeyError`` for an
+        unknown task, ``RuntimeError`` once the owner has stopped."""
+        return self._request(action, task_id)
+
     def _request(self, action: str, task_id: str) -> bool:
         """Send a request to the owner; True once it is in the store (the answer
         comes later, through ``take_answers`` and the owner's events)."""
@@ -578,7 +702,14 @@ class WatchedRun:
         with self._lock:
             if cursor.lastrowid is not None:
                 self._asked.add(cursor.lastrowid)
+        self._hurry.set()  # its answer and its effect are read at the watching rate
         return True
+
+    @property
+    def awaiting_answers(self) -> bool:
+        """Whether a request we sent has no answer yet."""
+        with self._lock:
+            return bool(self._asked) or bool(self._answers)
 
     def take_answers(self) -> list[tuple]:
         """The owner's answers to our requests since the last call:
@@ -614,6 +745,7 @@ class WatchedRun:
         if self._closed.is_set():
             return
         self._closed.set()
+        self._hurry.set()  # the reading thread stops waiting
         if threading.current_thread() is not self._thread:
             self._thread.join()
         self._reader.close()

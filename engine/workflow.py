@@ -10,19 +10,15 @@ Each ``[tasks.NAME]`` table becomes a ``TaskDefinition`` (definitions.py);
 
 from __future__ import annotations
 
-import difflib
 import json
 import math
 import os
 import re
 import stat
-import tempfile
 import tomllib
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, time
 from pathlib import Path
-
-import tomli_w
 
 from .actions import Call
 from .cron import CronTrigger, zone
@@ -123,6 +119,8 @@ def toml_key(key: str) -> str:
     """A key as TOML writes it: bare when it can be, else quoted."""
     if _BARE_KEY.match(key):
         return key
+    import tomli_w  # for writing only: reading a file does not load it
+
     return tomli_w.dumps({key: 0}).partition(" = ")[0]
 
 
@@ -279,7 +277,25 @@ def _syntax_problem(file: str, text: str, exc: tomllib.TOMLDecodeError) -> Probl
     return Problem(file, None, None, f"TOML syntax error: {message}", line, column)
 
 
+# Other schedulers' names for a key (Airflow, Compose, GitHub Actions, ...), which
+# spelling alone does not bring close enough.
+_OTHER_NAMES = {
+    "dependencies": "deps",
+    "depends_on": "deps",
+    "depends": "deps",
+    "needs": "deps",
+    "after_tasks": "deps",
+    "requires": "deps",
+    "upstream": "deps",
+}
+
+
 def _did_you_mean(word: str, known) -> str:
+    other = _OTHER_NAMES.get(word) if isinstance(word, str) else None
+    if other is not None and other in known:
+        return f" (did you mean {other!r}?)"
+    import difflib  # only a file with a mistake needs it
+
     close = difflib.get_close_matches(word, known, n=1, cutoff=0.6)
     return f" (did you mean {close[0]!r}?)" if close else ""
 
@@ -710,18 +726,19 @@ class _Checker:
 
     # -- across tasks
     def dependencies(self, tasks: dict[str, list[str]]) -> None:
+        for tid, deps in tasks.items():
+            for dep in deps:
+                if dep not in tasks:
+                    self.problem(tid, "deps", f"unknown task {dep!r}" + _did_you_mean(dep, tasks))
+        if _acyclic(tasks):  # one linear pass over the dict for the usual case
+            return
+        # Only a file with a cycle builds a graph (networkx loads for it alone).
         import networkx as nx
 
         graph: nx.DiGraph[str] = nx.DiGraph()
         graph.add_nodes_from(tasks)
         for tid, deps in tasks.items():
-            for dep in deps:
-                if dep in tasks:
-                    graph.add_edge(dep, tid)
-                else:
-                    self.problem(tid, "deps", f"unknown task {dep!r}" + _did_you_mean(dep, tasks))
-        if nx.is_directed_acyclic_graph(graph):  # one linear pass for the usual case
-            return
+            graph.add_edges_from((dep, tid) for dep in deps if dep in tasks)
         # Search for cycles only where they can be: strongly connected parts and
         # self-loops (find_cycle over the whole graph is slow at 10,000 tasks).
         knotted = set(nx.nodes_with_selfloops(graph))
@@ -741,6 +758,27 @@ class _Checker:
             path = " -> ".join([*cycle, cycle[0]])
             self.problem(cycle[0], "deps", f"dependency cycle: {path} (each runs before the next)")
             graph.remove_edge(*edges[0])
+
+
+def _acyclic(tasks: dict[str, list[str]]) -> bool:
+    """Whether the dependencies ``tasks`` (id -> ids it needs; unknown ids ignored)
+    have no cycle: Kahn's algorithm over the dict, no graph built."""
+    needs = {tid: sum(1 for dep in set(deps) if dep in tasks) for tid, deps in tasks.items()}
+    needed_by: dict[str, list[str]] = {}
+    for tid, deps in tasks.items():
+        for dep in set(deps):
+            if dep in tasks:
+                needed_by.setdefault(dep, []).append(tid)
+    ready = [tid for tid, count in needs.items() if count == 0]
+    done = 0
+    while ready:
+        tid = ready.pop()
+        done += 1
+        for after in needed_by.get(tid, ()):
+            needs[after] -= 1
+            if needs[after] == 0:
+                ready.append(after)
+    return done == len(tasks)
 
 
 def _is_number(value) -> bool:
@@ -792,6 +830,8 @@ def _literal(value) -> str:
         return "{ " + items + " }"
     if isinstance(value, tuple):
         value = list(value)
+    import tomli_w
+
     return tomli_w.dumps({"v": value}).partition(" = ")[2].rstrip("\n")
 
 
@@ -807,6 +847,8 @@ def save(workflow: Workflow, path=None) -> Path:
     # Fails before the disk is touched if a value has no TOML form. Paths are written
     # relative to the file's new folder: the tasks still run where they did.
     text = dumps(workflow, target.resolve().parent)
+    import tempfile
+
     handle, temp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     try:
         with os.fdopen(handle, "w", encoding="utf-8") as stream:

@@ -11,7 +11,8 @@ folder the file is saved in; the definitions hold absolute folders): a task keep
 running in the folder it ran in.
 
 ``locate(text, task, key)`` finds where a task's table or key starts, as
-(line, column), for problems that name a task but not a place.
+(line, column), for problems that name a task but not a place;
+``locate_problems`` gives such problems their place.
 """
 
 from __future__ import annotations
@@ -90,13 +91,29 @@ def _update_task(table: Table, tid: str, new: dict, new_base: Path) -> None:
     for key, value in new.items():
         if before is not None and key in before and before[key] == value:
             continue  # this key still says the same, however it is written
-        table[key] = _item(key, value)
+        if key in table:
+            table[key] = _item(key, value)
+        else:
+            _add_key(table, key, _item(key, value))
     for key in [key for key in old if key not in new]:
         # A key the new table leaves out is dropped unless it only states a default
         # (``priority = 0``, ``shell = false``): the task's meaning is the same without it.
         without = {k: v for k, v in old.items() if k != key}
         if before is None or _meaning(tid, without, new_base) != before:
             del table[key]
+
+
+def _add_key(table: Table, key: str, value) -> None:
+    """A new key goes after the table's last key: tomlkit appends it after the blank
+    lines and the comment that introduce the next table, which then read as its own."""
+    last = None
+    for found, _value in table.value.body:
+        if found is not None:
+            last = found
+    if last is None:
+        table[key] = value
+    else:
+        table.value._insert_after(last, key, tomlkit.item(value))
 
 
 def _item(key: str, value):
@@ -117,20 +134,83 @@ _HEADER = re.compile(r"^\s*\[\s*tasks\s*\.\s*(?P<name>\"[^\"]*\"|'[^']*'|[A-Za-z
 
 def locate(text: str, task: str | None, key: str | None) -> tuple[int, int] | None:
     """Where ``[tasks.TASK]`` (and ``KEY`` in it) starts, 1-based (line, column); the
-    ``[workflow]`` key when ``task`` is None. None when it is not found."""
+    ``[workflow]`` key when ``task`` is None (``key`` "workflow.KEY" or "KEY"), or a
+    top-level key or table the file should not have. A task written another way
+    (``[tasks]`` with ``a = {...}``, dotted ``tasks.a.command = ...``) is found where
+    its name first appears as a key. None when it is not found."""
     lines = text.split("\n")
     if task is None:
+        name = key.removeprefix("workflow.") if key else None
         header = next((n for n, line in enumerate(lines) if line.strip() == "[workflow]"), None)
+        if key and key.startswith("tasks.") and len(key) > 6:  # a task that is no table
+            name = key[6:].strip("\"'")
+            return _mentioned(lines, name) or _top_level(lines, "tasks")
+        if key and not key.startswith("workflow."):  # not a [workflow] key: top level
+            return _top_level(lines, key.split(".")[0])
         if header is None:
             return None
-        return _key_in(lines, header, key) or (header + 1, 1)
+        return _key_in(lines, header, name) or (header + 1, 1)
     for n, line in enumerate(lines):
         found = _HEADER.match(line)
         if found and found["name"].strip("\"'") == task:
             if key:
                 return _key_in(lines, n, key.split(".")[0]) or (n + 1, line.index("[") + 1)
             return n + 1, line.index("[") + 1
+    if key:  # a dotted key (b.deps = ...) or an inline table (b = { deps = ... })
+        name = key.split(".")[0]
+        place = _mentioned(lines, f"{task}.{name}") or _mentioned(lines, task, name)
+        if place is not None:
+            return place
+    return _mentioned(lines, task)
+
+
+def _top_level(lines: list[str], key: str) -> tuple[int, int] | None:
+    """A key or ``[table]`` outside any table, or a table header of that name."""
+    quoted = rf"(\"{re.escape(key)}\"|'{re.escape(key)}'|{re.escape(key)})"
+    pattern = re.compile(rf"^(\s*)(\[\[?\s*{quoted}\s*[\].]|{quoted}\s*[=.])")
+    for n, line in enumerate(lines):
+        found = pattern.match(line)
+        if found:
+            return n + 1, len(found[1]) + 1
     return None
+
+
+def _mentioned(lines: list[str], task: str, key: str | None = None) -> tuple[int, int] | None:
+    """The first place ``task`` is written as a key (a dotted key, an inline table);
+    with ``key``, the place of ``key =`` on such a line."""
+    quoted = rf"(\"{re.escape(task)}\"|'{re.escape(task)}'|(?<![\w-]){re.escape(task)}(?![\w-]))"
+    pattern = re.compile(rf"{quoted}\s*[=.\]]")
+    inner = re.compile(rf"[{{,]\s*({re.escape(key)}|\"{re.escape(key)}\")\s*=") if key else None
+    for n, line in enumerate(lines):
+        if line.lstrip().startswith("#"):
+            continue
+        found = pattern.search(line)
+        if found and inner is None:
+            return n + 1, found.start() + 1
+        if found and inner is not None:
+            at = inner.search(line, found.end())
+            if at:
+                return n + 1, at.start(1) + 1
+    return None
+
+
+def locate_problems(problems, text: str | None) -> list:
+    """``problems`` (``workflow.Problem``) each with a line and column: its own, else
+    where its task or key is written in ``text``, else the file's start (1, 1) for
+    what is written nowhere (no ``[tasks]`` at all). ``text`` None: as they are."""
+    from dataclasses import replace
+
+    result = []
+    for problem in problems:
+        if problem.line is None and text is not None:
+            found = None
+            if problem.task is not None or problem.key:
+                found = locate(text, problem.task, problem.key)
+            # Not written anywhere (a missing [tasks] table): the file as a whole.
+            line, column = found or (1, 1)
+            problem = replace(problem, line=line, column=column)
+        result.append(problem)
+    return result
 
 
 def _key_in(lines: list[str], header: int, key: str | None) -> tuple[int, int] | None:
@@ -146,4 +226,4 @@ def _key_in(lines: list[str], header: int, key: str | None) -> tuple[int, int] |
     return None
 
 
-__all__ = ["update_text", "locate"]
+__all__ = ["update_text", "locate", "locate_problems"]

@@ -2,9 +2,11 @@
 
 The engine calls our listener on its delivery thread. The listener only stores
 the event under a lock (latest event per task wins, plus a bounded tail of raw
-events); a GUI-thread timer drains that every ~33 ms and emits one batched
-signal. One queued signal per event would flood the event loop (measured 2 s
-lag at 50,000 events/s); coalescing keeps it near one frame.
+events); the first event after a drain wakes the GUI thread (one queued call
+through ``relay``), which drains ~33 ms later and emits one batched signal. One
+queued signal per event would flood the event loop (measured 2 s lag at 50,000
+events/s); coalescing keeps it near one frame. With no events, no timer runs: an
+idle window is not woken 30 times a second to find nothing.
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ from collections import deque
 from PySide6.QtCore import QCoreApplication, QObject, QThread, QTimer, Signal
 
 from taskloom.engine import Event, TaskInfo, TaskState
+
+from . import relay
 
 # Kinds that change the graph's shape rather than one task's state.
 STRUCTURAL_KINDS = frozenset({"dependency_added", "dependency_removed", "edited"})
@@ -134,15 +138,20 @@ class EngineBridge(QObject):
         self.upcoming = list(upcoming)
         self._upcoming_dirty = False
 
+        # Armed by the first event after a drain (``_wake``), not running all the time.
         self._timer = QTimer(self)
+        self._timer.setSingleShot(True)
         self._timer.setInterval(interval_ms)
         self._timer.timeout.connect(self.drain)
-        self._timer.start()
-        # The heap only changes with events; re-read it at most 4 times a second.
+        self._wake_posted = False  # a wake is on its way to the GUI thread (under _lock)
+        relay.install()
+        self._timer.start()  # a first drain: the early recorder's events
+        # The heap only changes with events; re-read it at most 4 times a second, and
+        # only after a drain applied some.
         self._upcoming_timer = QTimer(self)
+        self._upcoming_timer.setSingleShot(True)
         self._upcoming_timer.setInterval(250)
         self._upcoming_timer.timeout.connect(self._refresh_upcoming)
-        self._upcoming_timer.start()
 
     # -- engine delivery thread -------------------------------------------------
     def _on_event(self, event: Event) -> None:
@@ -161,12 +170,25 @@ class EngineBridge(QObject):
             if len(self._tail) == self._tail.maxlen:
                 self.dropped_events += 1
             self._tail.append(event)
+            if self._wake_posted:
+                return
+            self._wake_posted = True
+        relay.post(self, "_wake")  # once per drain, however many events come
 
     # -- GUI thread ---------------------------------------------------------------
+    def _wake(self) -> None:
+        """Events arrived: drain them a moment from now, with whatever else comes."""
+        if self._unsubscribe is not None and not self._timer.isActive():
+            self._timer.start()
+
     def drain(self) -> None:
         """Apply everything received since the last call and emit one batch."""
+        began = time.monotonic()
         early = self._take_early()
+        if self._early is not None:
+            self._timer.start()  # more to take next time, event or not
         with self._lock:
+            self._wake_posted = False  # an event from now on wakes us again
             if (
                 not early
                 and not self._latest
@@ -222,6 +244,12 @@ class EngineBridge(QObject):
             self.paused = dispatcher_paused
             self.pausedChanged.emit(dispatcher_paused)
         self._upcoming_dirty = True
+        if self._reread_later and not self._timer.isActive():
+            # The rest of the re-reads, event or not, one interval after this drain began.
+            took = int((time.monotonic() - began) * 1000)
+            self._timer.start(max(0, self._timer.interval() - took))
+        if not self._upcoming_timer.isActive():
+            self._upcoming_timer.start()
 
     def _take_early(self) -> list[Event]:
         """Events the early recorder has that the snapshot covers (they only go to the

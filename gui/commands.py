@@ -162,8 +162,8 @@ def _rearm_skipped(scheduler, task_id: str, dependent: str) -> bool:
 
 
 class RemoveTaskCommand(_AppliedCommand):
-    """Undo schedules the task's definition again (its settings and dependencies), and
-    makes its dependents wait for it again."""
+    """Undo puts the task back as it was when removed (its state, attempts and edges,
+    nothing runs), and makes its dependents wait for it again."""
 
     def __init__(self, scheduler, definition, dependents, report):
         super().__init__(f"remove task {definition.id}")
@@ -178,8 +178,16 @@ class RemoveTaskCommand(_AppliedCommand):
         self.scheduler.remove(self.definition.id)
 
     def revert(self) -> None:
-        task_id = self.definition.submit(self.scheduler)
-        lost = _restore_dependents(self.scheduler, task_id, self.dependents)
+        """The engine puts the task back as it was (``Scheduler.restore``: state,
+        attempts, edges; nothing runs); a task it no longer keeps is defined again."""
+        task_id = self.definition.id
+        try:
+            lost = self.scheduler.restore(task_id)
+        except KeyError:
+            if task_id in {t.id for t in self.scheduler.tasks()}:
+                raise
+            task_id = self.definition.submit(self.scheduler)
+            lost = _restore_dependents(self.scheduler, task_id, self.dependents)
         if lost:
             if self.keep_edges is not None:  # Save still writes them
                 self.keep_edges(task_id, lost)

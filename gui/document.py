@@ -207,6 +207,29 @@ class WorkflowDocument(QObject):
                 self.workflow.set_position(tid, round(pin[0], 1), round(pin[1], 1))
         return left_out
 
+    def _rebase_folders(self, new_base: Path) -> None:
+        """Save As elsewhere: a command that ran in the file's folder (or a folder under
+        it) runs in the same place beside the new file, so the file says so relative
+        to itself (no ``cwd``, or ``cwd = "sub"``), never the old folder's absolute path:
+        a copied folder runs its own scripts. Absolute folders stay as they are."""
+        from taskloom.engine.command import Command
+
+        if self.workflow is None or self.workflow.path is None:
+            return
+        old_base = Path(self.workflow.base_dir).resolve()
+        if old_base == new_base:
+            return
+        for tid, definition in list(self.workflow.tasks.items()):
+            action = definition.action
+            if not isinstance(action, Command) or action.cwd is None:
+                continue
+            cwd = Path(action.cwd).resolve()
+            if cwd != old_base and old_base not in cwd.parents:
+                continue
+            moved = str(new_base / cwd.relative_to(old_base))
+            command = Command(action.argv, shell=action.shell, cwd=moved, env=action.env)
+            self.workflow.tasks[tid] = replace(definition, action=command)
+
     def text_for(self, target: Path) -> str:
         """The file's text as saved at ``target``: the text as read, changed only where
         the document changed; a document without one is written afresh."""
@@ -224,6 +247,7 @@ class WorkflowDocument(QObject):
             self.workflow = Workflow(name=Path(path).stem, workers=self.scheduler.workers)
         left_out = self.sync()
         target = Path(path) if path is not None else self.path
+        self._rebase_folders(target.resolve().parent)
         text = self.text_for(target)
         write_atomically(target, text)
         moved = self.path is None or target.resolve() != self.path.resolve()

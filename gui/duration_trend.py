@@ -91,6 +91,11 @@ class DurationTrend(QWidget):
         layout.addWidget(self.caption)
         layout.addWidget(self.slow)
         self.stats: DurationStats | None = None
+        # The p90 of every stored run's successes (the forecast's model), when known:
+        # the attempts listed here may be only this run's.
+        self.usual_p90: float | None = None
+        self.final = False  # the task has settled: no more attempts come by themselves
+        self._shown: tuple[list, float] | None = None
 
     def show_attempts(self, attempts, now: float) -> None:
         """``attempts`` oldest first (``Attempt`` records on the clock of ``now``)."""
@@ -110,23 +115,37 @@ class DurationTrend(QWidget):
         self.sparkline.update()
         self.setVisible(bool(bars))
         if self.stats is None:
-            self.caption.setText(f"{len(bars)} attempts, none succeeded yet" if bars else "")
+            n = len(bars)
+            yet = "" if self.final else " yet"  # a task that failed for good: not "yet"
+            self.caption.setText(
+                f"{n} attempt{'' if n == 1 else 's'}, none succeeded{yet}" if bars else ""
+            )
         else:
             self.caption.setText(
                 f"median {seconds_text(self.stats.median)} · p90 {seconds_text(self.stats.p90)}"
                 f" · {self.stats.runs} successes"
             )
+        self._shown = (recent, now)
+        self._show_slow(recent, now)
+
+    def set_usual(self, p90: float | None) -> None:
+        """The task's usual p90 from all its stored runs (None: not known)."""
+        if p90 != self.usual_p90:
+            self.usual_p90 = p90
+            if self._shown is not None:
+                self._show_slow(*self._shown)
+
+    def _show_slow(self, recent, now: float) -> None:
         running = recent[-1] if recent and recent[-1].outcome == Outcome.RUNNING else None
-        slow = (
-            running is not None
-            and self.stats is not None
-            and self.stats.runs >= SLOW_MIN_RUNS
-            and now - running.started > self.stats.p90
-        )
+        p90 = self.usual_p90
+        if p90 is None and self.stats is not None and self.stats.runs >= SLOW_MIN_RUNS:
+            p90 = self.stats.p90
+        slow = running is not None and p90 is not None and now - running.started > p90
         if slow:
-            assert running is not None and self.stats is not None
+            assert running is not None and p90 is not None
+            took = now - running.started
             self.slow.setText(
-                f"⚠ slower than usual: running {seconds_text(now - running.started)}, "
-                f"p90 {seconds_text(self.stats.p90)}"
+                f"⚠ slower than usual by {seconds_text(took - p90)}: running "
+                f"{seconds_text(took)}, p90 {seconds_text(p90)}"
             )
         self.slow.setVisible(slow)

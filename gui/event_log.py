@@ -206,6 +206,8 @@ class EventLog(QWidget):
         self.table.verticalHeader().setDefaultSectionSize(20)
         self.table.setAlternatingRowColors(True)
         self.table.setShowGrid(False)
+        self.table.setTabKeyNavigation(False)  # Tab leaves the log (it walked its cells)
+        self.table.setMinimumHeight(40)  # two rows: a small window keeps the graph's room
         header = self.table.horizontalHeader()
         header.setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
         # The detail column takes what is left (a stretched last section would keep
@@ -239,9 +241,21 @@ class EventLog(QWidget):
         self._fit_task_column()
 
     def _fit_task_column(self) -> None:
-        """The task column takes what the fixed columns leave, minus room for the detail."""
-        fixed = sum(self.table.columnWidth(c) for c in SAMPLE_TEXT)
-        room = self.table.viewport().width() - fixed - DETAIL_MIN_WIDTH
+        """The task column takes what the fixed columns leave, minus room for the detail.
+        A narrow log hides seq and # first, so that the event column stays in view."""
+        width = self.table.viewport().width()
+        narrow = width < sum(self.table.columnWidth(c) for c in SAMPLE_TEXT) + 64 + 40
+        for column in (COLUMNS.index("seq"), COLUMNS.index("#")):
+            self.table.setColumnHidden(column, narrow)
+        self.table.setHorizontalScrollBarPolicy(  # a scroll bar would take the rows' room
+            Qt.ScrollBarPolicy.ScrollBarAlwaysOff
+            if narrow
+            else Qt.ScrollBarPolicy.ScrollBarAsNeeded
+        )
+        fixed = sum(
+            self.table.columnWidth(c) for c in SAMPLE_TEXT if not self.table.isColumnHidden(c)
+        )
+        room = width - fixed - DETAIL_MIN_WIDTH
         low, high = TASK_COLUMN_WIDTHS
         self.table.setColumnWidth(2, max(low, min(high, room)))
 

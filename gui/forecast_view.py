@@ -13,17 +13,20 @@ wires it in with ``ForecastView(window)``.
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta
 
+import shiboken6
 from PySide6.QtCore import QPointF, QRectF, Qt, QTimer
 from PySide6.QtGui import QColor, QFont, QPainterPath, QPalette
 from PySide6.QtWidgets import QGraphicsPathItem, QGraphicsSimpleTextItem, QLabel
 
 from taskloom.engine import TaskState
+from taskloom.engine.durations_model import SLOW_MIN_RUNS
 
 from .forecaster import Forecaster, Live
 from .graph.items import cosmetic_pen, format_elapsed
 from .graph.layout import NODE_HEIGHT, NODE_WIDTH
+from .style import PAUSED_GLYPH
 from .timeline import CRITICAL_COLOUR
 
 SLOW_COLOUR = QColor("#E69F00")  # amber: a running attempt past its usual p90
@@ -38,20 +41,37 @@ def clock_text(moment: datetime, now: datetime) -> str:
     return text if local.date() == today.date() else local.strftime("%a %d %b ") + text
 
 
-def eta_texts(live: Live | None, now: datetime) -> tuple[str, str]:
-    """(status bar text, tooltip) for a forecast; empty when there is nothing to finish."""
+OVERDUE_STEP = 1.0  # seconds: an ETA that time caught up with moves this far ahead
+
+
+def eta_texts(live: Live | None, now: datetime, paused: bool = False) -> tuple[str, str]:
+    """(status bar text, tooltip) for a forecast; empty when there is nothing to finish.
+
+    Read again as time passes (``ForecastView.tick``): an ETA is never in the past
+    (work that runs past its forecast pushes it, until the next forecast says how far),
+    and while the dispatcher is paused nothing counts down."""
     if live is None:
         return "", ""
     f = live.forecast
     if f.finish is None:
         return "", ""
+    if paused:
+        return (
+            f"ETA {PAUSED_GLYPH} paused",
+            "Nothing starts while the dispatcher is paused: the finish moves by as long "
+            "as the pause lasts. Resume all to go on.",
+        )
     p50 = f.finish_p50 if f.finish_p50 is not None else f.finish
     p90 = f.finish_p90 if f.finish_p90 is not None else f.finish
-    left = (f.at(p50) - now).total_seconds()
-    text = f"ETA {clock_text(f.at(p50), now)} (in {format_elapsed(left)})"
+    finish = f.at(p50)
+    late = (now - finish).total_seconds() + OVERDUE_STEP
+    if late > 0:  # running past the forecast: it pushes the finish
+        finish = finish + timedelta(seconds=late)
+    left = (finish - now).total_seconds()
+    text = f"ETA {clock_text(finish, now)} (in {format_elapsed(left)})"
     tip = [
-        f"Expected finish of this run: {clock_text(f.at(p50), now)} (p50)",
-        f"p90: {clock_text(f.at(p90), now)}",
+        f"Expected finish of this run: {clock_text(finish, now)} (p50)",
+        f"p90: {clock_text(max(f.at(p90), finish), now)}",
         f"from {f.passes} simulated runs with durations drawn from history",
     ]
     if f.critical_path:
@@ -70,6 +90,7 @@ class ForecastView:
             expected=self._expected,
             horizon=lambda: window.timeline.canvas.horizon,
             active=self._active,
+            running=self._running,
             parent=window,
         )
         self.eta = QLabel()
@@ -91,15 +112,50 @@ class ForecastView:
         window.bridge.structureChanged.connect(self.forecaster.forget_definitions)
         window.bridge.structureChanged.connect(self.forecaster.request)
         self.forecaster.forecastReady.connect(self.show)
+        # Only while time changes what is shown: running tasks turn slow (checked every
+        # second), and the ETA's "in 3m05s" counts down (_pace).
+        self._closed = False
         self._tick = QTimer(window)
-        self._tick.setInterval(1000)
-        self._tick.timeout.connect(self.refresh_slow)
-        self._tick.start()
+        self._tick.setSingleShot(True)
+        self._tick.timeout.connect(self._on_tick)
+        window.bridge.tasksChanged.connect(lambda _changed: self._pace())
         self.forecaster.request()
 
     def _active(self) -> bool:
+        """Whether there is a run going on to forecast: started, and (watched) its
+        owner alive; then whether anything is left to do."""
+        if not getattr(self.window, "started", True):
+            return False
+        if not getattr(self.window.scheduler, "owner_alive", True):
+            return False
         counts = self.window.bridge.state_counts()
         return any(counts[s] for s in (*WAITING, TaskState.RUNNING))
+
+    def _running(self) -> bool:
+        return self.window.bridge.state_counts()[TaskState.RUNNING] > 0
+
+    def _on_tick(self) -> None:
+        self.tick()
+        self._pace()
+
+    def _pace(self) -> None:
+        """Tick in a second while tasks run; when the ETA's text changes otherwise (a
+        minute's step once it is an hour away); not at all when nothing moves."""
+        if self._closed:
+            return
+        wait = None
+        if self._running():
+            wait = 1.0
+        elif self.live is not None and self.live.forecast.finish is not None:
+            f = self.live.forecast
+            p50 = f.finish_p50 if f.finish_p50 is not None else f.finish
+            left = (f.at(p50) - datetime.now().astimezone()).total_seconds()
+            if left > 0:
+                wait = (left % 60) + 0.05 if left >= 3600 else (left % 1) + 0.05
+        if wait is None:
+            self._tick.stop()
+        elif not self._tick.isActive() or self._tick.remainingTime() > wait * 1000:
+            self._tick.start(int(wait * 1000))
 
     def _expected(self) -> dict:
         workflow = self.window.workflow
@@ -109,21 +165,44 @@ class ForecastView:
 
     # -- answers ----------------------------------------------------------------------
     def show(self, live: Live | None) -> None:
+        if not getattr(self.window.scheduler, "owner_alive", True):
+            live = None  # a watched run whose owner died: nothing runs it, nothing to tell
         self.live = live
-        now = datetime.now().astimezone()
-        text, tip = eta_texts(live, now)
-        self.eta.setText(text)
-        self.eta.setToolTip(tip)
-        self.eta.setVisible(bool(text))
+        self.show_eta()
         self._show_critical_path()
         self._show_badges()
         self._show_ghosts()
         self.refresh_slow()
+        self._pace()
+
+    def tick(self) -> None:
+        """As time passes (paced by ``_pace``): the ETA, the slow rings, the inspector's
+        note."""
+        self.show_eta()
+        self.refresh_slow()
+
+    def show_eta(self) -> None:
+        """The ETA as of now: none before Start; paused while paused; never a past time
+        (time catching up with it asks for a new forecast)."""
+        live = self.live if getattr(self.window, "started", True) else None
+        now = datetime.now().astimezone()
+        text, tip = eta_texts(live, now, bool(getattr(self.window, "dispatcher_paused", False)))
+        if live is not None and live.forecast.finish is not None and text:
+            f = live.forecast
+            p50 = f.finish_p50 if f.finish_p50 is not None else f.finish
+            if f.at(p50) <= now:  # overdue: a forecast from now says how far
+                self.forecaster.request()
+        self.eta.setText(text)
+        self.eta.setToolTip(tip)
+        self.eta.setVisible(bool(text))
 
     def _show_critical_path(self) -> None:
+        """The ring and edges of the critical path, on work still to do only (a finished
+        or failed task is not on the way to the finish any more)."""
         scene = self.window.scene
         path = QPainterPath()
         chain = self.live.forecast.critical_path if self.live is not None else []
+        chain = [t for t in chain if t in scene.tasks and not scene.tasks[t].state.settled]
         for up, down in zip(chain, chain[1:], strict=False):
             if up in scene.nodes and down in scene.nodes and scene.graph.has_edge(up, down):
                 path.addPath(scene.edge_path(up, down))
@@ -146,14 +225,19 @@ class ForecastView:
             if info.state in WAITING and tid in starts and tid in scene.nodes:
                 wanted[tid] = "≈ " + clock_text(self.live.forecast.at(starts[tid]), now)[-8:]
         for tid in list(self.badges):
-            if tid not in wanted or tid not in scene.nodes:
-                badge = self.badges.pop(tid)
+            badge = self.badges[tid]
+            if not shiboken6.isValid(badge):  # its card was rebuilt (a filter, a group)
+                del self.badges[tid]
+            elif tid not in wanted or tid not in scene.nodes:
+                del self.badges[tid]
                 if badge.scene() is not None:
                     badge.scene().removeItem(badge)
         for tid, text in wanted.items():
             badge = self.badges.get(tid)
             node = scene.nodes[tid]
             if badge is None or badge.parentItem() is not node:
+                if badge is not None and badge.scene() is not None:
+                    badge.scene().removeItem(badge)
                 badge = self.badges[tid] = QGraphicsSimpleTextItem(node)
                 font = QFont()
                 font.setPointSizeF(8)
@@ -185,9 +269,11 @@ class ForecastView:
 
     # -- slower than usual --------------------------------------------------------------
     def refresh_slow(self) -> None:
-        """Ring running tasks already slower than their p90 (checked every second)."""
+        """Ring running tasks already slower than their p90 (checked every second while
+        tasks run)."""
         scene = self.window.scene
         model = self.live.model if self.live is not None else None
+        self._tell_inspector(model)
         slow = set()
         if model is not None:
             for tid, info in scene.tasks.items():
@@ -195,7 +281,9 @@ class ForecastView:
                     elapsed = self.window._running_for(tid)
                     if elapsed is not None and model.is_slow(tid, elapsed):
                         slow.add(tid)
-        if slow == self.slow:
+        if slow == self.slow and all(
+            shiboken6.isValid(n) for n in (scene.nodes.get(t) for t in slow) if n is not None
+        ):
             return
         self.slow = slow
         path = QPainterPath()
@@ -209,6 +297,20 @@ class ForecastView:
         self.slow_rings.setPath(path)
         self.slow_rings.setToolTip("slower than usual: past the p90 of its earlier runs")
 
+    def _tell_inspector(self, model) -> None:
+        """The inspector's duration trend compares with the same history as the ring
+        (every stored run's successes), not only the attempts it lists."""
+        trend = getattr(self.window.inspector, "trend", None)
+        tid = self.window.inspector.task_id
+        if trend is None:
+            return
+        usual = None
+        if model is not None and tid is not None and model.has_history(tid):
+            stats = model.stats(tid)
+            usual = stats.p90 if stats.runs >= SLOW_MIN_RUNS else None
+        trend.set_usual(usual)
+
     def close(self) -> None:
+        self._closed = True
         self._tick.stop()
         self.forecaster.close()

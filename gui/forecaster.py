@@ -1,7 +1,9 @@
 """The live forecast, computed off the GUI thread and out of the GUI's process.
 
 ``Forecaster.request()`` (called on every engine batch, and every few seconds
-while time moves) starts a forecast at most ``DEBOUNCE_MS`` later. A helper
+while tasks run; every minute while tasks only wait, as a forecast of timers alone
+does not change with time; never while nothing waits) starts a forecast at most
+``DEBOUNCE_MS`` later. A helper
 thread copies the live scheduler (``Plan.from_scheduler``, a few ms per 1,000
 tasks) and reads the durations from the run store (or this run's attempts); the
 passes themselves run in one spawned process shared by every window
@@ -45,7 +47,10 @@ from .run_history import store_of
 log = logging.getLogger(__name__)
 
 DEBOUNCE_MS = 300  # engine batches come every 33 ms while busy: one forecast per burst
-PERIODIC_MS = 5000  # running attempts age and timers come closer even without events
+PERIODIC_MS = 5000  # running attempts age even without events
+# Only waiting (a timer, a retry): the forecast is the same but for how far ahead it
+# looks; once a minute keeps its horizon moving without waking the window for nothing.
+WAITING_PERIODIC_MS = 60_000
 BUDGET = 0.5  # seconds of sampled passes per forecast
 MIN_GAP = 0.5  # seconds between forecasts: a busy run asks every batch
 MODEL_TTL = 10.0  # seconds a durations model is used before it is read again
@@ -148,7 +153,9 @@ class Live:
 class Forecaster(QObject):
     forecastReady = Signal(object)  # Live, or None when no forecast could be made
 
-    def __init__(self, scheduler, expected=None, horizon=None, active=None, parent=None):
+    def __init__(
+        self, scheduler, expected=None, horizon=None, active=None, running=None, parent=None
+    ):
         super().__init__(parent)
         self.scheduler = scheduler
         self.store = store_of(scheduler)
@@ -159,6 +166,8 @@ class Forecaster(QObject):
         # Whether time alone changes the forecast (something waits or runs): the
         # periodic refresh skips a run that is over.
         self.active = active or (lambda: True)
+        # Whether attempts run now (they age: the forecast changes every few seconds).
+        self.running = running or (lambda: True)
         self.last: Live | None = None
         self.computed = 0  # forecasts answered (tests wait on it)
         self._generation = count(1)
@@ -177,10 +186,10 @@ class Forecaster(QObject):
         self._debounce.setSingleShot(True)
         self._debounce.setInterval(DEBOUNCE_MS)
         self._debounce.timeout.connect(self._start)
+        # Armed after each answer, as often as time changes the forecast (_pace).
         self._periodic = QTimer(self)
-        self._periodic.setInterval(PERIODIC_MS)
+        self._periodic.setSingleShot(True)
         self._periodic.timeout.connect(lambda: self.active() and self.request())
-        self._periodic.start()
         relay.install()  # answers come back through it (a closed window may be gone)
 
     def forget_definitions(self) -> None:
@@ -268,6 +277,19 @@ class Forecaster(QObject):
         if self._again:
             self._again = False
             self._start()
+        self._pace()
+
+    def _pace(self) -> None:
+        """The next forecast that time alone asks for: soon while attempts run, once a
+        minute while tasks only wait, none when nothing does (an event asks then)."""
+        if self._closed:
+            return
+        if self.running():
+            self._periodic.start(PERIODIC_MS)
+        elif self.active():
+            self._periodic.start(WAITING_PERIODIC_MS)
+        else:
+            self._periodic.stop()
 
     def close(self) -> None:
         """Stop: no new forecast, no more answers, no more store reads. Waits only for a

@@ -35,6 +35,7 @@ log = logging.getLogger(__name__)
 READ_ERRORS = (sqlite3.Error, StoreError)
 ATTEMPTS = "attempts"
 WINDOW = "window"
+GRID = "grid"
 
 
 class HistoryReader(QObject):
@@ -42,6 +43,8 @@ class HistoryReader(QObject):
     attemptsRead = Signal(int, str, object)
     # (request id, run_history.WindowRead, or None: unavailable)
     windowRead = Signal(int, object)
+    # (request id, runs_view.RunsGrid, or None: unavailable)
+    gridRead = Signal(int, object)
     _finished = Signal(int, str, object)  # worker -> GUI thread: (id, kind, (key, answer))
 
     def __init__(self, store, parent=None):
@@ -85,6 +88,11 @@ class HistoryReader(QObject):
         Answers through ``windowRead``; returns the request's id (0 once closed)."""
         return self._request(WINDOW, (since, until, limit, offset))
 
+    def request_grid(self) -> int:
+        """Read the newest runs' attempts as the Runs view's grid (``runs_view``).
+        Answers through ``gridRead``; returns the request's id (0 once closed)."""
+        return self._request(GRID, ())
+
     def _request(self, kind: str, args: tuple) -> int:
         if self._closed:
             return 0
@@ -116,6 +124,10 @@ class HistoryReader(QObject):
         try:
             if kind == ATTEMPTS:
                 answer = stored_attempts(self.store, *args)
+            elif kind == GRID:
+                from .runs_view import read_grid
+
+                answer = read_grid(self.store)
             else:
                 answer = read_window(self.store, *args)
         except READ_ERRORS as exc:  # the store is busy, damaged or closed
@@ -142,6 +154,8 @@ class HistoryReader(QObject):
         key, answer = payload
         if kind == ATTEMPTS:
             self.attemptsRead.emit(rid, key, answer)
+        elif kind == GRID:
+            self.gridRead.emit(rid, answer)
         else:
             self.windowRead.emit(rid, answer)
 

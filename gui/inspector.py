@@ -37,18 +37,18 @@ from taskloom.engine import Attempt, Outcome, TaskInfo, TaskState
 from .duration_trend import DurationTrend
 from .live_output import LogTail
 from .run_history import store_of, wall_offset
-from .run_summary import RunSummary, describe_delay
+from .run_summary import SHOWN, RunSummary, delay_changes_in, describe_delay
 from .style import (
     RECURRING_MARK,
-    STATE_GLYPHS,
-    STATE_LABELS,
     is_dark,
     link_colours,
     outcome_colour,
     readable_on,
     state_colour,
+    state_words,
     text_colour_on,
 )
+from .task_definition import attempts_text, definition_rows, why_not_running
 
 EARLIER_KEPT = 100  # stored attempts listed per task
 COLUMNS = ["#", "started", "took", "outcome", "exit", "run"]
@@ -74,13 +74,34 @@ class Inspector(QWidget):
         form = QFormLayout()
         form.setLabelAlignment(Qt.AlignmentFlag.AlignRight)
         form.addRow("State", self.state)
-        for key in ("next run", "priority", "attempts", "recurring", "after", "before", "error"):
+        # "Why not running", then what the task is (its definition), then its run.
+        for key in (
+            "why not",
+            "runs",
+            "folder",
+            "trigger",
+            "retry",
+            "timeout",
+            "rule",
+            "next run",
+            "priority",
+            "attempts",
+            "recurring",
+            "after",
+            "before",
+            "error",
+        ):
             label = QLabel("—")
             label.setWordWrap(True)
             label.setTextInteractionFlags(Qt.TextInteractionFlag.TextBrowserInteraction)
             label.linkActivated.connect(self.taskActivated)
+            label.setObjectName(f"inspector_{key.replace(' ', '_')}")
             self.fields[key] = label
-            form.addRow(key.capitalize(), label)
+            form.addRow(key.capitalize() + ("?" if key == "why not" else ""), label)
+        # (definition, base folder) of the task as the workflow file says, or None:
+        # the window sets it; a live definition that differs is flagged.
+        self.file_definition = None
+        self.dispatcher_paused = lambda: False  # the window's
         self.attempt_list = QTreeWidget()
         self.attempt_list.setObjectName("attempts")
         self.attempt_list.setHeaderLabels(COLUMNS)
@@ -184,7 +205,17 @@ class Inspector(QWidget):
         layout.setContentsMargins(8, 8, 8, 8)
         layout.addWidget(self.pages)
         self._attempts = []
+        self.chosen: tuple[int, int] | None = None  # (run, number) to select when listed
         self.show_task(None)
+
+    def choose_attempt(self, tid: str, run: int, number: int) -> None:
+        """Show ``tid`` with its attempt ``number`` of run ``run`` selected (once the
+        store's answer lists it, for an earlier run's)."""
+        self.chosen = (run, number)
+        if not self.earlier_runs.isChecked():
+            self.earlier_runs.setChecked(True)
+        self.show_task(tid)
+        self.refresh()
 
     def show_task(self, tid: str | None) -> None:
         if tid != self.task_id:  # a new task starts on its latest attempt
@@ -215,7 +246,7 @@ class Inspector(QWidget):
         self._show_attempts(self._rows(info.id))
 
     def tick(self) -> None:
-        """Refresh only the countdown (called every second)."""
+        """Refresh only what time changes (called when ``changes_in`` says)."""
         if self.task_id is None:
             self.summary.refresh()
             return
@@ -225,6 +256,24 @@ class Inspector(QWidget):
         if info.state is TaskState.RUNNING:  # its attempt's duration grows
             self._show_attempts(self._rows(info.id))
         self.fields["next run"].setText(self._next_run_text(info))
+
+    def changes_in(self) -> float | None:
+        """Seconds until time alone changes what the inspector shows (a running
+        attempt's duration, a countdown), at least one; None if nothing moves."""
+        now = self.bridge.clock_now()
+        if self.task_id is None:  # the run summary: its next entries due
+            upcoming = sorted(self.bridge.upcoming, key=lambda e: e.run_at)[:SHOWN]
+            if not upcoming:
+                return None
+            return max(1.0, min(delay_changes_in(e.run_at - now) for e in upcoming))
+        info = self.bridge.tasks.get(self.task_id)
+        if info is None:
+            return None
+        if info.state is TaskState.RUNNING:
+            return 1.0
+        if self._next_run_text(info) == "—":
+            return None
+        return max(1.0, delay_changes_in(info.run_at - now))
 
     def _next_run_text(self, info: TaskInfo) -> str:
         waiting = info.state in (TaskState.SCHEDULED, TaskState.RETRY_WAIT, TaskState.READY)
@@ -239,15 +288,67 @@ class Inspector(QWidget):
         paused = " · paused" if info.paused else ""
         self.state.setText(
             f'<span style="background:{fill.name()}; color:{ink}; padding:2px 6px;">'
-            f"&nbsp;{STATE_GLYPHS[info.state]} {STATE_LABELS[info.state]}&nbsp;</span>{paused}"
+            f"&nbsp;{' '.join(state_words(info))}&nbsp;</span>{paused}"
         )
         self.fields["next run"].setText(self._next_run_text(info))
         self.fields["priority"].setText(str(info.priority))
-        self.fields["attempts"].setText(str(info.attempt))
+        self.fields["attempts"].setText(attempts_text(info.attempt))
+        self.trend.final = info.state.settled and not info.recurring
+        self._show_definition(info)
         self.fields["recurring"].setText(f"{RECURRING_MARK} yes" if info.recurring else "no")
         self.fields["after"].setText(self._links(info.deps))
         self.fields["before"].setText(self._links(info.dependents))
         self.fields["error"].setText(info.error or "—")
+
+    def _retry_at(self, tid: str) -> float | None:
+        for entry in getattr(self.bridge, "upcoming", ()):
+            if entry.task_id == tid and entry.kind == "retry":
+                return entry.run_at
+        return None
+
+    def _show_definition(self, info: TaskInfo) -> None:
+        """What the task is (the engine's definition) and why it is not running."""
+        scheduler = self.bridge.scheduler
+        now = self.bridge.clock_now()
+        retry_at = self._retry_at(info.id)
+        self.fields["why not"].setText(
+            why_not_running(
+                info,
+                self.bridge.tasks,
+                dispatcher_paused=bool(self.dispatcher_paused()),
+                clock_now=now,
+                busy=getattr(scheduler, "busy", None),
+                workers=getattr(scheduler, "workers", None),
+                retry_at=retry_at,
+            )
+            or "—"
+        )
+        try:
+            definition = scheduler.definition(info.id)
+        except (KeyError, RuntimeError):
+            return  # a watched run without the file's definitions: nothing to say
+        rows = definition_rows(definition, info, retry_at, now)
+        differs = self._differs_from_file(info.id, definition)
+        if differs:
+            rows["runs"] += f" — {differs}"
+        for key, text in rows.items():
+            self.fields[key].setText(text)
+
+    def _differs_from_file(self, tid: str, definition) -> str:
+        """ "changed here, not in the file" when the live definition is not the file's."""
+        if self.file_definition is None:
+            return ""
+        found = self.file_definition(tid)
+        if found is None:
+            return "not in the file (Save writes it)"
+        in_file, base = found
+        try:
+            same = in_file.with_deps(definition.deps, tid).fingerprint(base) == (
+                definition.fingerprint(base)
+            )
+        except (TypeError, ValueError, AttributeError):
+            return ""
+        return "" if same else "changed here, not in the file (Save writes it)"
 
     def _wants_history(self) -> bool:
         return self.reader is not None and self.earlier_runs.isChecked()
@@ -305,6 +406,10 @@ class Inspector(QWidget):
         if keep is not None and keep == len(self._attempts) - 1:
             keep = None  # the newest attempt was shown: show the newest again
         keep_key = self._key(self._attempts[keep]) if keep is not None else None
+        if self.chosen is not None:  # an attempt chosen elsewhere (the Runs view)
+            keep_key = self.chosen
+            if any(self._key(a) == keep_key for a in attempts):
+                self.chosen = None
         self._attempts = attempts
         self.attempt_list.clear()
         now = self.bridge.clock_now()

@@ -21,6 +21,8 @@ from .style import (
     text_colour_on,
 )
 
+CHIP_PADDING = 18  # a chip's padding and border around its text (the style sheet's)
+
 
 class FlowLayout(QLayout):
     """Lays items left to right and wraps them like words."""
@@ -100,6 +102,37 @@ class Legend(QWidget):
         note.setToolTip("Drag from a task's ○ port onto another task to make it wait for the first")
         note.setEnabled(False)
         layout.addWidget(note)
+        self.note = note
+        self.compact = False
+
+    def full_width(self) -> int:
+        """The width the legend needs on one line with every label written out."""
+        layout = self.layout()
+        margins = layout.contentsMargins()
+        chips = [
+            chip.fontMetrics().horizontalAdvance(self._text(s, False)) + CHIP_PADDING
+            for s, chip in self.chips.items()
+        ]
+        note = self.note.fontMetrics().horizontalAdvance(self.note.text())
+        spacing = layout.spacing() * len(chips)
+        return sum(chips) + note + spacing + margins.left() + margins.right()
+
+    @staticmethod
+    def _text(state: TaskState, compact: bool) -> str:
+        return STATE_GLYPHS[state] if compact else f"{STATE_GLYPHS[state]} {STATE_LABELS[state]}"
+
+    def resizeEvent(self, event) -> None:
+        """A narrow window folds the legend to one line: the glyphs on their colours
+        (each says its state on hover) and no note, instead of three rows of chips."""
+        compact = event.size().width() < self.full_width()
+        if compact != self.compact:
+            self.compact = compact
+            for state, chip in self.chips.items():
+                chip.setText(self._text(state, compact))
+                chip.setToolTip(STATE_LABELS[state] if compact else "")
+            self.note.setVisible(not compact)
+            self.updateGeometry()
+        super().resizeEvent(event)
 
     def _style_chips(self) -> None:
         dark = is_dark(self.palette())

@@ -9,6 +9,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+import shiboken6
 from PySide6.QtCore import (
     QByteArray,
     QSettings,
@@ -26,6 +27,7 @@ from PySide6.QtWidgets import (
     QLineEdit,
     QMainWindow,
     QMenu,
+    QMessageBox,
     QSizePolicy,
     QVBoxLayout,
     QWidget,
@@ -54,7 +56,7 @@ from .legend import Legend
 from .notifications import RunNotices
 from .occurrences import later_occurrences
 from .run_history import store_of
-from .start_bar import StartBar
+from .start_bar import PauseBar, StartBar
 from .status import StatusPanel
 from .task_list import TaskList
 from .timeline import LOOK_AHEAD, Timeline
@@ -113,6 +115,7 @@ class MainWindow(QMainWindow):
         self.document.pathChanged.connect(lambda _path: self._update_title())
         self.close_question = CloseQuestion(self)
         self.clear_question = ClearQuestion(self)
+        self.remove_question: QMessageBox | None = None  # open while Remove asks
         self.started = started
         self.act_start = self._action(
             "startRun",
@@ -130,12 +133,20 @@ class MainWindow(QMainWindow):
         central_layout.setSpacing(0)
         self.start_bar = StartBar(self.act_start)
         central_layout.addWidget(self.start_bar)
+        self.pause_bar = PauseBar(lambda: self.act_pause_all.setChecked(False))
+        central_layout.addWidget(self.pause_bar)
         central_layout.addWidget(self.legend)
         self.filter_bar = FilterBar(lambda: list(self.selected))  # filters, groups (8.7)
         self.filter_bar.filterChanged.connect(self.scene.set_filter)
         self.filter_bar.expandAll.connect(self.scene.expand_all)
         self.filter_bar.collapseAll.connect(self.scene.collapse_all)
         central_layout.addWidget(self.filter_bar)
+        # The run as a whole, in the filter row's spare room (a row of its own would
+        # take a small window's graph height).
+        from .run_header import RunHeader
+
+        self.run_header = RunHeader(self)
+        self.filter_bar.layout().addWidget(self.run_header, 2)
         central_layout.addWidget(self.graph_view, 1)
         self.setCentralWidget(central)
 
@@ -143,7 +154,9 @@ class MainWindow(QMainWindow):
         store = store_of(scheduler)
         self.history_reader = None if store is None else HistoryReader(store, self)
         self.inspector = Inspector(self.bridge, reader=self.history_reader)
-        self.inspector.setMinimumWidth(300)
+        self.inspector.setMinimumWidth(200)  # a small window leaves the graph room
+        self.inspector.dispatcher_paused = lambda: self.dispatcher_paused
+        self.inspector.file_definition = self._file_definition
         self.timeline = Timeline(self.bridge.clock_now, self.bridge.attempts)
         self.timeline.attach_history(scheduler, self.history_reader)
         self.timeline.later_occurrences = lambda entries: later_occurrences(scheduler, entries)
@@ -162,6 +175,17 @@ class MainWindow(QMainWindow):
         self.task_list = TaskList()
         self.task_dock = self._dock("Tasks", self.task_list, Qt.DockWidgetArea.BottomDockWidgetArea)
         self.tabifyDockWidget(self.event_dock, self.task_dock)
+        # Runs by tasks (Airflow's grid), from the store: a window without one has none.
+        self.runs_view = None
+        if self.history_reader is not None:
+            from .runs_view import RunsView
+
+            self.runs_view = RunsView(self, self.history_reader)
+            self.runs_view.attemptChosen.connect(self._choose_attempt)
+            self.runs_dock = self._dock(
+                "Runs", self.runs_view, Qt.DockWidgetArea.BottomDockWidgetArea
+            )
+            self.tabifyDockWidget(self.task_dock, self.runs_dock)
         self.event_dock.raise_()
         # The inspector runs the full height on the right: attempts and output need room.
         self.setCorner(Qt.Corner.BottomRightCorner, Qt.DockWidgetArea.RightDockWidgetArea)
@@ -196,15 +220,18 @@ class MainWindow(QMainWindow):
         # First picture from the snapshot the bridge took.
         self._on_structure()
         self.timeline.set_upcoming(self.bridge.upcoming)
+        # Timers that run only while time alone changes what they show (a window at
+        # rest is not woken): the status bar's runs/s while runs finish or tasks run,
+        # the inspector's countdowns at the rate their text changes (_pace).
         self._status_timer = QTimer(self)
         self._status_timer.setInterval(250)
         self._status_timer.timeout.connect(self._refresh_status)
-        self._status_timer.start()
         self._inspector_timer = QTimer(self)
-        self._inspector_timer.setInterval(1000)
-        self._inspector_timer.timeout.connect(self.inspector.tick)
-        self._inspector_timer.start()
+        self._inspector_timer.setSingleShot(True)
+        self._inspector_timer.timeout.connect(self._tick_inspector)
+        self.bridge.upcomingChanged.connect(lambda _entries: self._pace_inspector())
         self._refresh_status()
+        self._pace_inspector()
         self._update_actions()
         self._restore_settings()
         self.set_started(started)
@@ -274,7 +301,7 @@ class MainWindow(QMainWindow):
             "clearTask",
             "Run again",
             "retry-task",
-            "",
+            "F5",
             lambda: self.clear_question.ask(self.selected, False, "task"),
             "Run the selected finished tasks again in this run (Clear)",
         )
@@ -282,7 +309,7 @@ class MainWindow(QMainWindow):
             "clearDownstream",
             "Run again with downstream",
             "retry-failed",
-            "",
+            "Shift+F5",
             lambda: self.clear_question.ask(self.selected, True, "task and downstream"),
             "Run the selected finished tasks and everything after them again (Clear)",
         )
@@ -306,8 +333,8 @@ class MainWindow(QMainWindow):
             "removeTask",
             "Remove task",
             "remove-task",
-            "",
-            lambda: self.controller.remove_tasks(list(self.selected)),
+            "Ctrl+Del",
+            lambda: self.remove_tasks(list(self.selected)),
             "Take the selected tasks out of the engine (Delete)",
         )
         self.act_export = a(
@@ -395,8 +422,8 @@ class MainWindow(QMainWindow):
         self.act_relayout = a(
             "relayout",
             "Re-layout",
-            "zoom-fit",
-            "",
+            "relayout",
+            "Ctrl+L",
             self.relayout,
             "Lay the whole graph out again (nodes stay put after edits until then)",
         )
@@ -435,7 +462,7 @@ class MainWindow(QMainWindow):
         spacer = QWidget()
         spacer.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Preferred)
         bar.addWidget(spacer)
-        for action in (self.act_zoom_out, self.act_zoom_in, self.act_fit):
+        for action in (self.act_relayout, self.act_zoom_out, self.act_zoom_in, self.act_fit):
             bar.addAction(action)
             bar.widgetForAction(action).setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonIconOnly)
         self.search = QLineEdit()
@@ -468,8 +495,22 @@ class MainWindow(QMainWindow):
         preferences = file_menu.addAction("Preferences…", self.show_preferences)
         preferences.setObjectName("preferences")
         file_menu.addSeparator()
-        quit_action = file_menu.addAction("Quit", QKeySequence.StandardKey.Quit)
+        quit_action = file_menu.addAction("Quit")
+        quit_action.setObjectName("quit")
+        # Ctrl+Q everywhere (the platform's Quit key is empty on some desktops).
+        quit_action.setShortcuts(
+            list(
+                dict.fromkeys(
+                    [
+                        QKeySequence("Ctrl+Q"),
+                        *QKeySequence.keyBindings(QKeySequence.StandardKey.Quit),
+                    ]
+                )
+            )
+        )
+        quit_action.setShortcutContext(Qt.ShortcutContext.WindowShortcut)
         quit_action.triggered.connect(self.close)
+        self.act_quit = quit_action
         edit = menus.addMenu("&Edit")
         edit.addActions([self.act_undo, self.act_redo, self.act_delete_edge, self.act_find])
         task = menus.addMenu("&Task")
@@ -493,7 +534,10 @@ class MainWindow(QMainWindow):
         view = menus.addMenu("&View")
         view.addActions([self.act_zoom_in, self.act_zoom_out, self.act_fit, self.act_relayout])
         view.addSeparator()
-        for dock in (self.inspector_dock, self.timeline_dock, self.event_dock, self.task_dock):
+        docks = [self.inspector_dock, self.timeline_dock, self.event_dock, self.task_dock]
+        if self.runs_view is not None:
+            docks.append(self.runs_dock)
+        for dock in docks:
             view.addAction(dock.toggleViewAction())
         view.addSeparator()
         view.addAction(self.timeline.by_worker_action)
@@ -521,7 +565,7 @@ class MainWindow(QMainWindow):
         v.selectionChanged.connect(self._on_selection)
         v.connectRequested.connect(self.controller.connect_tasks)
         v.deleteEdgeRequested.connect(self.controller.disconnect_tasks)
-        v.deleteTasksRequested.connect(self.controller.remove_tasks)
+        v.deleteTasksRequested.connect(self.remove_tasks)
         v.nodesMoved.connect(lambda moves: self.controller.move_nodes(self.scene, moves))
         v.edgeSelected.connect(lambda _edge: self._update_actions())
         v.activated.connect(lambda tid: self.inspector_dock.show())
@@ -535,6 +579,10 @@ class MainWindow(QMainWindow):
         b.pausedChanged.connect(self._on_paused_changed)
         c = self.controller
         c.message.connect(self._show_message)
+        # The stack enables Undo and Redo itself: a watching window disables them again.
+        if c.edit_refusal():
+            c.undo_stack.canUndoChanged.connect(self._refuse_undo)
+            c.undo_stack.canRedoChanged.connect(self._refuse_undo)
         c.cycleRefused.connect(self.graph_view.flash_cycle)
         c.edited.connect(self.event_log.model.note_edit)
         QGuiApplication.styleHints().colorSchemeChanged.connect(lambda _s: self._apply_theme())
@@ -551,6 +599,7 @@ class MainWindow(QMainWindow):
         self.timeline.set_tasks(changed)
         if self.inspector.task_id in changed or self.inspector.task_id is None:
             self.inspector.refresh()  # the task's page, or the run summary's counts
+            self._pace_inspector()
         # The status bar counts from the same batch: on its 250 ms timer alone it said
         # "7 running" while the run summary beside it said 5.
         self._refresh_status()
@@ -581,8 +630,65 @@ class MainWindow(QMainWindow):
         self.inspector.refresh()
         self._update_actions()
 
+    def _choose_attempt(self, tid: str, run: int, number: int) -> None:
+        """A cell of the Runs view: the task selected, that attempt in the inspector."""
+        if tid in self.scene.nodes:
+            self.select_tasks([tid], centre=True)
+        self.inspector_dock.show()
+        self.inspector.choose_attempt(tid, run, number)
+
+    def _file_definition(self, tid: str):
+        """(the workflow file's definition of ``tid``, its folder), or None."""
+        workflow = self.document.workflow
+        if workflow is None or workflow.path is None:
+            return None
+        definition = workflow.tasks.get(tid)
+        return None if definition is None else (definition, workflow.base_dir)
+
     def _refresh_status(self) -> None:
         self.status_panel.update(self.dispatcher_paused)
+        self.run_header.refresh()
+        # Again in 250 ms only while the counts can change without an event: runs/s
+        # falls as finished runs age, and running tasks finish their code.
+        if not hasattr(self, "_status_timer"):
+            return  # still being built
+        moving = self.bridge.throughput() > 0 or self.bridge.state_counts()[S.RUNNING] > 0
+        if moving and self.seen():
+            if not self._status_timer.isActive():
+                self._status_timer.start()
+        else:
+            self._status_timer.stop()
+
+    def seen(self) -> bool:
+        """Whether a person can see the window (shown, not minimised): timers that
+        only redraw stop while it is not."""
+        return self.isVisible() and not self.isMinimized()
+
+    def _tick_inspector(self) -> None:
+        self.inspector.tick()
+        self._pace_inspector()
+
+    def _pace_inspector(self) -> None:
+        """Tick the inspector when its countdown or a running attempt's duration next
+        changes, not every second; not at all while the window is not seen."""
+        if not hasattr(self, "_inspector_timer"):
+            return  # still being built
+        seconds = self.inspector.changes_in() if self.seen() else None
+        if seconds is None:
+            self._inspector_timer.stop()
+        else:
+            self._inspector_timer.start(int(min(seconds, 86400.0) * 1000))
+
+    def _seen_changed(self) -> None:
+        """Shown, hidden, minimised or restored: timers start or stop (and what they
+        would have redrawn meanwhile is drawn now)."""
+        if not hasattr(self, "_inspector_timer"):
+            return
+        if self.seen():
+            self.inspector.tick()
+        self._refresh_status()
+        self._pace_inspector()
+        self.timeline.wake()
 
     def set_started(self, started: bool, resumed: bool = False) -> None:
         """Whether the run's schedule runs; until it does, a banner offers Start."""
@@ -626,6 +732,7 @@ class MainWindow(QMainWindow):
     def _on_selection(self, ids: list) -> None:
         self.selected = list(ids)
         self.inspector.show_task(ids[0] if ids else None)
+        self._pace_inspector()
         self.timeline.select(ids[0] if ids else None)
         self.task_list.select(ids[0] if ids else None)
         self.graph_description.update(self.selected)
@@ -649,6 +756,31 @@ class MainWindow(QMainWindow):
         self.act_remove.setEnabled(Action.REMOVE in allowed)
         self._update_run_again([info.id for info in infos], allowed)
         self.act_delete_edge.setEnabled(self.scene.selected_edge is not None or bool(infos))
+        self._apply_refusal()
+
+    def _refuse_undo(self, _can: bool = False) -> None:
+        # The stack may still signal while the window's actions are being deleted.
+        if shiboken6.isValid(self.act_undo) and shiboken6.isValid(self.act_redo):
+            self._apply_refusal()
+
+    def _apply_refusal(self) -> None:
+        """A window that only watches a run (another process owns it) disables what it
+        would refuse: adding tasks, removing them, saving the file, undo and redo; the
+        tip says why."""
+        refusal = self.controller.edit_refusal()
+        if not refusal:
+            return
+        for action in (
+            self.act_add,
+            self.act_remove,
+            self.act_save,
+            self.act_save_as,
+            self.act_undo,
+            self.act_redo,
+        ):
+            action.setEnabled(False)
+            action.setStatusTip(refusal)
+            action.setToolTip(refusal)
 
     def _update_run_again(self, ids, allowed) -> None:
         """Run again follows the tasks' states; Retry and Run now the engine's answer,
@@ -711,7 +843,13 @@ class MainWindow(QMainWindow):
         self.dispatcher_paused = paused
         self.controller.pause_all(paused)
         self.act_pause_all.setText("Resume all" if paused else "Pause all")
+        self._show_paused(paused)
         self._refresh_status()
+
+    def _show_paused(self, paused: bool) -> None:
+        """The graph says when nothing starts: a banner, and ready cards read "paused"."""
+        self.pause_bar.setVisible(paused)
+        self.scene.set_dispatcher_paused(paused)
 
     def _on_paused_changed(self, paused: bool) -> None:
         """The engine's dispatcher was paused or resumed (here, or by whoever owns it)."""
@@ -720,6 +858,7 @@ class MainWindow(QMainWindow):
         self.act_pause_all.setChecked(paused)
         del blocker
         self.act_pause_all.setText("Resume all" if paused else "Pause all")
+        self._show_paused(paused)
         self._refresh_status()
 
     def refresh_actions(self) -> None:
@@ -731,7 +870,42 @@ class MainWindow(QMainWindow):
         if self.scene.selected_edge is not None:
             self.controller.disconnect_tasks(*self.scene.selected_edge)
         elif self.selected:
-            self.controller.remove_tasks(list(self.selected))
+            self.remove_tasks(list(self.selected))
+
+    def remove_tasks(self, ids) -> None:
+        """Remove tasks; finished ones (their outcome is shown, and would go from the graph)
+        only once the person agrees: a window-modal question, not blocking
+        (``remove_question``). Undo puts them back as they were."""
+        ids = list(ids)
+        tasks = self.document.tasks
+        finished = [t for t in ids if t in tasks and tasks[t].state.settled]
+        if not finished:
+            self.controller.remove_tasks(ids)
+            return
+        box = QMessageBox(self)
+        box.setObjectName("remove_question")
+        box.setIcon(QMessageBox.Icon.Question)
+        box.setWindowTitle("Remove tasks")
+        count = len(ids)
+        box.setText(f"Remove {', '.join(ids) if count <= 3 else f'{count} tasks'}?")
+        states = ", ".join(f"{t} ({tasks[t].state.name.lower()})" for t in finished)
+        box.setInformativeText(
+            f"{states} finished in this run: the task and its edges leave the graph (and the "
+            "file at the next Save). Undo (Ctrl+Z) puts them back as they were, nothing runs."
+        )
+        box.setStandardButtons(QMessageBox.StandardButton.Cancel)
+        remove = box.addButton("Remove", QMessageBox.ButtonRole.DestructiveRole)
+        box.setDefaultButton(QMessageBox.StandardButton.Cancel)
+        box.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+
+        def answered(_result=None) -> None:
+            if box.clickedButton() is remove:
+                self.controller.remove_tasks(ids)
+            self.remove_question = None
+
+        box.finished.connect(answered)
+        self.remove_question = box
+        box.open()
 
     def relayout(self) -> None:
         """Every node back to the layout's place: dragged ones too (one undo step)."""
@@ -959,6 +1133,12 @@ class MainWindow(QMainWindow):
         if event.type() == event.Type.PaletteChange:
             self._apply_theme()
         super().changeEvent(event)
+        if event.type() == event.Type.WindowStateChange:
+            self._seen_changed()
+
+    def hideEvent(self, event) -> None:
+        super().hideEvent(event)
+        self._seen_changed()
 
     def _restore_settings(self) -> None:
         geometry = self.settings.value("window/geometry")
@@ -975,6 +1155,7 @@ class MainWindow(QMainWindow):
 
     def showEvent(self, event) -> None:
         super().showEvent(event)
+        self._seen_changed()
         if getattr(self, "_fit_docks_on_show", False):
             # The default dock sizes suit 1400x900; in a small window they left the
             # graph a sliver. Proportions on the first show, unless a layout was saved.
@@ -983,7 +1164,11 @@ class MainWindow(QMainWindow):
             self.resizeDocks(
                 [self.inspector_dock], [min(340, width // 4)], Qt.Orientation.Horizontal
             )
-            self.resizeDocks([self.timeline_dock], [min(260, height // 3)], Qt.Orientation.Vertical)
+            # Below 700 px the bottom docks get a fifth: the graph keeps half the height.
+            share = height // 3 if height >= 700 else height // 5
+            self.resizeDocks([self.timeline_dock], [min(260, share)], Qt.Orientation.Vertical)
+            if width < 1000:  # the event log's time, task and event columns in view
+                self.resizeDocks([self.event_dock], [width * 2 // 5], Qt.Orientation.Horizontal)
 
     def save_settings(self) -> None:
         self.settings.setValue("window/geometry", self.saveGeometry())
@@ -1010,6 +1195,8 @@ class MainWindow(QMainWindow):
         """The store is about to close: no new reads, no more answers. Does not block;
         ``history_reader.join()`` waits for a read still running. Idempotent."""
         self.timeline.detach_history()
+        if self.runs_view is not None:
+            self.runs_view.close_view()
         self.forecast_view.close()  # it reads the store's durations too
         if self.history_reader is not None:
             self.history_reader.close()

@@ -109,7 +109,10 @@ class WindowHistory:
     def run(self) -> int | None:
         return getattr(self.store, "run", None)
 
-    def needs_read(self, t0: float, t1: float) -> bool:
+    def needs_read(self, t0: float, t1: float, news: bool = True) -> bool:
+        """Whether the window [t0, t1] is to be read; ``news``: whether attempts may
+        have been added since the last read (without, a window that moved on past
+        what was read is not read again: an idle run has nothing new to show)."""
         if self.pending is not None and self.pending.since - self.pending.offset <= t0:
             # The read on its way covers this window's start: wait for it (asking again
             # would make its answer stale, and slow reads would never land).
@@ -121,7 +124,7 @@ class WindowHistory:
         # the last read only now and then, for attempts the event tail did not keep.
         if t0 < c0:
             return True
-        return t1 > c1 and time.monotonic() - self._last_read >= 4 * self.min_interval
+        return news and t1 > c1 and time.monotonic() - self._last_read >= 4 * self.min_interval
 
     def due(self) -> bool:
         return time.monotonic() - self._last_read >= self.min_interval

@@ -7,6 +7,7 @@ errors; every task name is a link that selects it.
 from __future__ import annotations
 
 import html
+import math
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QPalette
@@ -33,6 +34,26 @@ def describe_delay(seconds: float) -> str:
     else:
         text = f"{seconds / 86400:.1f} d"
     return f"due {text} ago" if late else f"in {text}"
+
+
+_UNITS = ((60.0, 1.0), (3600.0, 60.0), (86400.0, 3600.0), (math.inf, 86400.0))  # (below, unit)
+
+
+def delay_changes_in(seconds: float) -> float:
+    """How long until ``describe_delay`` says something else of a delay that is
+    ``seconds`` now (a future one shrinks as time passes, a late one grows): at
+    most a tenth of its unit, so a countdown in hours needs a new text every six
+    minutes, not every second. A little past the change, never before it."""
+    late, magnitude = seconds < 0, abs(seconds)
+    index = next(i for i, (limit, _unit) in enumerate(_UNITS) if magnitude < limit)
+    limit, unit = _UNITS[index]
+    below = _UNITS[index - 1][0] if index else 0.0
+    shown = round(magnitude / unit, 1)
+    if late:  # grows: the next tenth up, or into the next unit
+        left = min((shown + 0.05) * unit, limit) - magnitude
+    else:  # shrinks: the tenth below, or under this unit into the one below
+        left = magnitude - max((shown - 0.05) * unit, below)
+    return max(left, 0.0) + 0.01
 
 
 class RunSummary(QLabel):

@@ -6,7 +6,9 @@ processes): the run waits until the person presses Start, here or in the toolbar
 
 from __future__ import annotations
 
-from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QToolButton
+from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QToolButton
+
+from .style import PAUSED_GLYPH
 
 
 class StartBar(QFrame):
@@ -38,3 +40,30 @@ class StartBar(QFrame):
         text = f"{subject} is not running. {what} until you press Start."
         self.label.setText(text)
         self.setAccessibleDescription(text)
+
+
+class PauseBar(QFrame):
+    """Over the graph while the whole dispatcher is paused: nothing starts (running
+    attempts go on), and a Resume all button; hidden otherwise."""
+
+    def __init__(self, resume, parent=None):
+        super().__init__(parent)
+        self.setObjectName("pauseBar")
+        self.setFrameShape(QFrame.Shape.StyledPanel)
+        self.setAccessibleName("Paused")
+        layout = QHBoxLayout(self)
+        layout.setContentsMargins(10, 4, 10, 4)
+        self.label = QLabel(
+            f"<b>{PAUSED_GLYPH} Paused: nothing starts.</b> Running attempts go on; tasks "
+            "that come due wait, and recurring ones fold what they miss."
+        )
+        self.label.setObjectName("pauseBarText")
+        self.label.setWordWrap(True)
+        self.button = QPushButton("Resume all")
+        self.button.setObjectName("resumeAll")
+        self.button.setAccessibleName("Resume all")
+        self.button.clicked.connect(resume)
+        layout.addWidget(self.label, 1)
+        layout.addWidget(self.button)
+        self.setAccessibleDescription("Paused: nothing starts")
+        self.hide()

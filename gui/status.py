@@ -7,7 +7,14 @@ from PySide6.QtWidgets import QLabel, QStatusBar
 
 from taskloom.engine import TaskState
 
-from .style import STATE_GLYPHS, STATE_LABELS, state_text_colour
+from .style import (
+    OWNER_GONE_GLYPH,
+    PAUSED_GLYPH,
+    STATE_GLYPHS,
+    STATE_LABELS,
+    owner_gone,
+    state_text_colour,
+)
 
 
 class StatusPanel:
@@ -35,8 +42,13 @@ class StatusPanel:
         busy = running if busy is None else min(busy, running)
         parts = []
         window = self.counts.palette().color(QPalette.ColorRole.Window)
+        gone = 0
+        if not getattr(self.bridge.scheduler, "owner_alive", True):  # a watched run, orphaned
+            gone = sum(1 for info in self.bridge.tasks.values() if owner_gone(info))
         for state in TaskState:
             n = busy if state is TaskState.RUNNING else counts[state]
+            if state is TaskState.READY:
+                n -= gone
             if n or (state is TaskState.RUNNING and running):
                 colour = state_text_colour(state, [window]).name()
                 parts.append(
@@ -45,6 +57,8 @@ class StatusPanel:
                 )
             if state is TaskState.RUNNING and running > busy:
                 parts.append(f"{running - busy} recording")
+        if gone:
+            parts.append(f"{OWNER_GONE_GLYPH} {gone} owner gone")
         self.counts.setText("&nbsp;&nbsp;".join(parts) or "no tasks")
         self.counts.setToolTip(
             "recording: the task's code has ended and its outcome is being written to the"
@@ -57,5 +71,5 @@ class StatusPanel:
         self.busy.setText(
             f"workers {min(busy, workers)}/{workers} busy" if workers else f"{busy} running"
         )
-        self.paused.setText("⏸ <b>paused</b>" if dispatcher_paused else "")
+        self.paused.setText(f"{PAUSED_GLYPH} <b>paused</b>" if dispatcher_paused else "")
         self.paused.setVisible(dispatcher_paused)

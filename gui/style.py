@@ -40,6 +40,29 @@ STATE_GLYPHS: dict[TaskState, str] = {
 STATE_LABELS: dict[TaskState, str] = {s: s.name.replace("_", " ").lower() for s in TaskState}
 
 RECURRING_MARK = "⟳"
+# Paused: U+2016, which the common fonts (DejaVu, Liberation, Segoe UI, Helvetica) all
+# draw; U+23F8 (the media pause sign) was an empty box with the default fonts.
+PAUSED_GLYPH = "‖"
+OWNER_GONE_GLYPH = "?"
+
+
+def owner_gone(info) -> bool:
+    """A task of a watched run whose owner died before it had an outcome, and whose
+    process does not run either (``engine.watched_run.state_after_owner``): shown as
+    "owner gone", never as running."""
+    if info.state is not S.READY or not info.error:
+        return False  # the common case, without the import below
+    from taskloom.engine.watched_run import OWNER_GONE
+
+    return info.error.startswith(OWNER_GONE)
+
+
+def state_words(info) -> tuple[str, str]:
+    """(glyph, label) of a task's state as the window shows it."""
+    if owner_gone(info):
+        return OWNER_GONE_GLYPH, "owner gone"
+    return STATE_GLYPHS[info.state], STATE_LABELS[info.state]
+
 
 # Attempt outcomes reuse the state colours so bars and nodes agree. Keyed by
 # Outcome, a StrEnum: a stored outcome's plain string finds its colour too.

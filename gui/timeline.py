@@ -67,6 +67,8 @@ CRITICAL_COLOUR = QColor("#8E44AD")  # the critical path, here and on the graph
 # LANE_SORT_MS (sorting 20,000 names per batch of new tasks held the GUI thread).
 SORT_AT_ONCE_UP_TO = 2000
 LANE_SORT_MS = 1000
+MIN_TICK_MS = 100  # the timeline redraws at most ten times a second
+MAX_TICK_MS = 3_600_000  # a tick an hour at least, whatever the zoom
 GROUP_LANE = "\x01lane:"  # the lane of a group collapsed in the graph: its tasks' bars
 GROUP_BARS = 400  # the newest attempts a group's lane keeps
 
@@ -338,8 +340,10 @@ class TimelineCanvas(QWidget):
         now = self.clock_now() if now is None else now
         starts = [bars[0][0] for bars in self.model.bars.values() if bars]
         first = min(starts) if starts else now - FIT_HISTORY
-        last = max([now, *(e.run_at for es in self.model.entries.values() for e in es)])
-        last = max([last, *(g[-1][1] for g in self.model.ghosts.values() if g)])
+        # The run, not the forecast's horizon: each task's next entry and its first
+        # ghost (a recurring task's later occurrences fill the horizon, 8 min of 3 px bars).
+        last = max([now, *(min(e.run_at for e in es) for es in self.model.entries.values() if es)])
+        last = max([last, *(min(g[1] for g in gs) for gs in self.model.ghosts.values() if gs)])
         low, high = FIT_SPANS
         span = min(high, max(low, (last - first) / (1 - 2 * FIT_PAD)))
         left = first - FIT_PAD * span
@@ -743,6 +747,9 @@ class TimelineAxis(QWidget):
         super().__init__(parent)
         self.canvas = canvas
         self.setFixedHeight(AXIS_HEIGHT)
+        # Opaque, in the window's colour as before: redrawn as now moves, it would
+        # otherwise have the dock and the window under it painted every time too.
+        self.setAutoFillBackground(True)
         self.now_button = QToolButton(self)
         self.now_button.setObjectName("timelineNow")
         self.now_button.setText("Now")
@@ -874,10 +881,14 @@ class Timeline(QWidget):
         self._order_timer.setSingleShot(True)
         self._order_timer.setInterval(LANE_SORT_MS)
         self._order_timer.timeout.connect(self._sort_lanes)
+        # Ticks when something on screen can have moved: now by a pixel at this zoom,
+        # or new data (``_touch``); none while nothing moves or nobody sees it.
         self._timer = QTimer(self)
-        self._timer.setInterval(100)  # the axis moves with now
+        self._timer.setSingleShot(True)
         self._timer.timeout.connect(self._tick)
-        self._timer.start()
+        self._news = True  # attempts may have come since the store was last read
+        self.ticks = 0  # ticks run (tests count them: a window at rest has few)
+        self._timer.start(0)
 
     def attach_history(self, scheduler, reader: HistoryReader | None = None) -> None:
         """Draw attempts from the scheduler's run store too (earlier runs, older attempts),
@@ -906,29 +917,73 @@ class Timeline(QWidget):
                 self.reader.close()
             self.reader = None
 
+    def seen(self) -> bool:
+        """Whether a person can see the timeline (shown, its window not minimised)."""
+        return self.isVisible() and not self.window().isMinimized()
+
     def _tick(self) -> None:
-        if not self.isVisible():
-            return
+        if not self.seen():
+            return  # wake() ticks again when it is seen
+        self.ticks += 1
+        canvas = self.canvas
         history = self.model.history
-        if history is not None and history.due() and history.needs_read(*self.canvas.window()):
-            self.read_history()
+        read_later = False
+        if history is not None and history.needs_read(*canvas.window(), news=self._news):
+            if history.due():
+                self._news = False
+                self.read_history()
+            else:  # read when it is due
+                read_later = True
         # Repaint when something changed or now moved by half a pixel: a day-wide
         # window needs a new picture every ~40 s, not ten times a second.
-        now = self.canvas.clock_now()
-        moved = abs(now - self._painted_now) * self.canvas.plot_width() / self.canvas.span
-        if self.canvas.refit(now):
-            self._dirty = True
-            self.axis.update()
+        now = canvas.clock_now()
+        per_pixel = canvas.span / canvas.plot_width()  # seconds
+        moved = abs(now - self._painted_now) / per_pixel
+        span, left = canvas.span, canvas.window(now)[0]
+        if canvas.refit(now):  # a new span, or the fitted edge moved a visible amount
+            new_left = canvas.window(now)[0]
+            if canvas.span != span or abs(new_left - left) >= 0.5 * per_pixel:
+                self._dirty = True
+                self.axis.update()
         if self._dirty or moved >= 0.5:
             self._dirty = False
             self._painted_now = now
-            if self.model.refresh_active(self.canvas.selected):
-                self.canvas.update_height()
-            self.canvas.update()
+            if self.model.refresh_active(canvas.selected):
+                canvas.update_height()
+            canvas.update()
             self.axis.update()
+        wait = self._next_move(now)
+        if read_later:
+            wait = min(wait, history.min_interval)
+        if wait < math.inf and not self._timer.isActive():
+            self._timer.start(max(MIN_TICK_MS, min(int(wait * 1000), MAX_TICK_MS)))
+
+    def _next_move(self, now: float) -> float:
+        """Seconds until something in view moves: now by a pixel, if it is in view
+        (the now line, running bars and the axis's labels move with it); now coming
+        into view, if the window was panned ahead; never, if panned into the past."""
+        canvas = self.canvas
+        left, right = canvas.window(now)
+        if now < left:
+            return left - now
+        if now <= right or canvas.following:
+            return canvas.span / canvas.plot_width()
+        return math.inf
+
+    def wake(self) -> None:
+        """Tick now (the window was shown or restored, or the view changed)."""
+        self._dirty = True
+        self._timer.start(0)
+
+    def showEvent(self, event) -> None:
+        super().showEvent(event)
+        self.wake()
 
     def _touch(self) -> None:
+        """Something to draw changed: a tick soon, with whatever else changes by then."""
         self._dirty = True
+        if not self._timer.isActive() or self._timer.remainingTime() > MIN_TICK_MS:
+            self._timer.start(MIN_TICK_MS)
 
     def read_history(self) -> None:
         """Ask for the visible window's stored attempts now (the tick does it when
@@ -953,7 +1008,7 @@ class Timeline(QWidget):
             history.failed(request[1])
             return
         history.apply(request[1], found)
-        self._dirty = True
+        self._touch()
         self.canvas.update()
         self.axis.update()
 
@@ -964,11 +1019,11 @@ class Timeline(QWidget):
             return
         self.model.set_by_worker(on)
         self.canvas.update_height()
-        self._dirty = True
+        self._touch()
         self.canvas.update()
 
     def set_tasks(self, tasks) -> None:
-        self._dirty = True
+        self._touch()
         before = len(self.model.lanes)
         self.model.set_tasks(tasks)
         if len(self.model.lanes) != before:
@@ -978,11 +1033,11 @@ class Timeline(QWidget):
 
     def _sort_lanes(self) -> None:
         self.model.sort_lanes()
-        self._dirty = True
+        self._touch()
         self.canvas.update()
 
     def remove_tasks(self, ids) -> None:
-        self._dirty = True
+        self._touch()
         self.model.remove(ids)
         if self.model.lane_group is not None:
             self.model._fold_groups()
@@ -993,12 +1048,12 @@ class Timeline(QWidget):
         self.model.set_lane_groups(lane_group)
         self.model.refresh_active(self.canvas.selected)
         self.canvas.update_height()
-        self._dirty = True
+        self._touch()
 
     later_occurrences = None  # entries -> recurring tasks' occurrences after the next
 
     def set_upcoming(self, entries) -> None:
-        self._dirty = True
+        self._touch()
         self.model.set_upcoming(entries)
         later: dict[str, list] = {}
         if self.later_occurrences is not None:
@@ -1009,14 +1064,15 @@ class Timeline(QWidget):
     def set_ghosts(self, ghosts: dict[str, list], collisions: dict | None = None) -> None:
         """The forecast's runs still to come and its collisions (``TimelineModel.ghosts``
         and ``.collisions``)."""
-        self._dirty = True
+        self._touch()
         self.model.ghosts = ghosts
         self.model.collisions = collisions or {}
         if self.model.refresh_active(self.canvas.selected):
             self.canvas.update_height()
 
     def add_events(self, events) -> None:
-        self._dirty = True
+        self._touch()
+        self._news = True
         workers = len(self.model.workers)
         self.model.add_events(events)
         if len(self.model.workers) != workers:

@@ -14,7 +14,8 @@ import time
 from PySide6.QtCore import QTimer, Signal
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QWidget
 
-CHECK_MS = 100  # how often the owner's answers and liveness are looked at
+CHECK_MS = 100  # how often the owner's answers are looked at while one is awaited
+IDLE_CHECK_MS = 500  # and its liveness otherwise (an answer shows within this too)
 
 
 class WatchStatus(QWidget):
@@ -49,7 +50,7 @@ class WatchStatus(QWidget):
         window.statusBar().insertPermanentWidget(0, self)
         window.setWindowTitle(f"{name} — watching {owner} — Taskloom")
         self._timer = QTimer(self)
-        self._timer.setInterval(CHECK_MS)
+        self._timer.setInterval(IDLE_CHECK_MS)
         self._timer.timeout.connect(self.check)
         self._timer.start()
 
@@ -66,17 +67,19 @@ class WatchStatus(QWidget):
             return
         if not self.run.owner_alive:
             self.stopped()
-            return
-        answering = getattr(self.run, "owner_answering", True)
-        if answering != self._answering:  # its heartbeat stopped, or came back
-            self._answering = answering
-            owner = self.run.owner
-            who = f"{owner.program} (pid {owner.pid} on {owner.host})" if owner else "The owner"
-            self.label.setText(
-                self._watching
-                if answering
-                else f"⏸ {who} is not answering (stopped or frozen): requests wait for it"
-            )
+        else:
+            answering = getattr(self.run, "owner_answering", True)
+            if answering != self._answering:  # its heartbeat stopped, or came back
+                self._answering = answering
+                owner = self.run.owner
+                who = f"{owner.program} (pid {owner.pid} on {owner.host})" if owner else "The owner"
+                self.label.setText(
+                    self._watching
+                    if answering
+                    else f"⏸ {who} is not answering (stopped or frozen): requests wait for it"
+                )
+        awaited = getattr(self.run, "awaiting_answers", True)
+        self._timer.setInterval(CHECK_MS if awaited else IDLE_CHECK_MS)
 
     def stopped(self) -> None:
         self.owner_gone = True

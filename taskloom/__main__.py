@@ -13,6 +13,10 @@ import sys
 if sys.path and sys.path[0] in ("", ".", os.getcwd()):
     del sys.path[0]
 
-from taskloom.cli import main
+try:
+    from taskloom.cli import main
 
-raise SystemExit(main())
+    code = main()
+except KeyboardInterrupt:  # Ctrl-C while the command itself was still loading
+    code = 130
+raise SystemExit(code)

@@ -598,7 +598,9 @@ class _StopSignals:
 
     Installed before the engine starts, so no signal finds the default handler (which
     would kill us and orphan the commands); one that comes before the event loop runs
-    is remembered. Python runs handlers only between bytecodes: a timer wakes it."""
+    is remembered. Python runs handlers only between bytecodes, and Qt's loop waits in
+    C: the signal's byte on a wakeup socket (``signal.set_wakeup_fd``) wakes the loop
+    only when a signal comes, where a timer woke the window five times a second."""
 
     NAMES = ("SIGINT", "SIGTERM", "SIGHUP", "SIGQUIT")
 
@@ -606,20 +608,39 @@ class _StopSignals:
         self.app = app
         self.requested = False
         self._previous: dict = {}
+        self._wakeup = None  # (our socket end, the notifier, the wakeup fd it replaced)
 
     def install(self) -> None:
         import signal
+        import socket
 
-        from PySide6.QtCore import QTimer
+        from PySide6.QtCore import QSocketNotifier
 
         for name in self.NAMES:
             number = getattr(signal, name, None)
             if number is not None:
                 self._previous[number] = signal.signal(number, self._stop)
-        waker = QTimer(self.app)
-        waker.setObjectName("signal_waker")
-        waker.timeout.connect(lambda: None)
-        waker.start(200)
+        ours, theirs = socket.socketpair()
+        for end in (ours, theirs):
+            end.setblocking(False)
+        try:
+            previous = signal.set_wakeup_fd(theirs.fileno(), warn_on_full_buffer=False)
+        except ValueError:  # not the main thread: handlers run when the thread next runs
+            ours.close()
+            theirs.close()
+            return
+        notifier = QSocketNotifier(ours.fileno(), QSocketNotifier.Type.Read, self.app)
+        notifier.setObjectName("signal_waker")
+        notifier.activated.connect(lambda *_: self._drain(ours))  # Python runs the handler
+        self._wakeup = (ours, theirs, notifier, previous)
+
+    @staticmethod
+    def _drain(sock) -> None:
+        try:
+            while sock.recv(512):
+                pass
+        except OSError:  # nothing more to read
+            pass
 
     def _stop(self, signum, frame) -> None:
         # Python runs this between two bytecodes of whatever the GUI thread was doing,
@@ -648,6 +669,14 @@ class _StopSignals:
         for number, handler in self._previous.items():
             signal.signal(number, handler)
         self._previous.clear()
+        if self._wakeup is not None:
+            ours, theirs, notifier, previous = self._wakeup
+            self._wakeup = None
+            signal.set_wakeup_fd(previous)
+            notifier.setEnabled(False)
+            notifier.deleteLater()
+            ours.close()
+            theirs.close()
 
 
 def resume_without_asking(parent, name: str, differences) -> bool:

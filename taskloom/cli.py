@@ -34,7 +34,6 @@ import os
 import sys
 import threading
 import time
-import uuid
 from pathlib import Path
 
 import taskloom
@@ -44,7 +43,26 @@ import taskloom
 EXIT_OK, EXIT_FAILED, EXIT_INVALID = 0, 1, 2
 EXIT_BUSY = 75  # EX_TEMPFAIL (sysexits.h): not now, try again when the owner has finished
 EXIT_SIGNAL_BASE = 128  # 128 + the signal's number, as shells report: SIGINT 130, SIGTERM 143
-SUBCOMMANDS = ("run", "validate", "history", "list", "next", "forecast", "install-desktop")
+SUBCOMMANDS = (
+    "run",
+    "status",
+    "retry",
+    "cancel",
+    "pause",
+    "resume",
+    "run-now",
+    "clear",
+    "validate",
+    "history",
+    "list",
+    "next",
+    "forecast",
+    "install-desktop",
+    "completion",
+    "help",
+)
+STEERING = ("retry", "cancel", "pause", "resume", "run-now", "clear")
+EXAMPLES = ("etl", "flaky", "recurring")  # resources/examples/NAME.toml
 SIGNAL_CHECK = 0.2  # seconds between looks for Ctrl-C / SIGTERM while waiting
 log = logging.getLogger("taskloom.cli")
 
@@ -73,12 +91,26 @@ def _positive_int(text: str) -> int:
 
 
 def _version() -> str:
-    try:
-        from importlib.metadata import PackageNotFoundError, version
+    from importlib.metadata import PackageNotFoundError, version  # outside the try: a
+    # Ctrl-C while importing would otherwise end in a NameError in the except clause
 
+    try:
         return version("taskloom")
     except PackageNotFoundError:  # running from a source checkout
         return taskloom.__version__
+
+
+class _VersionAction(argparse.Action):
+    """``--version``: the installed version is looked up only when asked for
+    (importlib.metadata costs a command that never prints it ~15 ms)."""
+
+    def __init__(self, option_strings, dest=argparse.SUPPRESS, **kwargs):
+        kwargs.setdefault("help", "show program's version number and exit")
+        super().__init__(option_strings, dest=dest, default=argparse.SUPPRESS, nargs=0, **kwargs)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        print(f"taskloom {_version()}")  # to stdout, as argparse's own "version" action
+        parser.exit()
 
 
 def _output_flag(arg: str) -> bool:
@@ -121,12 +153,22 @@ def _command_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="taskloom", description="Run and check workflows.", parents=[_output_options(True)]
     )
-    parser.add_argument("--version", action="version", version=f"taskloom {_version()}")
+    parser.add_argument("--version", action=_VersionAction)
     sub = parser.add_subparsers(dest="command", required=True)
     each = [_output_options(False)]
 
     run = sub.add_parser("run", help="run a workflow headless, with live progress", parents=each)
-    run.add_argument("file", type=Path, help="workflow file (TOML)")
+    run.add_argument("file", type=Path, nargs="?", help="workflow file (TOML)")
+    run.add_argument(
+        "--example",
+        choices=EXAMPLES,
+        help="run a bundled example instead of a file",
+    )
+    run.add_argument(
+        "--until-idle",
+        action="store_true",
+        help="stop once no one-shot work remains, even if recurring tasks would run on",
+    )
     run.add_argument("--workers", type=_positive_int, help="worker threads (default: the file's)")
     run.add_argument(
         "--for",
@@ -168,6 +210,8 @@ def _command_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="say what would run, in what order; run nothing, write no store",
     )
+
+    _steering_parsers(sub, each)
 
     listing = sub.add_parser(
         "list", help="the tasks of a workflow: trigger, dependencies, next fire", parents=each
@@ -212,7 +256,7 @@ def _command_parser() -> argparse.ArgumentParser:
     _json_argument(validate)
 
     ahead = sub.add_parser(
-        "forecast", help="what a run would do: finish, critical path, collisions"
+        "forecast", help="what a run would do: finish, critical path, collisions", parents=each
     )
     ahead.add_argument("file", type=Path, help="workflow file (TOML)")
     ahead.add_argument(
@@ -225,8 +269,68 @@ def _command_parser() -> argparse.ArgumentParser:
 
     from .desktop import add_parser as add_desktop_parser
 
-    add_desktop_parser(sub)
+    add_desktop_parser(sub, parents=each)
+    completion = sub.add_parser(
+        "completion",
+        help="print a shell completion script (bash or zsh)",
+        description="Print a completion script made from this command's own options. "
+        "bash: 'source <(taskloom completion bash)' in ~/.bashrc; zsh: "
+        "'taskloom completion zsh > ~/.zfunc/_taskloom' with ~/.zfunc on $fpath.",
+        parents=each,
+    )
+    completion.add_argument("shell", choices=("bash", "zsh"))
+    helping = sub.add_parser(
+        "help", help="list the commands, or show one command's help", parents=each
+    )
+    helping.add_argument("topic", nargs="?", metavar="COMMAND", help="a command")
     return parser
+
+
+def _steering_parsers(sub, each) -> None:
+    """status and the commands that steer a run (steer.py)."""
+    status = sub.add_parser(
+        "status",
+        help="a run now: owner, counts, what runs, what failed, what comes next",
+        parents=each,
+    )
+    status.add_argument("file", type=Path, help="workflow file (TOML)")
+    _store_arguments(status)
+    _json_argument(status)
+    about = {
+        "retry": "run failed, skipped or cancelled tasks again (--failed: every failed one)",
+        "cancel": "cancel tasks that have not finished",
+        "pause": "hold tasks (or, with no TASK, the whole live run)",
+        "resume": "undo pause",
+        "run-now": "run tasks that wait for their time now",
+        "clear": "run finished one-shot tasks again in the same run",
+    }
+    for word, text in about.items():
+        parser = sub.add_parser(
+            word,
+            help=text,
+            description=text[0].upper() + text[1:] + ". Sent to the process that runs the "
+            "workflow now, which answers; when none does, applied to the stored run, which "
+            "the next 'taskloom run' resumes.",
+            parents=each,
+        )
+        parser.add_argument("file", type=Path, help="workflow file (TOML)")
+        parser.add_argument("tasks", nargs="*", metavar="TASK", help="task names")
+        if word == "retry":
+            parser.add_argument("--failed", action="store_true", help="every failed task")
+        if word == "clear":
+            parser.add_argument(
+                "--downstream",
+                action="store_true",
+                help="also the finished tasks downstream of them",
+            )
+        parser.add_argument(
+            "--timeout",
+            type=_duration,
+            default=10.0,
+            metavar="DURATION",
+            help="how long to wait for a live run's answer (default 10s)",
+        )
+        _store_arguments(parser)
 
 
 def _json_argument(parser) -> None:
@@ -247,17 +351,18 @@ def _store_arguments(parser) -> None:
 def _window_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="taskloom",
-        description="Open the Taskloom window on a workflow (the start page if none).",
-        epilog="Also: 'taskloom run FILE' runs headless, 'taskloom validate FILE' checks a "
-        "file, 'taskloom list|next|history|forecast FILE' tell about it; add --help to any "
-        "of them.",
+        usage="taskloom [FILE | --example NAME] [options]\n       taskloom COMMAND ...",
+        description="Open the Taskloom window on a workflow (the start page if none), "
+        "or run a COMMAND.",
+        epilog=_commands_text(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
         parents=[_output_options(True)],
     )
-    parser.add_argument("--version", action="version", version=f"taskloom {_version()}")
+    parser.add_argument("--version", action=_VersionAction)
     parser.add_argument("file", nargs="?", type=Path, help="workflow file (TOML)")
     parser.add_argument(
         "--example",
-        choices=("etl", "flaky", "recurring"),
+        choices=EXAMPLES,
         help="open a bundled example instead of a file",
     )
     parser.add_argument(
@@ -287,13 +392,25 @@ def _window_parser() -> argparse.ArgumentParser:
 
 
 def main(argv=None) -> int:
+    try:
+        return _main(argv)
+    except KeyboardInterrupt:  # Ctrl-C before a run could handle it: no traceback
+        return EXIT_SIGNAL_BASE + 2
+
+
+def _main(argv) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     word = next((arg for arg in argv if not _output_flag(arg)), None)
     if word is not None and word not in SUBCOMMANDS and _mistyped_command(word):
         return EXIT_INVALID
     if word in SUBCOMMANDS:
         parser = _command_parser()
-        args = parser.parse_args(argv)
+        args, extra = parser.parse_known_args(argv)
+        if extra and args.command in STEERING and not any(a.startswith("-") for a in extra):
+            args.tasks = [*args.tasks, *extra]  # TASK names after an option: retry F --db D t
+        elif extra:  # said with the command's own usage line, as argparse would
+            sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+            sub.choices[args.command].error(f"unrecognized arguments: {' '.join(extra)}")
         if args.quiet and args.verbose:
             parser.error("-q/--quiet and -v/--verbose cannot be used together")
         from taskloom import logs
@@ -312,7 +429,27 @@ def main(argv=None) -> int:
     return open_window(args)
 
 
+def _unusable_store(path: Path | None) -> str | None:
+    """Why a ``--db`` path can never be a store (its folder is missing or no folder,
+    the path is a folder or a device), or None. A store that does not exist yet in
+    a folder that does is fine: no runs yet."""
+    if path is None:
+        return None
+    folder = path.parent
+    if not folder.is_dir():
+        what = "is not a folder" if folder.exists() else "does not exist"
+        return f"taskloom: --db {path}: unusable store: the folder {folder} {what}"
+    if path.exists() and not path.is_file():
+        return f"taskloom: --db {path}: unusable store: not a regular file"
+    return None
+
+
 def _command(args) -> int:
+    if args.command != "run":  # run says it when it opens the store (it may make the folder)
+        reason = _unusable_store(getattr(args, "db", None))
+        if reason is not None:
+            print(reason, file=sys.stderr)
+            return EXIT_INVALID
     if args.command == "run":
         return run_workflow(args)
     if args.command == "history":
@@ -329,7 +466,50 @@ def _command(args) -> int:
         from .desktop import main as install_desktop
 
         return install_desktop(args)
+    if args.command == "status":
+        from .steer import status
+
+        return status(args)
+    if args.command in STEERING:
+        from .steer import steer
+
+        return steer(args)
+    if args.command == "completion":
+        from .completion import script
+
+        print(script(_command_parser(), args.shell, _window_parser()), end="")
+        return EXIT_OK
+    if args.command == "help":
+        return show_help(args.topic)
     return validate_workflow(args.file, quiet=args.quiet, as_json=args.json, imports=args.imports)
+
+
+def command_summaries() -> list[tuple[str, str]]:
+    """(command, one-line summary) for every command, from the parser itself."""
+    parser = _command_parser()
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    return [(choice.dest, choice.help or "") for choice in sub._choices_actions]
+
+
+def _commands_text() -> str:
+    rows = command_summaries()
+    width = max(len(name) for name, _ in rows)
+    lines = ["commands:"]
+    lines += [f"  {name:<{width}}  {text}" for name, text in rows]
+    lines.append("")
+    lines.append("'taskloom help COMMAND' or 'taskloom COMMAND --help' tells more about one.")
+    return "\n".join(lines)
+
+
+def show_help(topic: str | None) -> int:
+    if topic is None:
+        _window_parser().print_help()
+        return EXIT_OK
+    if topic not in SUBCOMMANDS:
+        print(f"taskloom help: no command {topic!r} (see 'taskloom help')", file=sys.stderr)
+        return EXIT_INVALID
+    _command_parser().parse_args([topic, "--help"])  # prints it and exits 0
+    return EXIT_OK
 
 
 def _mistyped_command(word: str) -> bool:
@@ -379,8 +559,10 @@ def validate_workflow(
 
 
 def _print_problems(path: Path, problems) -> int:
-    for problem in problems:
-        print(problem)
+    from taskloom.listing import located
+
+    for _problem, text in located(path, problems):  # each with its line:column
+        print(text)
     count = len(problems)
     print(f"{path}: {count} problem{'s' if count != 1 else ''}", file=sys.stderr)
     return EXIT_INVALID
@@ -413,7 +595,6 @@ def open_window(args) -> int:
 def show_history(args) -> int:
     from datetime import datetime
 
-    from taskloom.engine.store import SQLiteStore, StoreError
     from taskloom.engine.workflow import WorkflowError, load
 
     from .runs import default_db_path
@@ -433,6 +614,8 @@ def show_history(args) -> int:
         elif not args.quiet:
             print(f"no runs of {name} yet ({db_path} does not exist)")
         return EXIT_OK
+    from taskloom.engine.store import SQLiteStore, StoreError  # only for a store there is
+
     try:
         store = SQLiteStore.reader(db_path)  # a run may be going on: read beside it
     except StoreError as exc:
@@ -454,17 +637,19 @@ def show_history(args) -> int:
         if not args.quiet:
             print(f"no runs of {name} yet")
         return EXIT_OK
-    header = f"{'started':19}  {'run':>3}  {'task':<18} {'try':>3}  {'outcome':<9} {'took':>7}"
+    from taskloom import human
+
+    header = f"{'started':19}  {'run':>3}  {'task':<18} {'try':>3}  {'outcome':<9} {'took':>11}"
     print(header + "  detail")
     for row in reversed(rows):
         started = datetime.fromtimestamp(row["started"]).strftime("%Y-%m-%d %H:%M:%S")
-        took = "" if row["ended"] is None else f"{row['ended'] - row['started']:.2f}s"
+        took = "" if row["ended"] is None else human.duration(row["ended"] - row["started"])
         detail = row["error"] or ""
         if row["exit_code"] is not None and not detail:
             detail = f"exit code {row['exit_code']}"
         print(
             f"{started}  {row['run']:>3}  {row['task_id']:<18} {row['number']:>3}  "
-            f"{row['outcome']:<9} {took:>7}  {detail}"
+            f"{row['outcome']:<9} {took:>11}  {detail}"
         )
     return EXIT_OK
 
@@ -472,6 +657,8 @@ def show_history(args) -> int:
 # ---------------------------------------------------------------------- run
 def build_executor(spec: str, workers: int):
     """None for the engine's own threads, else a ``concurrent.futures.Executor``."""
+    if spec == "threads":  # the usual case: no need to load the pools (multiprocessing)
+        return None
     from taskloom.engine.pools import make_executor
 
     return make_executor(spec, workers)
@@ -488,16 +675,36 @@ def counted_tasks(workflow) -> list[str]:
 
 
 def run_workflow(args) -> int:
+    # From the start, a stop signal is noted, not raised: the run stops at the next
+    # look (before the store opens, once it has, or while waiting), never half-way
+    # through opening a store or starting the engine (issue 21: Ctrl-C in the first
+    # 0.4 s was a traceback).
+    stop_signals = StopSignals()
+    stop_signals.install()
+    try:
+        return _run_workflow(args, stop_signals)
+    except KeyboardInterrupt:  # a signal the handler raised, or one before it was installed
+        return EXIT_SIGNAL_BASE + stop_signals.signal_number
+
+
+def _run_workflow(args, stop_signals: StopSignals) -> int:
     from taskloom.engine.store import StoreBusy, StoreError
     from taskloom.engine.workflow import WorkflowError, load
 
     from .runs import default_db_path, open_run
 
+    if (args.file is None) == (args.example is None):
+        print("taskloom run: give a FILE or --example NAME (one of them)", file=sys.stderr)
+        return EXIT_INVALID
+    if args.example:  # the bundled copy, wherever the package was installed
+        args.file = taskloom.example_path(args.example)
     try:
         workflow = load(args.file)
     except WorkflowError as exc:
         print(exc, file=sys.stderr)
         return EXIT_INVALID
+    if stop_signals.reason is not None:
+        return EXIT_SIGNAL_BASE + stop_signals.signal_number
     if args.with_upstream and not args.tasks:
         print("taskloom run: --with-upstream needs --task NAME", file=sys.stderr)
         return EXIT_INVALID
@@ -536,13 +743,12 @@ def run_workflow(args) -> int:
     use_workflow_folder(workflow, executor)  # a call's module may sit beside the file
 
     # Lets a run's commands share state safely (see examples/scripts/attempts.py).
-    os.environ["TASKLOOM_RUN_ID"] = uuid.uuid4().hex[:12]
+    os.environ["TASKLOOM_RUN_ID"] = os.urandom(6).hex()  # 12 hex digits, as uuid4's were
     try:
         opened = open_run(
             workflow,
             db_path,
             fresh=args.fresh or bool(args.tasks),
-            retention=retention,
             lock_kind="tasks" if args.tasks else "workflow",
             workers=workers,
             executor=executor,
@@ -558,82 +764,144 @@ def run_workflow(args) -> int:
         print(exc if isinstance(exc, StoreError) else f"{args.file}: {exc}", file=sys.stderr)
         return EXIT_INVALID
     scheduler = opened.scheduler
+    if stop_signals.reason is not None:  # stopped while the store opened: nothing ran yet
+        _stop(scheduler, executor)
+        opened.store.close()
+        return EXIT_SIGNAL_BASE + stop_signals.signal_number
     from taskloom import logs
     from taskloom.engine.store import UnsafeFile, private_folder
 
     try:
         private_folder(log_dir, "log folder")  # 0700, ours: others can plant nothing there
-        logs.log_to_file(log_dir / "taskloom.log")
+        logs.check_file(log_dir / "taskloom.log")  # written from once the commands run
     except (OSError, UnsafeFile) as exc:
         why = exc if isinstance(exc, UnsafeFile) else f"cannot make the log folder {log_dir}: {exc}"
         print(f"taskloom: {why}", file=sys.stderr)
         _stop(scheduler, executor)
         opened.store.close()
         return EXIT_INVALID
-    log.info("store %s, task logs in %s, %d workers", db_path, log_dir, workers)
     from taskloom.engine.feed import FeedWriter
 
-    feed = FeedWriter(scheduler, opened.store).start()  # for windows that watch this run
-    from .runs import AttemptPruner
-
-    # A long run keeps each task's last attempts only (places.Retention.attempts).
-    pruner = AttemptPruner(opened.store, retention.attempts, log_dir).start()
-    counted = counted_tasks(workflow)
-    monitor = RunMonitor(workflow, counted)
+    # Subscribed before the engine starts, so that neither misses an event; the
+    # monitor holds its lines until the report exists, and the feed's thread starts
+    # once the first commands have (docs/design.md 7, "Quick to answer").
+    feed = FeedWriter(scheduler, opened.store)  # for windows that watch this run
+    monitor = RunMonitor(workflow, counted_tasks(workflow))
     scheduler.subscribe(monitor.on_event)
-    if args.quiet:
-        reporter = QuietReport(monitor)
-    elif sys.stdout.isatty():
-        reporter = LiveReport(scheduler, monitor)
-    else:
-        reporter = PlainReport(monitor)
+    monitor.on_output_lost = stop_signals.output_lost
+    monitor.seed(scheduler.tasks())
+    try:
+        scheduler.start()
+    except (ValueError, KeyError, TypeError) as exc:  # e.g. an 'at' the engine refuses
+        with _report(args, scheduler, monitor) as reporter:
+            reporter.note(opened.note)
+            monitor.release()
+            reporter.note(f"{args.file}: {exc}")
+        _stop(scheduler, executor)
+        feed.close()
+        opened.store.close()
+        return EXIT_INVALID
+    # What can wait until the first commands run: rich's panel, the log file, the
+    # feed's thread, pruning old runs, the pruner.
+    from taskloom import logs
 
     interrupted = False
-    stop_signals = StopSignals()
-    stop_signals.install()
-    monitor.on_output_lost = stop_signals.output_lost
-    with reporter:
-        reporter.note(opened.note)
-        adopted = scheduler.adopted_tasks()
-        if adopted:  # the previous owner died; its commands went on under their supervisor
-            reporter.note(
-                f"adopted {len(adopted)} command{'s' if len(adopted) > 1 else ''} the previous "
-                f"owner left running: {', '.join(adopted)}"
-            )
-        monitor.seed(scheduler.tasks())
-        try:
-            scheduler.start()
-        except (ValueError, KeyError, TypeError) as exc:  # e.g. an 'at' the engine refuses
-            reporter.note(f"{args.file}: {exc}")
-            _stop(scheduler, executor)
-            feed.close()
-            pruner.stop()
-            opened.store.close()
-            return EXIT_INVALID
-        store_error = None
+    store_error = None
+    pruner = None
+    reporter = None
+    shut = False
 
-        def should_stop() -> bool:  # a failed store stops the engine: stop waiting too
-            return stop_signals.should_stop() or opened.store.failed
-
-        try:
-            monitor.wait(args.run_for, stop=should_stop)
-        except KeyboardInterrupt:
-            if stop_signals.reason is not None or not opened.store.failed:
-                interrupted = True
-                reason = stop_signals.reason or "interrupted"
-                reporter.note(f"{reason}: stopping running tasks (the run can be resumed)...")
-        finally:
-            store_error = _stop(scheduler, executor)
-            feed.close()  # watchers learn that the owner stopped
+    def shut_down() -> None:  # once: running commands stop, then feed, pruner, store
+        nonlocal shut, store_error
+        if shut:
+            return
+        shut = True
+        stop_signals.armed = False
+        store_error = _stop(scheduler, executor)
+        feed.close()  # watchers learn that the owner stopped
+        if pruner is not None:
             pruner.stop()
-            opened.store.close()
-    code = reporter.summary(scheduler, log_dir, interrupted)
+        opened.store.close()
+
+    def should_stop() -> bool:  # a failed store stops the engine: stop waiting too
+        return stop_signals.should_stop() or opened.store.failed
+
+    def stopping(reporter) -> None:
+        nonlocal interrupted
+        if stop_signals.reason is not None or not opened.store.failed:
+            interrupted = True
+            reason = stop_signals.reason or "interrupted"
+            reporter.note(f"{reason}: stopping running tasks (the run can be resumed)...")
+
+    try:
+        reporter = _report(args, scheduler, monitor)
+        with reporter:
+            reporter.note(opened.note)
+            adopted = scheduler.adopted_tasks()
+            if adopted:  # the previous owner died; its commands went on under their supervisor
+                reporter.note(
+                    f"adopted {len(adopted)} command{'s' if len(adopted) > 1 else ''} the "
+                    f"previous owner left running: {', '.join(adopted)}"
+                )
+            monitor.release()  # the lines held since the start, then each as it comes
+            logs.log_to_file(log_dir / "taskloom.log")
+            log.info("store %s, task logs in %s, %d workers", db_path, log_dir, workers)
+            feed.start()
+            from .runs import AttemptPruner, prune
+
+            try:  # the runs before the last few, and their logs
+                prune(opened.store, retention, str(log_dir))
+            except Exception as exc:  # housekeeping: the run goes on, its store grows
+                log.warning("pruning old runs failed: %s", exc)
+
+            # A long run keeps each task's last attempts only (places.Retention.attempts).
+            pruner = AttemptPruner(opened.store, retention.attempts, log_dir).start()
+
+            def on_idle() -> None:  # once: only recurring tasks are left to run
+                reporter.note(waiting_line(scheduler, workflow, args.until_idle))
+
+            try:
+                stop_signals.armed = True  # now a signal may interrupt the wait at once
+                if stop_signals.reason is not None:  # came while the report was set up
+                    raise KeyboardInterrupt
+                monitor.wait(
+                    args.run_for, stop=should_stop, until_idle=args.until_idle, on_idle=on_idle
+                )
+            except KeyboardInterrupt:
+                stopping(reporter)
+            finally:
+                shut_down()
+    except KeyboardInterrupt:  # a signal while the report was being set up
+        if reporter is None:
+            reporter = QuietReport(monitor) if args.quiet else PlainReport(monitor)
+        monitor.release()  # the run's last lines are told, held ones first
+        stopping(reporter)
+        shut_down()
+    except BaseException:
+        shut_down()
+        raise
     if store_error is not None:
+        # One line on stderr: -q's summary would add a line per task the failure failed.
+        if not args.quiet:
+            reporter.summary(scheduler, log_dir, interrupted)
         print(f"taskloom: {store_error}; the run stopped", file=sys.stderr)
         return EXIT_INVALID
+    code = reporter.summary(scheduler, log_dir, interrupted)
+    if opened.store.close_problem is not None:  # e.g. the folder was made read-only
+        print(f"taskloom: {opened.store.close_problem}", file=sys.stderr)
     if interrupted:  # stopped from outside, whatever the tasks did: 128 + the signal
         return EXIT_SIGNAL_BASE + stop_signals.signal_number
     return code
+
+
+def _report(args, scheduler, monitor: RunMonitor):
+    """How the run is shown: nothing but failures (-q), a live panel on a terminal,
+    else one line per event."""
+    if args.quiet:
+        return QuietReport(monitor)
+    if sys.stdout.isatty():
+        return LiveReport(scheduler, monitor)
+    return PlainReport(monitor)
 
 
 def dry_run(workflow, db_path: Path, selected: bool) -> int:
@@ -666,6 +934,9 @@ class StopSignals:
     def __init__(self):
         self.reason: str | None = None
         self.signal_number = 2  # SIGINT: a KeyboardInterrupt that no handler of ours raised
+        # Raise KeyboardInterrupt at the signal (only while waiting for the run); else
+        # the signal is noted and the run looks at ``reason`` when it can stop cleanly.
+        self.armed = False
 
     def install(self) -> None:
         import signal
@@ -687,7 +958,8 @@ class StopSignals:
             _silence_output()
         self.reason = f"interrupted by {name}"
         self.signal_number = int(signum)
-        raise KeyboardInterrupt
+        if self.armed:
+            raise KeyboardInterrupt
 
     def should_stop(self) -> bool:
         """Looked at while waiting: a signal came, or our reader went away unnoticed
@@ -761,6 +1033,10 @@ class RunMonitor:
         self.started = time.monotonic()
         self.listeners: list = []
         self.on_output_lost = None  # called when a listener cannot write any more
+        # Events (with their elapsed time) held for the listeners until ``release()``:
+        # the engine starts before the report is set up.
+        self._held: list | None = []
+        self._hold_lock = threading.Lock()
         self._all_settled = threading.Event()
         if not self.counted:
             self._all_settled.set()
@@ -779,22 +1055,50 @@ class RunMonitor:
             self.states[event.task_id] = event.state
         if event.error:
             self.errors[event.task_id] = event.error
+        elapsed = self.elapsed()
+        with self._hold_lock:
+            if self._held is not None:  # the report is not there yet: told at release()
+                self._held.append((event, elapsed))
+            else:
+                self._tell(event, elapsed)  # first: the event's line comes before what it ends
         if all(tid in self.states and self.states[tid].settled for tid in self.counted):
             self._all_settled.set()
+
+    def release(self) -> None:
+        """Give the listeners the events held so far, then each as it comes."""
+        with self._hold_lock:
+            held, self._held = self._held or [], None
+            for event, elapsed in held:
+                self._tell(event, elapsed)
+
+    def _tell(self, event, elapsed: float) -> None:
         for listener in self.listeners:
             try:
-                listener(event)
+                listener(event, elapsed)
             except OSError:  # a closed pipe or a vanished terminal
                 if self.on_output_lost is not None:
                     self.on_output_lost()
 
-    def wait(self, run_for: float | None, stop=None) -> None:
+    def wait(
+        self, run_for: float | None, stop=None, until_idle: bool = False, on_idle=None
+    ) -> None:
         """Until the one-shot tasks settle (no recurring ones) or ``run_for`` passes.
-        Raises ``KeyboardInterrupt`` once ``stop()`` says so (output lost)."""
+        With recurring tasks, ``on_idle()`` is called once when every one-shot task
+        has settled, and ``until_idle`` returns then. Raises ``KeyboardInterrupt``
+        once ``stop()`` says so (output lost)."""
         deadline = None if run_for is None else time.monotonic() + run_for
-        # A recurring workflow runs until Ctrl-C or the deadline: wait on an event never set.
-        done = threading.Event() if self.recurring else self._all_settled
-        while not done.is_set():
+        never = threading.Event()  # a recurring workflow runs until Ctrl-C or the deadline
+        told = False
+        while True:
+            settled = self._all_settled.is_set()
+            if settled and not self.recurring:
+                return
+            if settled and not told:
+                told = True
+                if on_idle is not None:
+                    on_idle()
+                if until_idle:
+                    return
             if stop is not None and stop():
                 raise KeyboardInterrupt
             remaining = None if deadline is None else deadline - time.monotonic()
@@ -802,7 +1106,13 @@ class RunMonitor:
                 return
             # Wake now and then: a signal that the kernel hands to another thread only
             # reaches Python's handler once the main thread runs again.
-            done.wait(SIGNAL_CHECK if remaining is None else min(SIGNAL_CHECK, remaining))
+            waiter = never if told else self._all_settled
+            waiter.wait(SIGNAL_CHECK if remaining is None else min(SIGNAL_CHECK, remaining))
+
+    @property
+    def idle(self) -> bool:
+        """Recurring tasks only are left: every one-shot task has settled."""
+        return self.recurring and self._all_settled.is_set()
 
     def elapsed(self) -> float:
         return time.monotonic() - self.started
@@ -812,6 +1122,33 @@ class RunMonitor:
 
         ok = all(self.states.get(tid) is TaskState.SUCCEEDED for tid in self.counted)
         return EXIT_OK if ok else EXIT_FAILED
+
+
+def waiting_line(scheduler, workflow, stopping: bool = False) -> str:
+    """What a run with only recurring tasks left waits for: "waiting for recurring
+    tasks: next backup at 02:30 (Asia/Tokyo), in 20 h 18 min; Ctrl-C to stop"."""
+    from taskloom import human
+
+    try:
+        entries, now = scheduler.upcoming(100), scheduler.clock.now()
+    except RuntimeError:
+        entries, now = [], 0.0
+    nxt = next((e for e in entries if e.task_id in workflow.tasks), None)
+    coming = ""
+    if nxt is not None:
+        task = workflow.tasks[nxt.task_id]
+        zone = (task.timezone or "UTC") if task.cron else None
+        when = human.clock_time(time.time() + (nxt.run_at - now), zone)
+        ahead = human.duration(nxt.run_at - now)
+        coming = f"next {nxt.task_id} at {when}, in {ahead}"
+    if stopping:
+        stop = "every one-shot task has settled; stopping (--until-idle)"
+        if nxt is None:
+            return stop
+        return f"{stop}; {nxt.task_id} would next run at {when}, in {ahead}"
+    if not coming:
+        return "waiting for recurring tasks; Ctrl-C to stop"
+    return f"waiting for recurring tasks: {coming}; Ctrl-C to stop"
 
 
 def _event_line(event, elapsed: float) -> str:
@@ -845,8 +1182,8 @@ class PlainReport:
             if self.monitor.on_output_lost is not None:
                 self.monitor.on_output_lost()
 
-    def on_event(self, event) -> None:
-        self._print(_event_line(event, self.monitor.elapsed()))
+    def on_event(self, event, elapsed: float) -> None:
+        self._print(_event_line(event, elapsed))
 
     def note(self, text: str) -> None:
         self._print(text)
@@ -864,7 +1201,7 @@ class QuietReport(PlainReport):
     def __enter__(self):
         return self
 
-    def on_event(self, event) -> None:
+    def on_event(self, event, elapsed: float) -> None:
         pass
 
     def note(self, text: str) -> None:
@@ -888,7 +1225,9 @@ def _summary_lines(scheduler, monitor: RunMonitor, log_dir: Path) -> list[str]:
     for state in monitor.states.values():
         counts[state.value] = counts.get(state.value, 0) + 1
     text = ", ".join(f"{n} {state}" for state, n in sorted(counts.items()))
-    lines = [f"{monitor.workflow.name}: {text} in {monitor.elapsed():.1f}s"]
+    from taskloom import human
+
+    lines = [f"{monitor.workflow.name}: {text} in {human.duration(monitor.elapsed())}"]
     for tid in monitor.workflow.tasks:
         if monitor.states.get(tid) is not TaskState.FAILED:
             continue
@@ -924,12 +1263,12 @@ class LiveReport:
         self.live.stop()
         return False
 
-    def on_event(self, event) -> None:
+    def on_event(self, event, elapsed: float) -> None:
         # Outcomes scroll above the panel; every other change only redraws it.
         styles = {"succeeded": "green", "failed": "bold red", "retry_wait": "yellow"}
         if event.kind in styles or event.kind in ("skipped", "cancelled"):
             style = styles.get(event.kind, "dim")
-            line = _event_line(event, self.monitor.elapsed())
+            line = _event_line(event, elapsed)
             self.console.print(line, style=style, markup=False, highlight=False)
 
     def note(self, text: str) -> None:
@@ -941,6 +1280,7 @@ class LiveReport:
         from rich.table import Table
         from rich.text import Text
 
+        from taskloom import human
         from taskloom.engine import TaskState
 
         monitor = self.monitor
@@ -950,7 +1290,7 @@ class LiveReport:
         header.add_row(
             Text(monitor.workflow.name, style="bold"),
             ProgressBar(total=max(1, len(counted)), completed=settled, width=30),
-            Text(f"{settled}/{len(counted)} done  {monitor.elapsed():.0f}s"),
+            Text(f"{settled}/{len(counted)} done  {human.duration(monitor.elapsed())}"),
         )
         counts: dict[str, int] = {}
         for state in monitor.states.values():
@@ -965,8 +1305,10 @@ class LiveReport:
         if upcoming:
             table = Table("next", "in", "kind", box=None, padding=(0, 2), header_style="dim")
             for entry in upcoming:
-                table.add_row(entry.task_id, f"{max(0.0, entry.run_at - now):.1f}s", entry.kind)
+                table.add_row(entry.task_id, human.duration(entry.run_at - now), entry.kind)
             parts.append(table)
+        if monitor.idle:
+            parts.append(Text("waiting for recurring tasks; Ctrl-C to stop", style="dim"))
         running = [tid for tid, state in monitor.states.items() if state is TaskState.RUNNING]
         if running:
             parts.append(Text("running: " + ", ".join(running), style="cyan"))

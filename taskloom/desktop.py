@@ -101,9 +101,10 @@ def uninstall(base: Path | None = None) -> list[Path]:
     return removed
 
 
-def add_parser(sub) -> None:
+def add_parser(sub, parents=()) -> None:
     parser = sub.add_parser(
         "install-desktop",
+        parents=list(parents),
         help="add Taskloom to the desktop's applications menu (for this user)",
         description="Write a .desktop entry, the icon and AppStream metadata under "
         "$XDG_DATA_HOME (default ~/.local/share).",

@@ -47,9 +47,9 @@ def _clock(result: Forecast, seconds: float | None) -> str:
 
 
 def _span(seconds: float) -> str:
-    from taskloom.engine.durations import format_duration
+    from taskloom import human
 
-    return format_duration(round(seconds, 1) if seconds >= 1 else round(seconds, 3))
+    return human.duration(seconds)  # "20 h 18 min", not "73112.2s"
 
 
 def render_text(workflow, result: Forecast, model: DurationModel, source: str) -> str:
@@ -71,11 +71,11 @@ def render_text(workflow, result: Forecast, model: DurationModel, source: str) -
         )
         lines.append("critical path: " + " -> ".join(result.critical_path))
     runs = sorted((r for r in result.runs if not r.replay), key=lambda r: (r.start, r.task_id))
-    lines += ["", f"{'start':<20} {'end':<20} {'took':>8}  task"]
+    lines += ["", f"{'start':<20} {'end':<20} {'took':>11}  task"]
     for r in runs[:RUN_LINES]:
         lines.append(
             f"{_clock(result, r.start):<20} {_clock(result, r.end):<20} "
-            f"{_span(r.end - r.start):>8}  {r.task_id}"
+            f"{_span(r.end - r.start):>11}  {r.task_id}"
         )
     if len(runs) > RUN_LINES:
         lines.append(f"... {len(runs) - RUN_LINES} more runs (--json lists them all)")
@@ -92,7 +92,8 @@ def render_text(workflow, result: Forecast, model: DurationModel, source: str) -
 
 
 def render_json(workflow, result: Forecast, model: DurationModel) -> str:
-    data = result.to_json()
+    # "version" first, as in every --json answer (listing.JSON_VERSION)
+    data = {"version": 1, **result.to_json()}
     data["workflow"] = workflow.name
     data["durations"] = {
         tid: {

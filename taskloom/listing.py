@@ -113,6 +113,27 @@ def next_fires(workflow, count: int, as_json: bool, now: datetime | None = None)
 
 
 # ---------------------------------------------------------------------- validate, history
+def located(path: Path, problems) -> list[tuple[object, str]]:
+    """(problem, its line of text) for each problem, each with a line and column
+    (``workflow_text.locate_problems``): "flow.toml:4:1: tasks.a.prioity: unknown key
+    (did you mean 'priority'?)"."""
+    from taskloom.engine.workflow_text import locate_problems
+
+    try:
+        text = Path(path).read_bytes().decode("utf-8")
+    except (OSError, UnicodeDecodeError, ValueError):
+        text = None
+    result = []
+    for before, problem in zip(problems, locate_problems(problems, text), strict=True):
+        if before.line is None and problem.line is not None:
+            where = f"{problem.where}: " if problem.where else ""
+            line = f"{problem.file}:{problem.line}:{problem.column}: {where}{problem.message}"
+        else:
+            line = str(problem)
+        result.append((problem, line))
+    return result
+
+
 def validate_json(path: Path, imports: bool = True) -> int:
     """``validate --json``: valid or not, with every problem; exit codes as without.
     ``imports=False`` (``--no-import``): the calls are not imported."""
@@ -133,9 +154,13 @@ def validate_json(path: Path, imports: bool = True) -> int:
                 "line": problem.line,
                 "column": problem.column,
                 "message": problem.message,
-                "text": str(problem),
+                "text": text,
             }
-            for problem in exc.problems
+            for problem, text in (
+                [(p, str(p)) for p in exc.problems]
+                if exc.unreadable
+                else located(path, exc.problems)
+            )
         ]
         _dump(
             {

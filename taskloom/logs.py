@@ -78,7 +78,10 @@ def _private_handler():
 
     class PrivateLog(RotatingFileHandler):
         """A log file that is this user's alone (0600, whatever the umask), never
-        opened through a symbolic link or when another user owns it (safe_files)."""
+        opened through a symbolic link or when another user owns it (safe_files).
+        A record that cannot be written (a full disk, a folder made read-only) is
+        dropped: the run says what went wrong in its own one line, and logging's
+        "--- Logging error ---" traceback on stderr would bury it."""
 
         def _open(self):
             from taskloom.engine.store import open_private
@@ -86,7 +89,20 @@ def _private_handler():
             fd = open_private(self.baseFilename, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
             return os.fdopen(fd, "a", encoding=self.encoding or "utf-8", errors=self.errors)
 
+        def handleError(self, record: logging.LogRecord) -> None:
+            pass
+
     return PrivateLog
+
+
+def check_file(path: Path) -> None:
+    """``UnsafeFile`` (an ``OSError``) now, not at the first record, for a log file
+    that is a symbolic link or another user's; an own one readable by others is
+    made 0600."""
+    if os.path.lexists(path):
+        from taskloom.engine.store import open_private
+
+        os.close(open_private(path, os.O_WRONLY | os.O_APPEND))
 
 
 def log_to_file(path: Path) -> None:
@@ -96,10 +112,7 @@ def log_to_file(path: Path) -> None:
     verbosity = getattr(logger, "taskloom_verbosity", 0)
     _PrivateLog = _private_handler()
     # Appended run after run: rotated, so that it is bounded like the rest.
-    if os.path.lexists(path):  # refused now, not at the first record (UnsafeFile)
-        from taskloom.engine.store import open_private
-
-        os.close(open_private(path, os.O_WRONLY | os.O_APPEND))
+    check_file(path)
     handler = _PrivateLog(path, maxBytes=MAX_LOG_BYTES, backupCount=1, delay=True)
     handler.setFormatter(logging.Formatter("%(asctime)s %(name)s %(levelname)s %(message)s"))
     setattr(handler, _OURS, True)

@@ -173,17 +173,12 @@ def _open(
     removed = set(records) - set(in_file)  # the file changed since
     finished = not missing and all(_done(rec) for rec in records.values())
     stored = json.loads(store.meta(DEFINITIONS_KEY) or "{}")
-    base = workflow.base_dir
-    changed = sorted(
-        tid
-        for tid in records
-        if tid in in_file
-        and (
-            stored.get(tid) != in_file[tid]
-            or _spec_fingerprint(tid, records[tid], base) not in (in_file[tid], None)
-        )
-    )
+    changed = sorted(tid for tid in records if tid in in_file and stored.get(tid) != in_file[tid])
+    # The file is the truth for definitions too: a row that keeps a definition the file
+    # does not have is an edit applied in a window and never saved (Discard, a crash).
+    unsaved = _unsaved_edits(workflow, records, in_file, changed)
     kept = [tid for tid in changed if _done(records[tid], "succeeded")]
+    unsaved_kept = [tid for tid in unsaved if _done(records[tid], "succeeded")]
     if records and not (fresh or finished) and decide is not None:
         differences = RunDifferences(
             added=tuple(sorted(missing)),
@@ -198,7 +193,9 @@ def _open(
             fresh = True
     if records and not (fresh or removed or finished):
         redo = _with_skipped_downstream(
-            workflow, records, [tid for tid in changed if tid not in kept]
+            workflow,
+            records,
+            [tid for tid in [*changed, *unsaved] if tid not in kept and tid not in unsaved_kept],
         )
         if redo:
             store.forget_tasks(redo, time.time(), REDEFINED)
@@ -206,6 +203,8 @@ def _open(
         if before_tasks is not None:
             before_tasks(scheduler)
         workflow.schedule_into(scheduler, skip=set(records) - set(redo))
+        for tid in unsaved_kept:  # its success stays; its definition is the file's again
+            scheduler.update(tid, workflow.tasks[tid].with_deps(workflow.tasks[tid].deps, tid))
         store.set_meta(DEFINITIONS_KEY, json.dumps(in_file))
         done = sum(1 for tid, rec in records.items() if _done(rec) and tid not in redo)
         note = f"resuming the unfinished run in {store.path}: {done} of {len(in_file)} tasks done"
@@ -214,6 +213,8 @@ def _open(
             note += f"; changed in the file, run as it says now: {', '.join(redefined)}"
         if kept:
             note += f"; changed after they succeeded, kept: {', '.join(kept)}"
+        if unsaved:
+            note += f"; edits never saved to the file dropped: {', '.join(unsaved)}"
         return OpenedRun(scheduler, store, True, note, tuple(redefined))
     if records:
         store.new_run()
@@ -225,15 +226,24 @@ def _open(
     return OpenedRun(scheduler, store, False, f"run {store.run} of {workflow.name} in {store.path}")
 
 
-def _spec_fingerprint(task_id: str, record: dict, base) -> str | None:
-    """The fingerprint of the definition a stored task row holds (what a resume
-    would run), or None if it cannot be read as one (recovery names the damage)."""
+def _unsaved_edits(workflow, records: dict, in_file: dict, changed) -> list[str]:
+    """Stored tasks the file did not change whose row keeps another definition: an edit
+    a window applied to the run (``Scheduler.update`` writes the row) and never saved.
+    A resume defines them as the file says."""
     from taskloom.engine.definitions import TaskDefinition
 
-    try:
-        return TaskDefinition.from_row(task_id, record["spec"]).fingerprint(base)
-    except Exception:  # whatever a damaged or edited row makes from_row raise
-        return None
+    base = workflow.base_dir
+    unsaved = []
+    for tid, rec in records.items():
+        if tid not in in_file or tid in changed:
+            continue
+        try:
+            row = TaskDefinition.from_row(tid, rec["spec"]).fingerprint(base)
+        except (KeyError, TypeError, ValueError):
+            continue  # a row this version cannot read back: the fingerprints decide
+        if row != in_file[tid]:
+            unsaved.append(tid)
+    return unsaved
 
 
 def _done(record: dict, *states: str) -> bool:

@@ -47,7 +47,7 @@ def test_forecast_prints_the_finish_critical_path_runs_and_collisions(tmp_path):
     result = taskloom("forecast", path, "--for", "24h", "--db", tmp_path / "none.db")
     assert result.returncode == 0, result.stderr
     out = result.stdout
-    assert "Forecast of nightly" in out and "for 1d, 1 workers" in out
+    assert "Forecast of nightly" in out and "for 1 d, 1 workers" in out
     assert "durations: 0 from history, 4 expected, 0 guessed (no runs stored yet)" in out
     assert "critical path: prepare -> publish" in out
     # sync takes 45m every 30m: overlap=skip drops every other occurrence

@@ -257,6 +257,20 @@ class Dispatcher:
             return now
         return min(now, ended_wall - (self._clock.wall().timestamp() - now))
 
+    def forget_unstarted_adopted(self) -> None:
+        """Under the lock, at shutdown of a scheduler that never started: the commands it
+        adopted were never waited for here. They go on, their attempts still running
+        in the store, for the next owner (nothing is recorded of them)."""
+        adopted, self.adopted = self.adopted, []
+        for run in adopted:
+            run.task.drop_run(run)
+            self._timers.discard(run.timeout_entry)
+            self.running -= 1
+            if self.executor is None:
+                self._adopted_in_flight -= 1
+        if adopted and self.running == 0:
+            self._core.notify_settled()
+
     def _wait_adopted(self, run: Run) -> None:
         """An adopted run's thread: its end is the run's outcome, as the code's would be."""
         error: BaseException | None = None
@@ -331,8 +345,12 @@ class Dispatcher:
         # task_id and run are None on the engine's own records.
         worker = None
         journal = self._journal
-        supervised = journal is not None and self._local_executor and _needs_durable_start(run)
-        if supervised and journal.supervise(run):
+        if (
+            journal is not None
+            and self._local_executor
+            and _needs_durable_start(run)
+            and journal.supervise(run)
+        ):
             worker = SUPERVISED_WORKER
         record: Attempt = _new_tuple(
             Attempt,

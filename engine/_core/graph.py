@@ -9,20 +9,29 @@ that is the lifecycle's business.
 
 Cycle checks:
 
-A brand-new task cannot close a cycle (nothing depends on it yet), so adding
-one costs O(its deps). Only an edge into a task that already has dependents
-needs this search, which stops at the first hit.
+The graph keeps a topological order: each task has a ``rank`` (a float) and
+every dependency ranks strictly below its dependents. An
+edge from a lower rank to a higher one cannot close a cycle, so most checks are
+one comparison. An edge against the order is checked and, if it closes no cycle,
+the order is repaired, after Pearce and Kelly ("A dynamic topological sort
+algorithm for directed acyclic graphs", 2006): search down from the dependent
+and up from the dependency, in turns, only among tasks ranked between the two.
+Unlike theirs, only the region found first (the smaller) moves: just above the
+dependency, or just below the dependent (floats leave room). The cost is the
+smaller region between the two ranks, not the graph.
 
-The search runs from both ends at once, growing whichever side has looked at
-fewer edges: its cost is bounded by the smaller of the region downstream of the
-start and the region upstream of the target, so a large graph built in any order
-is not walked once per edge (adding tasks dependents-first).
+A new task is ranked between its dependencies and the tasks already waiting for
+it when there is room (a new task with neither goes on top), so a graph added in
+any order repairs only small regions (near linear; benchmarks/engine_bench.py,
+"random-order DAG"). When two ranks leave no float between them, every task is
+ranked again (rare). When a cycle is found, its path comes from the search that
+runs from both ends (``find_path``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from itertools import count
+from itertools import count, pairwise
 
 from ..options import TriggerRule
 from ..states import TaskState
@@ -44,6 +53,9 @@ class TaskGraph:
         self.orphans: dict[str, dict[str, None]] = {}  # missing id -> tasks that depend on it
         self._order: Iterator[int] = count()
         self._names: Iterator[int] = count(1)
+        self._top: float = 0.0  # at least the highest rank (isolated tasks go above it)
+        self.reordered = 0  # tasks re-ranked so far (tests count the work)
+        self._placed: tuple[str, float] | None = None  # a new task's rank, from its cycle check
 
     def get(self, task_id: str) -> Task:
         try:
@@ -75,13 +87,18 @@ class TaskGraph:
 
     # cycles --------------------------------------------------------------
     def cycle_closed_by(self, task: Task, dep_id: str) -> list[str] | None:
-        """The cycle the edge ``task`` -> ``dep_id`` would close, in ``CycleError.path``'s form."""
+        """The cycle the edge ``task`` -> ``dep_id`` would close, in ``CycleError.path``'s form.
+        Without one, the order may be repaired for the edge (it stays right without it)."""
         if dep_id == task.id:
             return [task.id, task.id]
-        if not task.dependents or dep_id not in self.tasks:
+        upstream = self.tasks.get(dep_id)
+        if not task.dependents or upstream is None:
             return None  # only a task something depends on can be part of a cycle
+        if upstream.rank < task.rank or not self._reorder(upstream, task):
+            return None
         path = find_path_downstream(self.tasks, task.id, dep_id)
-        return None if path is None else [*path, task.id]
+        assert path is not None
+        return [*path, task.id]
 
     def cycle_closed_by_new(self, name: str, deps: list[str]) -> list[str] | None:
         """The cycle a new task ``name`` with ``deps`` would close, or None."""
@@ -90,18 +107,162 @@ class TaskGraph:
         waiting = self.orphans.get(name)
         if not waiting:  # only a task others already wait for can close a cycle
             return None
-        # One search for all waiters and deps; a dep not added yet reaches nothing.
-        present = [dep for dep in deps if dep in self.tasks]
-        path = present and find_path(self.tasks, waiting, present)
-        return [name, *path, name] if path else None
+        tasks = self.tasks
+        present = [tasks[dep] for dep in deps if dep in tasks]  # one not added reaches nothing
+        if not present:
+            return None
+        # A waiter reaching a dep closes the cycle; it can only reach one ranked above it.
+        highest = max(dep.rank for dep in present)
+        starts = [tasks[w] for w in waiting if tasks[w].rank <= highest]
+        if not starts:
+            return None  # ranked between its deps and its waiters by insert
+        lowest = min(w.rank for w in starts)
+        ends = [dep for dep in present if dep.rank >= lowest]
+        cycle, down, up, down_first = self._meet(starts, ends, highest, lowest)
+        if cycle:
+            path = find_path(tasks, waiting, [dep.id for dep in present])
+            assert path
+            return [name, *path, name]
+        # No cycle: make room for the new task now, from what the search found (the
+        # order stays right for the graph as it is if the task is not added after all).
+        if down_first:  # the region below the highest dep moves above it, the task first
+            region = sorted(down.values(), key=_rank_of)
+            after = [tasks[d].rank for t in region for d in t.dependents if d not in down]
+            after += [tasks[w].rank for w in waiting if w not in down]
+            ceiling = min(after) if after else max(highest, self._top) + len(region) + 2.0
+            self._top = max(self._top, ceiling)
+            spread = _spread(highest, ceiling, len(region) + 1)
+            if spread is not None:
+                rank, spread = spread[0], spread[1:]
+        else:  # the region above the lowest waiter moves below it, the task last
+            region = sorted(up.values(), key=_rank_of)
+            before = [tasks[d].rank for t in region for d in t.deps if d in tasks and d not in up]
+            before += [dep.rank for dep in present if dep.id not in up]
+            floor = max(before) if before else lowest - len(region) - 2.0
+            spread = _spread(floor, lowest, len(region) + 1)
+            if spread is not None:
+                rank, spread = spread[-1], spread[:-1]
+        if spread is None:  # no room: rank afresh, and let insert repair it edge by edge
+            self._rerank()
+            return None
+        for t, new_rank in zip(region, spread, strict=True):
+            t.rank = new_rank
+        self._placed = (name, rank)
+        self.reordered += len(region)
+        return None
+
+    # the topological order ----------------------------------------------
+    def _rank_new(self, task: Task, waiting: Iterable[str] | None, deps: list[str]) -> None:
+        """Give a new task a rank: between its dependencies and the tasks waiting for it
+        if there is room, else just below those waiting (its dependency edges repair
+        the order, ``link``); with nothing waiting, just above its deps, or its order."""
+        tasks = self.tasks
+        if not waiting:  # nothing waits for it: above its deps
+            low = max((tasks[d].rank for d in deps if d in tasks), default=None)
+            if low is None:  # no edge: on top; its order if that is (an int it holds)
+                if task.order >= self._top:
+                    self._top = task.rank = task.order
+                else:
+                    self._top += 1.0
+                    task.rank = self._top
+            else:  # close above its deps: the parts of a graph added out of order stay
+                task.rank = low + 1.0  # compact, and an edge against the order moves less
+            return
+        high = min(tasks[w].rank for w in waiting)
+        low = max((tasks[d].rank for d in deps if d in tasks), default=high - 2.0)
+        placed, self._placed = self._placed, None
+        if placed is not None and placed[0] == task.id and low < placed[1] < high:
+            task.rank = placed[1]  # room made by cycle_closed_by_new
+            return
+        if low >= high:
+            low = high - 2.0
+        rank = (low + high) / 2
+        if not low < rank < high:
+            self._rerank()
+            self._rank_new(task, waiting, deps)
+            return
+        task.rank = rank
+
+    def _rerank(self) -> None:
+        """Rank every task again, 1.0 apart, in the same order (no room left somewhere)."""
+        ordered = sorted(self.tasks.values(), key=_rank_of)
+        for n, task in enumerate(ordered):
+            task.rank = float(n)
+        self._top = float(len(ordered))
+
+    def _meet(
+        self, down_from: list[Task], up_from: list[Task], high: float, low: float
+    ) -> tuple[bool, dict[str, Task], dict[str, Task], bool]:
+        """Whether a task of ``down_from`` reaches one of ``up_from`` (a path whose
+        ranks all lie in [``low``, ``high``]): two searches in turns, down along
+        dependents and up along dependencies, each only among tasks so ranked.
+        Returns (found, the region searched down, the one searched up, whether the
+        search down finished first)."""
+        tasks = self.tasks
+        down = {t.id: t for t in down_from}
+        up = {t.id: t for t in up_from}
+        if not down.keys().isdisjoint(up):
+            return True, down, up, True
+        down_stack, up_stack = list(down_from), list(up_from)
+        while down_stack and up_stack:
+            for nxt_id in down_stack.pop().dependents:
+                if nxt_id not in down:
+                    if nxt_id in up:
+                        return True, down, up, False
+                    nxt = tasks[nxt_id]
+                    if nxt.rank <= high:
+                        down[nxt_id] = nxt
+                        down_stack.append(nxt)
+            for prev_id in up_stack.pop().deps:
+                if prev_id not in up:
+                    if prev_id in down:
+                        return True, down, up, False
+                    prev = tasks.get(prev_id)
+                    if prev is not None and prev.rank >= low:
+                        up[prev_id] = prev
+                        up_stack.append(prev)
+        return False, down, up, not down_stack
+
+    def _reorder(self, upstream: Task, task: Task) -> bool:
+        """The edge ``upstream`` -> ``task`` goes against the order (``upstream`` ranks
+        at or above ``task``): returns True if it closes a cycle, else repairs the order.
+
+        The region between the two is searched from both ends (``_meet``); the side
+        that finished first is the smaller, and only it moves: the region below
+        ``upstream`` just above it (under anything it leads to), or the region above
+        ``task`` just below it (over anything it comes from)."""
+        tasks = self.tasks
+        high, low = upstream.rank, task.rank
+        cycle, down, up, down_first = self._meet([task], [upstream], high, low)
+        if cycle:
+            return True
+        if down_first:
+            region = sorted(down.values(), key=_rank_of)
+            after = [tasks[d].rank for t in region for d in t.dependents if d not in down]
+            ceiling = min(after) if after else max(high, self._top) + len(region) + 1.0
+            self._top = max(self._top, ceiling)
+            spread = _spread(high, ceiling, len(region))
+        else:
+            region = sorted(up.values(), key=_rank_of)
+            before = [tasks[d].rank for t in region for d in t.deps if d in tasks and d not in up]
+            floor = max(before) if before else low - len(region) - 1.0
+            spread = _spread(floor, low, len(region))
+        if spread is None:  # no room between two ranks: rank everything afresh, once
+            self._rerank()
+            return self._reorder(upstream, task) if upstream.rank >= task.rank else False
+        for t, rank in zip(region, spread, strict=True):
+            t.rank = rank
+        self.reordered += len(region)
+        return False
 
     # edits ---------------------------------------------------------------
     def insert(self, task: Task, deps: list[str]) -> bool:
         """Add a new task and its edges; returns whether tasks already waited for it."""
         name = task.id
         tasks = self.tasks
-        tasks[name] = task
         waiting = self.orphans.pop(name, None)
+        self._rank_new(task, waiting, deps)
+        tasks[name] = task
         if waiting:
             for dependent in waiting:
                 task.add_dependent(dependent)
@@ -119,6 +280,9 @@ class TaskGraph:
             self.orphans.setdefault(dep_id, {})[task.id] = None
         else:
             upstream.add_dependent(task.id)
+            if upstream.rank >= task.rank:  # checked for cycles before: repair the order
+                cycle = self._reorder(upstream, task)
+                assert not cycle
 
     def unlink(self, task: Task, dep_id: str) -> list[str]:
         """Drop the edge; returns the tasks it made one-shot again (no longer downstream
@@ -180,7 +344,8 @@ class TaskGraph:
         self.tasks[task.id] = task
 
     def relink(self) -> None:
-        """Recovery: every restored task's deps become edges (or orphans)."""
+        """Recovery: every restored task's deps become edges (or orphans), and the
+        graph is ranked afresh (a topological order, Kahn's)."""
         tasks = self.tasks
         for task in tasks.values():
             for dep in task.deps:
@@ -188,6 +353,22 @@ class TaskGraph:
                     tasks[dep].add_dependent(task.id)
                 else:
                     self.orphans.setdefault(dep, {})[task.id] = None
+        waits = {tid: sum(1 for d in t.deps if d in tasks) for tid, t in tasks.items()}
+        ready = [tid for tid, n in waits.items() if n == 0]
+        ranked = 0
+        while ready:
+            task = tasks[ready.pop()]
+            task.rank = float(ranked)
+            ranked += 1
+            for dependent in task.dependents:
+                waits[dependent] -= 1
+                if waits[dependent] == 0:
+                    ready.append(dependent)
+        for tid, n in waits.items():  # a cycle a store should never hold: ranked last
+            if n > 0:
+                tasks[tid].rank = float(ranked)
+                ranked += 1
+        self._top = float(ranked)
 
     def mark_repeats(self) -> None:
         """Recurring tasks and all downstream of them repeat: one pass down from the
@@ -282,6 +463,21 @@ def find_path(tasks: dict, starts: Iterable[str], targets: Iterable[str]) -> lis
                     return _join(down, up, prev)
                 up_stack.append(prev)
     return None
+
+
+def _rank_of(task: Task) -> float:
+    return task.rank
+
+
+def _spread(low: float, high: float, n: int) -> list[float] | None:
+    """``n`` increasing floats strictly between ``low`` and ``high``, or None (no room)."""
+    step = (high - low) / (n + 1)
+    ranks = [low + step * (i + 1) for i in range(n)]
+    if not low < ranks[0] or not ranks[-1] < high:
+        return None
+    if any(a >= b for a, b in pairwise(ranks)):
+        return None
+    return ranks
 
 
 def _join(down: dict, up: dict, meet: str) -> list[str]:

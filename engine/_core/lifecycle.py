@@ -17,7 +17,7 @@ import random
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
-from .._schedule.recurrence import CronRecurrence, IntervalRecurrence, Recurrence
+from .._schedule.recurrence import RUN_ALL_CAP, CronRecurrence, IntervalRecurrence, Recurrence
 from .._schedule.timers import TimerQueue
 from ..clock import Clock
 from ..errors import CycleError, InvalidArgument, TaskTimeout
@@ -74,6 +74,9 @@ class Lifecycle:
         self._events = events
         self._journal = journal
         self._rng = random.Random()  # retry jitter
+        # Runs recurring occurrences added while the dispatcher was paused, by task id:
+        # folded by each task's misfire policy when it resumes (``_fold_paused``).
+        self._due_while_paused: dict[str, int] = {}
 
     dispatcher: Dispatcher  # set once by connect(), before any other call
 
@@ -110,10 +113,17 @@ class Lifecycle:
                 self._timers.start_cadence(task)
             self.set_state(task, SCHEDULED)
             return
-        if task.run_at is not None and task.run_at > self._clock.now():
-            self._timers.set_timer(task, task.run_at)
-            self.set_state(task, SCHEDULED)
-            return
+        if task.run_at is not None:
+            wall = self._timers.wall_time(task)
+            if wall is not None:  # an aware time: as the wall clock reads now (suspend, steps)
+                task.run_at = self._timers.clock_time(wall)
+            if task.run_at > self._clock.now():
+                if wall is None:
+                    self._timers.set_timer(task, task.run_at)
+                else:
+                    self._timers.set_at(task, wall)
+                self.set_state(task, SCHEDULED)
+                return
         task.waiting_runs = 1
         self.make_ready(task)
 
@@ -153,9 +163,12 @@ class Lifecycle:
     def drop_queued(self, task: Task) -> None:
         """Forget every timer and ready entry of a task (cancel, remove)."""
         self._timers.discard(task.timer)
+        self._timers.drop_at(task)
         self.dispatcher.drop_ready(task)
         task.timer = None
         task.waiting_runs = 0
+        if self._due_while_paused:  # a removed or redefined task starts a new count
+            self._due_while_paused.pop(task.id, None)
         # Written only when set: these live on the task's shared defaults record
         # (task.py), where a write is a Python call even when it changes nothing.
         if task.retry_timer is not None:
@@ -217,6 +230,66 @@ class Lifecycle:
         if waited:
             self.evaluate_many(task.dependents)
         return name
+
+    def put_back(
+        self, task: Task, deps: list[str], spec: dict[str, Any] | None, **_fields: Any
+    ) -> str:
+        """``Scheduler.restore``: a task ``remove`` took out goes back into the graph as
+        it was (its fields never changed since). A settled task keeps its state and
+        emits ``restored``; one that had not settled is judged again as a new one."""
+        graph = self._graph
+        self._new_name(task.id, task.fn, deps)  # the same refusals as a new task
+        task.deps = []
+        waited = graph.insert(task, deps)
+        graph.refresh_repeats(task)
+        settled = task.state.settled and (task.recurrence is None)
+        if not task.repeats and not task.state.settled:
+            self._core.unsettled += 1
+        if isinstance(task.recurrence, CronRecurrence):
+            self._timers.add_cron(task)
+        if spec is not None:
+            assert self._journal is not None
+            self._journal.attempt_floor.pop(task.id, None)
+            self._journal.put_task(task, spec)
+        if waited:
+            for dependent in list(task.dependents):
+                graph.refresh_repeats(graph.tasks[dependent])
+        if settled:
+            self._events.emit(task, "restored", task.error)
+        else:
+            task.state = PENDING  # unsettled either way: counted above
+            self.arm_new(task)
+        if waited:
+            self.evaluate_many(task.dependents)
+        return task.id
+
+    def relink_dependents(self, task: Task, dependents: Iterable[str]) -> list[str]:
+        """After ``put_back``: the dependents that lost their edge to ``task`` wait for it
+        again when they have not started (judged again) or have settled (the edge only);
+        returns those that cannot (running now, or gone)."""
+        graph = self._graph
+        lost = []
+        for dependent_id in dependents:
+            dependent = graph.tasks.get(dependent_id)
+            if dependent is None:
+                lost.append(dependent_id)
+                continue
+            if task.id in dependent.deps:
+                continue
+            state = dependent.state
+            not_started = state in NOT_STARTED and not dependent.runs
+            if not (not_started or (state.settled and not dependent.runs)):
+                lost.append(dependent_id)
+                continue
+            if graph.cycle_closed_by(dependent, task.id) is not None:
+                lost.append(dependent_id)
+                continue
+            graph.link(dependent, task.id)
+            graph.refresh_repeats(dependent)
+            self._events.emit(dependent, "dependency_added")
+            if not_started and dependent.recurrence is None:
+                self._reconsider_not_started(dependent)
+        return lost
 
     def _new_name(self, name: str | None, fn: object, deps: list[str]) -> str:
         """The new task's id, once the graph can take it (no clash, cycle, unknown dep)."""
@@ -524,6 +597,7 @@ class Lifecycle:
         if task is None:
             if core.paused_all:
                 core.paused_all = False
+                self._fold_paused()
                 self._events.emit_engine("resumed")
             core.work_cond.notify_all()
         elif task.paused:
@@ -531,6 +605,35 @@ class Lifecycle:
             self._events.emit(task, "resumed")
             if task.waiting_runs > 0 or task.retry_pending:
                 self.dispatcher.push_ready(task)
+
+    def _fold_paused(self) -> None:
+        """The dispatcher resumes: occurrences that came due while it was paused were
+        missed, and each task's misfire policy says what runs of them: ``run_once`` one
+        run, ``skip`` none (the next occurrence comes at its time), ``run_all`` each.
+        No burst of the pause's backlog, as pausing the task alone folds it."""
+        held, self._due_while_paused = self._due_while_paused, {}
+        tasks = self._graph.tasks
+        for tid, added in held.items():
+            task = tasks.get(tid)
+            if task is None or task.recurrence is None:
+                continue
+            if task.misfire == Misfire.RUN_ALL:
+                keep = min(added, RUN_ALL_CAP)
+            elif task.misfire == Misfire.SKIP:
+                keep = 0
+            else:
+                keep = 1
+            task.waiting_runs = max(0, task.waiting_runs - (added - keep))
+            if (
+                task.waiting_runs == 0
+                and task.state is READY
+                and not task.runs
+                and not task.retry_pending
+            ):
+                self.dispatcher.drop_ready(task)
+                if task.timer is None:  # fixed_delay counts from a run's end: from now
+                    self._timers.start_cadence(task)
+                self.set_state(task, SCHEDULED)  # waits for its next occurrence
 
     def allowed_actions(self, task: Task) -> frozenset[Action]:
         state = task.state
@@ -571,6 +674,7 @@ class Lifecycle:
             self._occurrence(target, due, now)
         else:
             target.timer = None
+            self._timers.drop_at(target)
             target.waiting_runs = 1
             self.make_ready(target)
 
@@ -627,6 +731,9 @@ class Lifecycle:
         if task.paused:
             runs = 1  # occurrences due while paused fold into one run
             task.waiting_runs = 0
+        elif self._core.paused_all:  # folded by the misfire policy on resume()
+            held = self._due_while_paused
+            held[task.id] = held.get(task.id, 0) + runs
         task.waiting_runs += runs
         self.make_ready(task)
 

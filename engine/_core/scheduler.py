@@ -53,7 +53,7 @@ from ..clock import Clock, ManualClock, SystemClock
 from ..definitions import TaskDefinition, defined_by_call, definition_of_task, row_of_call
 from ..errors import InvalidArgument
 from ..executors import SyncExecutor
-from ..models import Action, Attempt, Entry, RetryPolicy, TaskInfo
+from ..models import MAX_TIMER_SECONDS, Action, Attempt, Entry, RetryPolicy, TaskInfo
 from ..options import Misfire, Mode, Overlap, TriggerRule, values
 from ..states import TaskState
 from ..store import SQLiteStore, StoreError
@@ -88,7 +88,17 @@ def _check_seconds(what: str, value: object, *, allow_zero: bool = True) -> floa
     if not math.isfinite(seconds) or seconds < 0 or (seconds == 0 and not allow_zero):
         bound = ">= 0" if allow_zero else "> 0"
         raise InvalidArgument(f"{what} must be a finite number {bound}, got {_short(value)}", what)
+    if seconds > MAX_TIMER_SECONDS and what != "run_at":  # run_at: see _normalise_run_at
+        _too_far(what, value)
     return seconds
+
+
+def _too_far(what: str, value: object) -> None:
+    raise InvalidArgument(
+        f"{what} must be at most {MAX_TIMER_SECONDS:.4g} s (250 years) from now, "
+        f"got {_short(value)}",
+        what,
+    )
 
 
 def _short(value: object) -> str:
@@ -116,6 +126,10 @@ class _Replacing(threading.local):
     that never updated reads it in ~35 ns; a missing thread-local attribute costs ~500)."""
 
     task_id: str | None = None
+    restoring: Task | None = None  # restore(): the removed task put back in place
+
+
+REMOVED_KEPT = 64  # removed tasks restore() can put back (the newest ones)
 
 
 class Scheduler:
@@ -149,6 +163,8 @@ class Scheduler:
         # update() goes through the scheduling calls (definition.submit), which check
         # every argument; this thread's call then replaces the task named here.
         self._replacing = _Replacing()
+        # Tasks remove() took out, newest last: {id: (definition, task, dependents)}.
+        self._removed: dict[str, tuple[TaskDefinition, Task, tuple[str, ...]]] = {}
         # The parts; each is guarded by the core lock (see core.py).
         core = self._core = Core()
         self._delivery = EventDelivery(threaded=not isinstance(executor, SyncExecutor))
@@ -279,6 +295,8 @@ class Scheduler:
         with core.lock:
             core.closed = True
             core.stopping = True
+            if not core.started:  # adopted commands nobody waits for here go on as they are
+                dispatcher.forget_unstarted_adopted()
             if cancel_running or hand_over:
                 core.interrupting = True
                 for task in self._graph.tasks.values():
@@ -534,7 +552,10 @@ class Scheduler:
                 recurrence=recurrence,
                 options=options,
             )
-            if replacing is None:
+            restoring = self._replacing.restoring
+            if restoring is not None:  # Scheduler.restore: the same task, put back
+                task_id = self._lifecycle.put_back(restoring, deps, spec, **fields)
+            elif replacing is None:
                 task_id = self._lifecycle.add_task(name, fn, deps, spec, **fields)
             else:  # Scheduler.update: the same checked arguments, in place
                 self._lifecycle.replace(self._graph.get(replacing), fn, deps, spec, **fields)
@@ -560,8 +581,14 @@ class Scheduler:
                 raise InvalidArgument(
                     f"run_at {run_at.isoformat()} has no time zone; give an aware one", "run_at"
                 )
-            return self._clock.now() + (run_at - self._clock.wall()).total_seconds()
-        return _check_seconds("run_at", run_at)
+            ahead = (run_at - self._clock.wall()).total_seconds()
+            if ahead > MAX_TIMER_SECONDS:
+                _too_far("run_at", run_at)
+            return self._clock.now() + ahead
+        seconds = _check_seconds("run_at", run_at)
+        if seconds - self._clock.now() > MAX_TIMER_SECONDS:
+            _too_far("run_at", run_at)
+        return seconds
 
     def _check_storable(self, fn: object, spec: dict[str, Any], run_at: float | None) -> None:
         """Complete the stored spec and refuse it now if it cannot be written: once the
@@ -591,9 +618,48 @@ class Scheduler:
             self._lifecycle.remove_dependency(self._graph.get(task_id), dep_id)
 
     def remove(self, task_id: str) -> bool:
-        """Take a task that is not running out of the engine; dependents lose the edge."""
+        """Take a task that is not running out of the engine; dependents lose the edge.
+        ``restore`` can put it back as it was."""
         with self._edit():
-            return self._lifecycle.remove(self._graph.get(task_id))
+            task = self._graph.get(task_id)
+            if task.runs:
+                return False
+            definition = self._definition_of(task)
+            dependents = tuple(task.dependents)
+            removed = self._lifecycle.remove(task)
+            if removed:
+                kept = self._removed
+                kept.pop(task_id, None)
+                kept[task_id] = (definition, task, dependents)
+                while len(kept) > REMOVED_KEPT:
+                    del kept[next(iter(kept))]
+            return removed
+
+    def restore(self, task_id: str) -> list[str]:
+        """Put back a task ``remove`` took out, as it was: its definition, state, error,
+        attempts (and their numbering), pause and edges. Nothing runs because of it: a
+        settled task stays settled; one that had not settled is judged again, as a new
+        one would be. Dependents that lost the edge wait for it again if they have not
+        started or have settled (the edge is drawn again, nothing re-runs); returns the
+        dependents that could not take the edge back (they run now, or are gone).
+        ``KeyError`` if no removed task of that id is kept; ``ValueError`` if a task of
+        that id exists again; a dependency that is gone: ``KeyError``, as for a new task."""
+        with self._core.lock:
+            self._check_open()
+            kept = self._removed.get(task_id)
+            if kept is None:
+                raise KeyError(f"no removed task {task_id!r} to restore")
+            if task_id in self._graph.tasks:
+                raise ValueError(f"a task named {task_id!r} exists again")
+        definition, task, dependents = kept
+        self._replacing.restoring = task
+        try:
+            definition.submit(self)
+        finally:
+            self._replacing.restoring = None
+        self._removed.pop(task_id, None)
+        with self._edit():
+            return self._lifecycle.relink_dependents(task, dependents)
 
     def update(self, task_id: str, definition: TaskDefinition) -> None:
         """Replace ``task_id``'s definition with ``definition`` (a ``TaskDefinition``;
@@ -705,17 +771,28 @@ class Scheduler:
         it to a workflow file. A task restored from a store has the definition its
         row keeps. ``KeyError`` if unknown."""
         with self._core.lock:
-            task = self._graph.get(task_id)
-            definition, deps = task.definition, tuple(task.deps)
-            if not isinstance(definition, TaskDefinition):  # see _create
-                at = self._wall_time(definition) if isinstance(definition, float) else definition
-                definition = definition_of_task(task, at)
-        return definition.with_deps(deps, task_id)
+            return self._definition_of(self._graph.get(task_id))
+
+    def _definition_of(self, task: Task) -> TaskDefinition:
+        """``definition()`` of a task (with the core lock held)."""
+        definition, deps = task.definition, tuple(task.deps)
+        if not isinstance(definition, TaskDefinition):  # see _create
+            at = self._wall_time(definition) if isinstance(definition, float) else definition
+            definition = definition_of_task(task, at)
+        return definition.with_deps(deps, task.id)
 
     def _wall_time(self, at: float) -> datetime:
         """A scheduler-clock time as an aware UTC datetime."""
         clock = self._clock
-        return datetime.fromtimestamp(at + clock.wall().timestamp() - clock.now(), UTC)
+        seconds = at + clock.wall().timestamp() - clock.now()
+        try:
+            return datetime.fromtimestamp(seconds, UTC)
+        except (OverflowError, ValueError, OSError):  # a ManualClock started far from now
+            return (
+                datetime.max.replace(tzinfo=UTC)
+                if seconds > 0
+                else datetime.min.replace(tzinfo=UTC)
+            )
 
     def tasks(self) -> list[TaskInfo]:
         """Frozen ``TaskInfo`` snapshots of every task, in the order they were added."""

@@ -143,6 +143,7 @@ class Task:
         "successes",
         "history",
         "definition",
+        "rank",
         "_cold",
     )
 
@@ -201,6 +202,9 @@ class Task:
         # datetime, or a float on the scheduler clock) or None when the fields here
         # say the rest: Scheduler.definition builds it then (see Scheduler._create).
         self.definition: TaskDefinition | datetime | float | None = None
+        # Its place in a topological order of the graph (graph.py): every dependency
+        # ranks below its dependents, so most cycle checks are one comparison.
+        self.rank: float = order  # graph.py ranks it when it is added
         self._cold = SHARED_COLD  # the fields in COLD_DEFAULTS
         if priority or retry is not None or timeout is not None:
             self.priority = priority

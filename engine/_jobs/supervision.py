@@ -24,7 +24,6 @@ import subprocess
 import sys
 import threading
 import time
-import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -59,7 +58,7 @@ def prepare_folder(folder: Path, owner_token: str) -> None:
         raise PermissionError(errno.EPERM, f"{folder} belongs to another user")
     if info.st_mode & 0o077:
         os.chmod(folder, 0o700)
-    temporary = folder / f".owner-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+    temporary = folder / f".owner-{os.getpid()}-{os.urandom(4).hex()}"
     fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
     try:
         os.write(fd, owner_token.encode())
@@ -72,12 +71,16 @@ def prepare_folder(folder: Path, owner_token: str) -> None:
 class Pending:
     """One command asked of the supervisor: its process once started, its end once over."""
 
-    __slots__ = ("id", "client", "started", "ended", "pid", "pgid", "proc_started", "end")
+    __slots__ = ("id", "client", "on_started", "ended", "pid", "pgid", "proc_started", "end")
 
-    def __init__(self, id: int, client: SupervisorClient) -> None:
+    def __init__(
+        self, id: int, client: SupervisorClient, on_started: Callable[[Pending], None] | None
+    ) -> None:
         self.id = id
         self.client = client
-        self.started = threading.Event()
+        # Called on the reader thread once the program runs (its pid is known), so the
+        # waiting worker wakes only once, for the end.
+        self.on_started = on_started
         self.ended = threading.Event()
         self.pid: int | None = None
         self.pgid: int | None = None
@@ -92,7 +95,6 @@ class Pending:
         """Stop waiting: the command goes on, and its end is for the store's next owner."""
         self.client.forget(self)
         self.end = {"detached": True}
-        self.started.set()
         self.ended.set()
 
 
@@ -102,7 +104,7 @@ class SupervisorClient:
 
     def __init__(self) -> None:
         mine, theirs = socket.socketpair()
-        self.token = f"sup-{os.getpid()}-{uuid.uuid4().hex[:12]}"
+        self.token = f"sup-{os.getpid()}-{os.urandom(6).hex()}"
         env = {k: v for k, v in os.environ.items() if k != _script.MARK}
         try:
             self.process = subprocess.Popen(
@@ -128,17 +130,24 @@ class SupervisorClient:
         self._lock = threading.Lock()
         self._pending: dict[int, Pending] = {}
         self._next_id = 0
+        self._last_env: dict | None = None  # the supervisor keeps it for starts without one
         self.alive = True
         self._reader = threading.Thread(target=self._read, name="taskloom-supervisor", daemon=True)
         self._reader.start()
 
-    def start(self, request: dict) -> Pending:
+    def start(self, request: dict, on_started: Callable[[Pending], None] | None = None) -> Pending:
+        """Ask for a command; ``request["env"]`` is sent only when it differs from the
+        last one sent (most commands share the owner's)."""
         with self._lock:
             self._next_id += 1
-            pending = Pending(self._next_id, self)
+            pending = Pending(self._next_id, self, on_started)
             self._pending[pending.id] = pending
             request["id"] = pending.id
             request["op"] = "start"
+            if request["env"] == self._last_env:
+                request["env"] = None
+            else:
+                self._last_env = request["env"]
             self._send_locked(request)
         return pending
 
@@ -184,10 +193,14 @@ class SupervisorClient:
                     pending.pid = message["pid"]
                     pending.pgid = message["pgid"]
                     pending.proc_started = message["proc_started"]
-                    pending.started.set()
+                    if pending.on_started is not None:
+                        try:
+                            pending.on_started(pending)
+                        except BaseException:  # unrecorded, it must not run on
+                            log.exception("recording command %d's process failed", pending.id)
+                            pending.cancel()
                 else:
                     pending.end = message
-                    pending.started.set()
                     pending.ended.set()
         self._gone()
 
@@ -204,7 +217,6 @@ class SupervisorClient:
             if each.pgid is not None and _same_process(each.pid, each.proc_started):
                 _script.signal_group(each.pgid, signal.SIGKILL)
             each.end = {"error": "its supervisor was killed: the command's end is unknown"}
-            each.started.set()
             each.ended.set()
         try:
             self.process.wait(timeout=1.0)

@@ -37,16 +37,17 @@ owner -> supervisor ``start``, ``cancel``, ``release``; supervisor -> owner
 from __future__ import annotations
 
 import collections
-import ctypes
 import errno
 import fcntl
 import json
 import os
+import queue
 import selectors
 import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from typing import Any
 
@@ -54,6 +55,7 @@ GRACE = 3.0  # seconds between SIGTERM and SIGKILL of a group
 PIPE_GRACE = 3.0  # after the group is gone, how long a stray holder of a pipe is waited for
 BACKSTOP = 2.0  # with its owner there, the owner times out first; this is the backstop
 POLL = 0.02  # how often a stopping group is looked at
+SPAWNERS = 4  # threads that start programs at once
 OWNER_FILE = "owner"
 MARK = "TASKLOOM_OWNER"  # the environment variable every command and its children carry
 _PR_SET_CHILD_SUBREAPER = 36
@@ -212,6 +214,7 @@ class Command:
         self.id = request["id"]
         self.key = request.get("key")
         self.records = records
+        self.argv = request["argv"]
         self.timeout = request.get("timeout")
         self.grace = request.get("grace", GRACE)
         self.started_wall = _now()
@@ -229,6 +232,50 @@ class Command:
         self.registered: list[Any] = []  # what the selector watches for it (pipes, pidfd)
 
 
+class Spawners:
+    """A few threads that start programs: a fork and exec takes a millisecond or two,
+    and the loop must not wait for each in turn (the owner used to start commands on
+    all its workers at once). Results come back to the loop through ``results`` and a
+    byte on the wake-up pipe."""
+
+    def __init__(self, count: int) -> None:
+        self.count = count
+        self.jobs: queue.SimpleQueue = queue.SimpleQueue()
+        self.results: queue.SimpleQueue = queue.SimpleQueue()
+        self.wake_read, self.wake_write = os.pipe()
+        os.set_blocking(self.wake_read, False)
+        self.threads: list[threading.Thread] = []
+
+    def submit(self, command: Command, request: dict, env: dict) -> None:
+        if len(self.threads) < self.count:
+            thread = threading.Thread(target=self._work, daemon=True)
+            thread.start()
+            self.threads.append(thread)
+        self.jobs.put((command, request, env))
+
+    def _work(self) -> None:
+        while True:
+            command, request, env = self.jobs.get()
+            proc_started = None
+            try:
+                process: Any = subprocess.Popen(
+                    request["argv"],
+                    shell=request["shell"],
+                    cwd=request.get("cwd"),
+                    env=env,
+                    stdin=subprocess.DEVNULL,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE,
+                    start_new_session=True,  # own process group: stop it and its children
+                    close_fds=True,
+                )
+                proc_started = proc_start_time(process.pid)
+            except OSError as exc:
+                process = exc
+            self.results.put((command, process, proc_started))
+            os.write(self.wake_write, b"x")
+
+
 class Supervisor:
     def __init__(self, sock: socket.socket, token: str, owner_pid: int) -> None:
         self.sock = sock
@@ -240,8 +287,11 @@ class Supervisor:
         self.records: dict[str, Records] = {}
         self.inbox = b""
         self.outbox = b""
+        self.env: dict[str, str] = {}  # the environment of the last start that sent one
         sock.setblocking(False)
         self.selector.register(sock, selectors.EVENT_READ, ("owner", None))
+        self.spawners = Spawners(SPAWNERS)
+        self.selector.register(self.spawners.wake_read, selectors.EVENT_READ, ("spawned", None))
 
     # ------------------------------------------------------------------ the loop
     def loop(self) -> None:
@@ -256,6 +306,8 @@ class Supervisor:
                         self._flush_owner()
                 elif what == "exit":
                     self._leader_exited(command)
+                elif what == "spawned":
+                    self._take_spawned()
                 else:
                     self._read_stream(command, key.fileobj, what == "stderr")
             self._tick()
@@ -266,6 +318,8 @@ class Supervisor:
         now = time.monotonic()
         wakes = []
         for command in self.commands.values():
+            if command.process is None:
+                continue  # a spawner is starting it: its result wakes the loop
             if command.returncode is not None or command.pidfd is None:
                 wakes.append(now + POLL)
             elif command.kill_at is not None:
@@ -278,10 +332,11 @@ class Supervisor:
     def _tick(self) -> None:
         now = time.monotonic()
         for command in list(self.commands.values()):
-            if command.pidfd is None and command.returncode is None:
-                assert command.process is not None
-                if command.process.poll() is not None:
-                    self._leader_exited(command)
+            if command.process is None:
+                continue  # a spawner is starting it
+            no_pidfd = command.pidfd is None and command.returncode is None
+            if no_pidfd and command.process.poll() is not None:
+                self._leader_exited(command)
             if command.returncode is None:
                 if command.kill_at is not None and now >= command.kill_at:
                     signal_group(command.pgid, signal.SIGKILL)
@@ -391,31 +446,36 @@ class Supervisor:
         except OSError as exc:
             self._end(command, error=f"cannot write its log {request['log']}: {exc.strerror}")
             return
-        env = dict(request["env"])
-        env[MARK] = self.token  # what a later owner finds its survivors by (survivors.py)
+        if request.get("env") is not None:  # sent when it changed, else the last one
+            self.env = dict(request["env"])
+            self.env[MARK] = self.token  # what a later owner finds survivors by (survivors.py)
+        env = self.env
+        self.commands[command.id] = command
+        self.spawners.submit(command, request, env)
+
+    def _take_spawned(self) -> None:
         try:
-            process = subprocess.Popen(
-                request["argv"],
-                shell=request["shell"],
-                cwd=request.get("cwd"),
-                env=env,
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                start_new_session=True,  # own process group: stop it and its children
-                close_fds=True,
-            )
-        except OSError as exc:
-            command.capture.note(f"cannot start {request['argv']!r}: {exc}")
-            self._end(command, error=f"cannot start: {exc.strerror or exc}")
+            while os.read(self.spawners.wake_read, 4096):
+                pass
+        except BlockingIOError:
+            pass
+        results = self.spawners.results
+        while not results.empty():
+            self._spawned(*results.get())
+
+    def _spawned(self, command: Command, process: Any, proc_started: float | None) -> None:
+        """On the loop: a spawner started the command (``process``) or could not (an
+        ``OSError``)."""
+        assert command.capture is not None
+        if isinstance(process, OSError):
+            command.capture.note(f"cannot start {command.argv!r}: {process}")
+            self._end(command, error=f"cannot start: {process.strerror or process}")
             return
         command.process = process
         command.pgid = process.pid  # == its process group id (start_new_session)
-        proc_started = proc_start_time(process.pid)
-        if records is not None:
-            records.append({"key": command.key, "ev": "pid", "pid": process.pid,
-                            "pgid": command.pgid, "proc_started": proc_started})  # fmt: skip
-        self.commands[command.id] = command
+        if command.records is not None:
+            pid = {"pid": process.pid, "pgid": command.pgid, "proc_started": proc_started}
+            command.records.append({"key": command.key, "ev": "pid", **pid})
         for stream, name in ((process.stdout, "stdout"), (process.stderr, "stderr")):
             assert stream is not None
             os.set_blocking(stream.fileno(), False)
@@ -430,6 +490,8 @@ class Supervisor:
             command.pidfd = None
         self._send({"op": "started", "id": command.id, "pid": process.pid, "pgid": command.pgid,
                     "proc_started": proc_started})  # fmt: skip
+        if command.cancelled:  # asked to stop (or its owner left) while it was starting
+            self._stop(command)
 
     def _read_stream(self, command: Command, stream: Any, is_stderr: bool) -> None:
         try:
@@ -515,10 +577,12 @@ class Supervisor:
 
 def main(argv: list[str]) -> None:
     fd, token, owner_pid = int(argv[1]), argv[2], int(argv[3])
-    for sig in (signal.SIGINT, signal.SIGHUP, signal.SIGQUIT, signal.SIGPIPE):
-        signal.signal(sig, signal.SIG_IGN)  # only its owner's going, or a kill, ends it
+    # No signal is ignored here: in a session of its own no terminal signals it, and
+    # an ignored signal would be inherited by every command through exec.
     if sys.platform.startswith("linux"):
         try:  # orphaned grandchildren are re-parented to us and reaped (no zombie groups)
+            import ctypes
+
             libc = ctypes.CDLL(None, use_errno=True)
             libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
         except (OSError, AttributeError):

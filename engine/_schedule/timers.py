@@ -21,6 +21,7 @@ from ..models import Entry
 from .recurrence import CronRecurrence
 
 WALL_RESET_BACK = 3 * 3600.0  # seconds the wall clock must go back for cron to start afresh
+_LONGEST_WAIT = 86400.0  # the timer thread wakes at least daily (refused timers aside)
 _TIMER_KINDS = ("scheduled", "retry", "recurring")  # what upcoming() shows; not "timeout"
 
 # on_due(due, target, kind, now): target is a Task, or a Run for kind "timeout"
@@ -41,6 +42,9 @@ class TimerQueue:
         self.wait_deadline: float | None = None  # deadline the timer thread sleeps to
         self.wall_offset: float | None = None  # wall - monotonic, to notice wall jumps
         self._cron: dict[Task, None] = {}  # cron tasks in the engine, in order added
+        # One-shot tasks queued for an aware wall time (``at``): re-queued, as cron
+        # occurrences are, when the wall clock jumps. Left when they come due or drop.
+        self._at: dict[Task, None] = {}
         self._on_due: DueHandler | None = None
         self._on_error: ErrorHandler | None = None
         self._after: Callable[[list[Callable[[], object]]], None] | None = None
@@ -98,6 +102,42 @@ class TimerQueue:
             if e[4] in _TIMER_KINDS
         ]
 
+    # wall-clock one-shots (``at``) ----------------------------------------
+    @staticmethod
+    def wall_time(task: Task) -> datetime | None:
+        """The aware wall time a one-shot task was given (``schedule(run_at=datetime)``,
+        ``at`` in a file), or None (a time on the scheduler clock, a delay, none)."""
+        definition = task.definition
+        if isinstance(definition, datetime):
+            return definition
+        if definition is None or isinstance(definition, float):
+            return None
+        at = getattr(definition, "at", None)  # a TaskDefinition
+        return at if isinstance(at, datetime) else None
+
+    def set_at(self, task: Task, wall: datetime) -> None:
+        """Queue a one-shot task for its wall time: the heap gets the monotonic time now,
+        and a wall-clock jump re-queues it from ``wall`` (suspend, an NTP step)."""
+        self.set_timer(task, self.clock_time(wall))
+        self._at[task] = None
+
+    def clock_time(self, wall: datetime) -> float:
+        """A wall time as a time on the scheduler clock, as the wall clock reads now."""
+        return CronRecurrence.to_mono(wall, self.clock)
+
+    def drop_at(self, task: Task) -> None:
+        """The task's wall-time timer came due or was dropped."""
+        if self._at:
+            self._at.pop(task, None)
+
+    def _requeue_at(self) -> None:
+        for task in list(self._at):
+            wall = self.wall_time(task)
+            if task.timer is None or task.recurrence is not None or wall is None:
+                del self._at[task]  # already due, dropped, or edited into something else
+            else:
+                self.set_timer(task, self.clock_time(wall))
+
     # recurrence ----------------------------------------------------------
     def add_cron(self, task: Task) -> None:
         self._cron[task] = None
@@ -117,7 +157,7 @@ class TimerQueue:
         """Queue a cron occurrence: the wall time is the cursor, the heap gets the
         monotonic time to sleep until."""
         task.cron_next = wall
-        self.set_timer(task, CronRecurrence.to_mono(wall, self.clock))
+        self.set_timer(task, self.clock_time(wall))
 
     def cron_due(self, task: Task) -> float:
         """Monotonic due of a cron task's cursor (a fresh one if it has none)."""
@@ -148,8 +188,13 @@ class TimerQueue:
                 self._on_error(f"the timer ({kind})", exc, run, returned=False)
 
     def start(self) -> None:
-        """The scheduler starts: wall-clock jumps count from now."""
+        """The scheduler starts: wall-clock jumps count from now (and ``at`` tasks queued
+        before it follow the wall clock as it reads now)."""
         self.wall_offset = self._current_wall_offset()
+        for entry in list(self.heap.alive()):  # restored from a store, too
+            if entry[4] == "scheduled" and self.wall_time(entry[3]) is not None:
+                self._at[entry[3]] = None
+        self._requeue_at()
 
     def stop(self) -> None:
         """start() was undone: no wall-clock jumps to notice."""
@@ -159,20 +204,22 @@ class TimerQueue:
         return self.clock.wall().timestamp() - self.clock.now()
 
     def _check_wall_jump(self) -> None:
-        """Cron timers follow the wall clock: re-queue them when it jumps.
+        """Cron and ``at`` timers follow the wall clock: re-queue them when it jumps.
 
-        Each keeps its cursor, so a jump forward makes the occurrences it passed due
-        (their misfire policy applies) and a jump back runs none of them twice. Only
-        a jump back of hours means the clock was wrong before: start afresh from the
-        new time, as Debian cron does.
+        An ``at`` task is re-queued for its wall time (one already passed comes due
+        now: it runs once, late). Each cron task keeps its cursor, so a jump forward
+        makes the occurrences it passed due (their misfire policy applies) and a jump
+        back runs none of them twice. Only a jump back of hours means the clock was
+        wrong before: start afresh from the new time, as Debian cron does.
         """
-        if not self._cron or self.wall_offset is None:
+        if (not self._cron and not self._at) or self.wall_offset is None:
             return
         offset = self._current_wall_offset()
         jump = offset - self.wall_offset
         if abs(jump) < 1.0:
             return
         self.wall_offset = offset
+        self._requeue_at()
         wall = self.clock.wall()
         for task in self._cron:
             if task.timer is not None:
@@ -209,7 +256,9 @@ class TimerQueue:
                         self.wait_deadline = math.inf if deadline is None else deadline
                         now = self.clock.now()
                         timeout = None if deadline is None else max(0.0, deadline - now)
-                        if self._cron:  # notice wall-clock jumps within a minute
+                        if timeout is not None and timeout > _LONGEST_WAIT:
+                            timeout = _LONGEST_WAIT  # a lock cannot wait longer: wake, wait on
+                        if self._cron or self._at:  # notice wall-clock jumps within a minute
                             timeout = 60.0 if timeout is None else min(timeout, 60.0)
                         core.timer_cond.wait(timeout)
                         self.wait_deadline = None

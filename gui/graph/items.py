@@ -21,11 +21,11 @@ from PySide6.QtWidgets import (
 from taskloom.engine import TaskInfo, TaskState
 
 from ..style import (
+    PAUSED_GLYPH,
     RECURRING_MARK,
-    STATE_GLYPHS,
-    STATE_LABELS,
     state_colour,
     state_outline,
+    state_words,
     text_colour_on,
 )
 from .layout import NODE_HEIGHT, NODE_WIDTH
@@ -117,7 +117,8 @@ class NodeItem(QGraphicsPathItem):
         self._show_status()
 
     def _show_status(self) -> None:
-        status = _status_text(self.info, self.elapsed)
+        held = getattr(self.scene(), "dispatcher_paused", False)
+        status = _status_text(self.info, self.elapsed, held)
         if status != self.status_text.text():
             self.status_text.setText(status)
 
@@ -161,16 +162,21 @@ def _look(state, base: QColor) -> _Look:
     return look
 
 
-def _status_text(info: TaskInfo, elapsed: float | None = None) -> str:
-    parts = [f"{STATE_GLYPHS[info.state]} {STATE_LABELS[info.state]}"]
+def _status_text(info: TaskInfo, elapsed: float | None = None, held: bool = False) -> str:
+    """The card's second line. A READY task that nothing will start (it, or the whole
+    dispatcher, is paused) reads "paused" first: it waits for Resume, not a worker."""
+    glyph, label = state_words(info)
+    parts = [f"{glyph} {label}"]
+    if info.state is TaskState.READY and (info.paused or held):
+        parts = [f"{PAUSED_GLYPH} paused, {label}"]
     if elapsed is not None and info.state is TaskState.RUNNING:
         parts[0] += f" {format_elapsed(elapsed)}"
     if info.attempt:
         parts.append(f"#{info.attempt}")
     if info.recurring:
         parts.append(RECURRING_MARK)
-    if info.paused:
-        parts.append("⏸ paused")
+    if info.paused and info.state is not TaskState.READY:
+        parts.append(f"{PAUSED_GLYPH} paused")
     return "  ".join(parts)
 
 
@@ -187,7 +193,7 @@ def format_elapsed(seconds: float) -> str:
 
 
 def _tooltip(info: TaskInfo) -> str:
-    lines = [f"<b>{info.name or info.id}</b>", f"state: {STATE_LABELS[info.state]}"]
+    lines = [f"<b>{info.name or info.id}</b>", f"state: {state_words(info)[1]}"]
     if info.attempt:
         lines.append(f"attempt: {info.attempt}")
     if info.deps:

@@ -27,10 +27,11 @@ class Overview(QFrame):
         self._picture: QPixmap | None = None
         self._target = QRectF()  # where the scene is drawn inside the widget
         self._dirty = True
+        # A new picture at most once a second, and only after the scene changed.
         self._timer = QTimer(self)
+        self._timer.setSingleShot(True)
         self._timer.setInterval(1000)
         self._timer.timeout.connect(self._render_if_dirty)
-        self._timer.start()
         self.scene.changed.connect(self._mark_dirty)
         view.horizontalScrollBar().valueChanged.connect(self.update)
         view.verticalScrollBar().valueChanged.connect(self.update)
@@ -38,6 +39,8 @@ class Overview(QFrame):
 
     def _mark_dirty(self, *_):
         self._dirty = True
+        if self.isVisible() and not self._timer.isActive():
+            self._timer.start()
 
     def _render_if_dirty(self) -> None:
         if self._dirty and self.isVisible():

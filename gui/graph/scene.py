@@ -78,6 +78,7 @@ class GraphScene(QGraphicsScene, GroupedScene):
         # them (a full relayout made every node jump). Not saved; Re-layout drops them.
         self.kept: dict[str, tuple[float, float]] = {}
         self._fresh: set[str] = set()  # nodes an edit added
+        self._shown_edges: set = set()  # the edges shown last (a new one may move its target)
         self._unbuilt: list[str] = []  # tasks whose node items are still to be made
         self._layout_waiting: Layout | None = None  # ready before all nodes were built
         self._build_timer = QTimer(self)
@@ -90,13 +91,14 @@ class GraphScene(QGraphicsScene, GroupedScene):
         self._edges_timer.setSingleShot(True)
         self._edges_timer.timeout.connect(self._rebuild_edges)
         relay.install()  # layouts and views worked out on threads come back through it
-        # Running nodes show how long their attempt has taken, refreshed once a second:
-        # only those nodes are touched, so a big graph pays for its few running tasks.
+        # Running nodes show how long their attempt has taken, refreshed once a second
+        # while any runs: only those nodes are touched, so a big graph pays for its few
+        # running tasks, and a graph with none is not woken at all.
         self.elapsed_source = None  # callable: task id -> seconds running, or None
+        self._running: set[str] = set()
         self._elapsed_timer = QTimer(self)
         self._elapsed_timer.setInterval(1000)
         self._elapsed_timer.timeout.connect(self.refresh_elapsed)
-        self._elapsed_timer.start()
         self._init_groups()
 
         self.edges_item = QGraphicsPathItem()
@@ -169,6 +171,8 @@ class GraphScene(QGraphicsScene, GroupedScene):
         out on a worker thread for big graphs, and shown when ready (``_show_view``).
         """
         self.tasks = dict(tasks)
+        self._running = {tid for tid, info in self.tasks.items() if info.state is TaskState.RUNNING}
+        self._pace_elapsed()
         if self._work_out_view():
             self._show_view()
 
@@ -205,6 +209,8 @@ class GraphScene(QGraphicsScene, GroupedScene):
                 item = self.item_of(rep)
                 if rep not in self.pins and rep not in missing and item.isVisible():
                     self.kept.setdefault(rep, (item.pos().x(), item.pos().y()))
+            self._keep_flowing_right(set(edges) - self._shown_edges)
+        self._shown_edges = set(edges)
         self._wanted_key = key
         cached = self.cache.get(key)
         if cached is not None:
@@ -237,8 +243,8 @@ class GraphScene(QGraphicsScene, GroupedScene):
                 node.set_detail(self._detail)
                 node.port.setScale(getattr(self, "_port_scale", 1.0))
                 node.setVisible(False)  # until the layout places it
-                node.set_info(info, self.base)
                 self.addItem(node)
+                node.set_info(info, self.base)  # in the scene: it reads dispatcher_paused
             if budget_ms is not None and clock.elapsed() >= budget_ms and self._unbuilt:
                 self._build_timer.start(0)
                 return
@@ -299,34 +305,52 @@ class GraphScene(QGraphicsScene, GroupedScene):
         if tid in self._fresh:  # added by an edit: beside its neighbours
             self._fresh.discard(tid)
             near = self._beside_neighbour(tid)
-            if near is not None:
-                self.kept[tid] = near
-                return near
+            self.kept[tid] = near
+            return near
         return self.layout.positions.get(tid, (0.0, 0.0)) if self.layout else (0.0, 0.0)
 
-    def _beside_neighbour(self, tid: str) -> tuple[float, float] | None:
-        """Right of its first placed upstream task (or left of a downstream one), moved
-        down until it overlaps no other node."""
+    def _keep_flowing_right(self, new_edges) -> None:
+        """An edge an edit added into a node that stands left of (or level with) its new
+        upstream would run back across the graph: that node moves beside the upstream."""
+        for up, down in new_edges:
+            if down in self.pins or down not in self.kept:
+                continue
+            where = self.pins.get(up) or self.kept.get(up)
+            if where is not None and self.kept[down][0] <= where[0]:
+                del self.kept[down]
+                self._fresh.add(down)
+
+    def _beside_neighbour(self, tid: str) -> tuple[float, float]:
+        """Right of its rightmost placed upstream task (else left of a downstream one,
+        else where the layout puts it), moved down until it overlaps no other node."""
         info = self.tasks.get(tid)
-        if info is None:
-            return None
         placed = {**self.kept, **self.pins}
         spot = None
-        for dep in info.deps:
-            if dep in placed:
-                x, y = placed[dep]
+        if info is not None:
+            ups = [placed[dep] for dep in info.deps if dep in placed]
+            if ups:
+                x, y = max(ups)
                 spot = (x + NODE_WIDTH + LAYER_GAP, y)
-                break
-        if spot is None:
-            for child in info.dependents:
-                if child in placed:
-                    x, y = placed[child]
+            else:
+                downs = [placed[c] for c in info.dependents if c in placed]
+                if downs:
+                    x, y = min(downs)
                     spot = (x - NODE_WIDTH - LAYER_GAP, y)
-                    break
         if spot is None:
-            return None
-        x, y = spot
-        taken = [p for t, p in placed.items() if t != tid and t in self.nodes]
+            spot = self.layout.positions.get(tid, (0.0, 0.0)) if self.layout else (0.0, 0.0)
+        return self._free_spot(tid, *spot)
+
+    def _free_spot(self, tid: str, x: float, y: float) -> tuple[float, float]:
+        """(x, y), or the first place below it that overlaps no other node's card."""
+        taken = []
+        for other in self.view_model.members:
+            if other == tid:
+                continue
+            where = self.pins.get(other) or self.kept.get(other)
+            if where is None and other not in self._fresh and self.layout is not None:
+                where = self.layout.positions.get(other)
+            if where is not None:
+                taken.append(where)
         while any(abs(px - x) < NODE_WIDTH and abs(py - y) < NODE_HEIGHT for px, py in taken):
             y += NODE_HEIGHT + ROW_GAP
         return (x, y)
@@ -421,6 +445,18 @@ class GraphScene(QGraphicsScene, GroupedScene):
         self._update_edge_highlight()
 
     # -- state ------------------------------------------------------------------
+    dispatcher_paused = False  # the whole dispatcher: ready cards read "paused"
+
+    def set_dispatcher_paused(self, paused: bool) -> None:
+        """Nothing starts while the dispatcher is paused: ready cards say so."""
+        if paused == self.dispatcher_paused:
+            return
+        self.dispatcher_paused = paused
+        for tid, info in self.tasks.items():
+            node = self.nodes.get(tid)
+            if node is not None and info.state is TaskState.READY:
+                node._show_status()
+
     def update_tasks(self, changed: dict[str, TaskInfo]) -> bool:
         """Recolour changed tasks. Returns True if the structure changed (caller re-lays out)."""
         structural = False
@@ -436,17 +472,27 @@ class GraphScene(QGraphicsScene, GroupedScene):
             if old is not None:
                 old_states[tid] = old.state
             self.tasks[tid] = info
+            if info.state is TaskState.RUNNING:
+                self._running.add(tid)
+            else:
+                self._running.discard(tid)
             if node is not None:
                 node.set_info(info, self.base)
         self._recount_groups(changed, old_states)
+        self._pace_elapsed()
         return structural
+
+    def _pace_elapsed(self) -> None:
+        if not self._running:
+            self._elapsed_timer.stop()
+        elif not self._elapsed_timer.isActive():
+            self._elapsed_timer.start()
 
     def refresh_elapsed(self) -> None:
         source = self.elapsed_source
         if source is None:
             return
-        running = [tid for tid, info in self.tasks.items() if info.state is TaskState.RUNNING]
-        for tid in running:
+        for tid in list(self._running):
             node = self.nodes.get(tid)
             if node is not None:
                 node.set_elapsed(source(tid))

@@ -335,7 +335,21 @@ class GraphView(QGraphicsView):
             self.connectRequested.emit(upstream, downstream)
         event.accept()
 
+    def keyboard_menu(self) -> bool:
+        """The selected task's menu, at its card (Shift+F10, the Menu key)."""
+        selected = self.selected()
+        node = self.graph_scene.nodes.get(selected[0]) if selected else None
+        if node is None:
+            return False
+        centre = self.mapFromScene(node.sceneBoundingRect().center())
+        self.menuRequested.emit(self.viewport().mapToGlobal(centre))
+        return True
+
     def contextMenuEvent(self, event) -> None:
+        if event.reason() == event.Reason.Keyboard:
+            if self.keyboard_menu():
+                event.accept()
+            return
         tid, _ = self._hit(event.pos())
         if tid is None:
             super().contextMenuEvent(event)
@@ -357,6 +371,11 @@ class GraphView(QGraphicsView):
 
     def keyPressEvent(self, event) -> None:
         key = event.key()
+        shifted = event.modifiers() & Qt.KeyboardModifier.ShiftModifier
+        menu_key = key == Qt.Key.Key_Menu or (key == Qt.Key.Key_F10 and shifted)
+        if menu_key and self.keyboard_menu():
+            event.accept()
+            return
         if key == Qt.Key.Key_Escape and self._connect_from is not None:
             self._end_connect()
             event.accept()

@@ -45,3 +45,19 @@ def fail_then_block(log: str) -> None:
 def bring_the_process_down() -> None:
     """In-process code that kills its owner at once, before any commit could land."""
     os.kill(os.getpid(), signal.SIGKILL)
+
+
+def fill_folder(folder: str) -> None:
+    """Fill the file system ``folder`` is on, to the last block (a full-disk test)."""
+    with open(os.path.join(folder, "filler"), "wb", buffering=0) as f:
+        try:
+            while True:
+                f.write(b"\0" * 4096)
+                f.flush()
+        except OSError:
+            pass
+
+
+def pause(seconds: float = 0.5) -> None:
+    """In-process work that takes a while, so that many run at once."""
+    time.sleep(seconds)

@@ -127,7 +127,8 @@ def test_a_command_outlives_its_killed_owner_and_the_next_owner_adopts_it(files)
         assert alive(pid), "the next owner ended the command instead of adopting it"
         log_path = s.live_log("cmd")
         assert log_path is not None
-        assert "output before the owner died" in Path(log_path).read_text()
+        # The supervisor writes the output as it reads it: soon, not at once.
+        wait_for(lambda: "output before the owner died" in Path(log_path).read_text())
         s.start()
         gate.touch()
         assert s.wait(20)
@@ -456,3 +457,28 @@ def test_an_adopted_command_holds_a_worker_slot(files):
     finally:
         store.close()
     assert ledger_lines(ledger) == [f"start {pid}", "end", "after", "other"]
+
+
+@pytest.mark.timeout(60)
+def test_an_owner_that_never_starts_leaves_adopted_commands_to_the_next(files):
+    """Opening the store only to read or steer it (the shell's steering of a stored run)
+    and shutting down without start() neither waits for nor disturbs the command."""
+    db, ledger, gate = files
+    kill_owner(start_owner(owner_script(db, ledger, gate), ledger))
+    pid = command_pid(ledger)
+    store = SQLiteStore(db)
+    s = Scheduler(store=store)
+    assert s.adopted_tasks() == ["cmd"]
+    s.shutdown(wait=True)  # returns at once: nothing of this scheduler ran
+    store.close()
+    assert alive(pid)
+    store = SQLiteStore(db)
+    try:
+        s = Scheduler(store=store)
+        s.start()
+        gate.touch()
+        assert s.wait(20)
+        assert [(a.number, a.outcome.value) for a in s.attempts("cmd")] == [(1, "succeeded")]
+        s.shutdown()
+    finally:
+        store.close()

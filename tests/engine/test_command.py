@@ -258,3 +258,12 @@ def test_engine_timeout_leaves_no_process_behind(make_sched, recorder, tmp_path,
     assert "Timeout" in failed.error
     s.shutdown(wait=True)  # returns once the terminated command's attempt has ended
     assert not group_exists(shell_pid)
+
+
+def test_a_command_ignores_no_signal_its_supervisor_might(tmp_path):
+    """Ignored signals survive exec: the supervisor must pass none on (not Python's
+    own SIGPIPE either), so a program is stopped by SIGINT or SIGPIPE as it expects."""
+    ctx = run_command(Command(["grep", "SigIgn", "/proc/self/status"]), tmp_path)
+    ignored = int(ctx.output.split()[1], 16)
+    for sig in (signal.SIGINT, signal.SIGHUP, signal.SIGQUIT, signal.SIGTERM, signal.SIGPIPE):
+        assert not ignored & (1 << (sig - 1)), signal.Signals(sig).name

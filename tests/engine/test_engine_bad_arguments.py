@@ -10,6 +10,7 @@ import os
 import stat
 import sys
 import threading
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -236,3 +237,45 @@ def test_a_symlinked_default_log_folder_is_refused(cache_home, tmp_path):
     with pytest.raises(CommandFailed, match="symlink"):
         _run_in("job", None)
     assert list(elsewhere.iterdir()) == []
+
+
+# ---------------------------------------------------------------------- far timers
+@pytest.mark.parametrize(
+    ("call", "word"),
+    [
+        (lambda s: s.schedule_after(print, 1e10), "delay"),
+        (lambda s: s.schedule(print, run_at=1e12), "run_at"),
+        (lambda s: s.schedule(print, run_at=datetime(9999, 1, 1, tzinfo=UTC)), "run_at"),
+        (lambda s: s.schedule_every(print, 1e10), "interval"),
+        (lambda s: s.schedule(print, timeout=1e10), "timeout"),
+    ],
+)
+def test_a_timer_beyond_250_years_is_refused_and_changes_nothing(busy, call, word):
+    # A lock cannot wait past ~292 years: such a timer made the timer thread spin.
+    before = busy.snapshot()
+    with pytest.raises(ValueError, match=f"{word} must be at most .*250 years"):
+        call(busy)
+    assert busy.snapshot() == before
+
+
+def test_a_retry_backoff_beyond_250_years_is_refused():
+    with pytest.raises(ValueError, match="max_delay must be at most"):
+        RetryPolicy(max_delay=1e10)
+
+
+def test_a_timer_just_inside_the_limit_is_accepted_and_has_a_definition(busy):
+    far = 249 * 365.25 * 86400
+    busy.schedule_after(print, far, name="far-delay")
+    busy.schedule(print, run_at=far, name="far-time")
+    assert busy.definition("far-delay").after == far
+    assert busy.definition("far-time").at.year >= 2026 + 248
+    assert [e.task_id for e in busy.upcoming()][-2:] == ["far-delay", "far-time"]
+
+
+def test_definition_of_a_clock_time_past_the_last_datetime_does_not_raise():
+    from taskloom.engine import ManualClock, Scheduler, SyncExecutor
+
+    s = Scheduler(clock=ManualClock(wall=datetime(9990, 1, 1, tzinfo=UTC)), executor=SyncExecutor())
+    s.schedule(print, run_at=20 * 365.25 * 86400, name="after-9999")  # accepted: 20 years
+    assert s.definition("after-9999").at.year == 9999
+    s.shutdown()

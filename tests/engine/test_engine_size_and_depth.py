@@ -304,3 +304,95 @@ def test_a_start_refused_for_threads_can_be_retried_once_they_are_available():
     assert ran.wait(10)
     assert s.wait(10)
     s.shutdown()
+
+
+# ------------------------------------------------------------------ random order, deep
+class _CountingDict(dict):
+    """The graph's task table, counting look-ups: what a cycle check walks."""
+
+    lookups = 0
+
+    def __getitem__(self, key):
+        _CountingDict.lookups += 1
+        return dict.__getitem__(self, key)
+
+    def get(self, key, default=None):
+        _CountingDict.lookups += 1
+        return dict.get(self, key, default)
+
+
+def _lookups_to_add_shuffled(n: int) -> int:
+    deps = _local_dag(n)
+    names = list(deps)
+    random.Random(2).shuffle(names)
+    s = _unstarted()
+    s._graph.tasks = _CountingDict()
+    _CountingDict.lookups = 0
+    for name in names:
+        s.add(print, name=name, deps=deps[name])
+    s.shutdown()
+    return _CountingDict.lookups
+
+
+def test_a_deep_dag_added_in_random_order_walks_near_linear_work():
+    # Issue 21 item 13: each add searched a region that grew with the graph (4x the
+    # tasks, ~11x the look-ups); the incremental order keeps it near n log n.
+    small, big = _lookups_to_add_shuffled(1000), _lookups_to_add_shuffled(4000)
+    assert big / small <= 6.0, (small, big)
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_the_order_stays_topological_through_random_edits(seed):
+    """Adds in random order (some closing cycles), edges added and removed, tasks
+    removed: every dependency ranks below its dependent after each edit, and an
+    edit is refused exactly when it would close a cycle."""
+    rng = random.Random(seed)
+    n = 150
+    s = _unstarted()
+    graph: dict[str, list[str]] = {}
+    names = [f"t{i}" for i in range(n)]
+    rng.shuffle(names)
+    for name in names:
+        deps = sorted(set(rng.sample(names, rng.randint(0, 3))) - {name})
+        closes = _reaches(graph, deps, name)
+        if closes:
+            with pytest.raises(CycleError):
+                s.add(print, name=name, deps=deps)
+        else:
+            s.add(print, name=name, deps=deps)
+            graph[name] = deps
+        _assert_ranked(s)
+    present = sorted(graph)
+    for _ in range(300):
+        action = rng.random()
+        task, dep = rng.sample(present, 2)
+        if action < 0.6:
+            if dep in graph[task]:
+                continue
+            if _reaches(graph, [dep], task):
+                with pytest.raises(CycleError):
+                    s.add_dependency(task, dep)
+            else:
+                s.add_dependency(task, dep)
+                graph[task].append(dep)
+        elif action < 0.9 and graph[task]:
+            dep = rng.choice(graph[task])
+            s.remove_dependency(task, dep)
+            graph[task].remove(dep)
+        elif action >= 0.9 and len(present) > 20:
+            assert s.remove(task)
+            present.remove(task)
+            del graph[task]
+            for deps in graph.values():
+                if task in deps:
+                    deps.remove(task)
+        _assert_ranked(s)
+    s.shutdown()
+
+
+def _assert_ranked(s: Scheduler) -> None:
+    tasks = s._graph.tasks
+    for task in tasks.values():
+        for dep in task.deps:
+            if dep in tasks:
+                assert tasks[dep].rank < task.rank, (dep, task.id)

@@ -50,6 +50,51 @@ def until(predicate, timeout: float = 10.0) -> None:
         threading.Event().wait(0.01)
 
 
+def test_a_run_nobody_watches_is_looked_at_twice_a_second_not_ten_times(tmp_path):
+    from taskloom.engine.feed import FEED_INTERVAL, UNWATCHED_INTERVAL
+
+    store = SQLiteStore(tmp_path / "run.db")
+    scheduler = Scheduler(workers=1, store=store)
+    feed = FeedWriter(scheduler, store)
+    ticks = []
+    tick = feed._tick
+    feed._tick = lambda: (ticks.append(time.monotonic()), tick())  # counted, then as ever
+    feed.start()
+    scheduler.start()
+    try:
+        threading.Event().wait(1.2)  # the feed's own pace is what is counted
+        assert 1 <= len(ticks) <= 1.2 / UNWATCHED_INTERVAL + 1  # ~12 at FEED_INTERVAL
+        assert UNWATCHED_INTERVAL >= 5 * FEED_INTERVAL
+        watcher = WatchedRun(store.path)  # attached: the owner wrote its snapshot
+        try:  # and looks at FEED_INTERVAL again, while watched
+            count = len(ticks)
+            until(lambda: len(ticks) >= count + 5, timeout=5 * UNWATCHED_INTERVAL)
+        finally:
+            watcher.close()
+    finally:
+        scheduler.shutdown(wait=True)
+        feed.close()
+        store.close()
+
+
+def test_a_watcher_of_a_quiet_run_reads_it_twice_a_second_and_hurries_when_it_asks(owner, tmp_path):
+    from taskloom.engine.watched_run import IDLE_POLL_INTERVAL, POLL_INTERVAL, QUIET_POLLS
+
+    scheduler, store, feed = owner
+    watcher = WatchedRun(tmp_path / "run.db")
+    try:
+        until(lambda: watcher.task("slow").state is S.RUNNING)  # then nothing changes
+        start = watcher.polls
+        until(lambda: watcher.polls >= start + QUIET_POLLS + 2)  # quiet for long enough
+        polls = watcher.polls
+        threading.Event().wait(1.0)  # the watcher's own pace is what is counted
+        assert watcher.polls - polls <= 1.0 / IDLE_POLL_INTERVAL + 1  # ~10 at POLL_INTERVAL
+        watcher.cancel("slow")  # asking: read at once, then often until the answer came
+        until(lambda: watcher.task("after").state is S.SKIPPED, timeout=10 * POLL_INTERVAL + 2)
+    finally:
+        watcher.close()
+
+
 def test_nothing_is_written_while_nobody_watches(owner):
     scheduler, store, feed = owner
     until(lambda: scheduler.task("slow").state is S.RUNNING)
@@ -307,3 +352,82 @@ def test_a_reader_that_missed_folded_log_entries_reads_the_task_table_again(tmp_
         scheduler.shutdown(wait=True, cancel_running=True)
         feed.close()
         store.close()
+
+
+# ---------------------------------------------------------------------- garbage requests
+def _insert(conn, action, task_id, requested, origin="elsewhere") -> int:
+    return conn.execute(
+        "INSERT INTO control (action, task_id, requested, origin) VALUES (?,?,?,?)",
+        (action, task_id, requested, origin),
+    ).lastrowid
+
+
+def _answers(conn) -> dict[int, tuple]:
+    return {r[0]: r[1:] for r in conn.execute("SELECT id, status, answer FROM control")}
+
+
+def test_a_garbage_request_is_refused_and_the_valid_one_beside_it_answered(owner, tmp_path):
+    # Issue 21 item 11: a non-numeric 'requested' broke the round: the valid request
+    # was applied but never answered, and the garbage broke every later owner's round.
+    scheduler, store, feed = owner
+    conn = sqlite3.connect(tmp_path / "run.db", isolation_level=None)
+    feed._stop.set()  # this test drives the rounds itself
+    feed._thread.join()
+    bad = [
+        _insert(conn, "cancel", "slow", "yesterday"),
+        _insert(conn, "cancel", "slow", b"\x00\x01"),
+        _insert(conn, b"cancel", "slow", time.time()),
+        _insert(conn, "cancel", 12, time.time()),
+        _insert(conn, "launch", "slow", time.time()),
+    ]
+    good = _insert(conn, "pause", "after", time.time())
+    feed._serve_control()
+    store.flush()
+    answers = _answers(conn)
+    assert answers[good][0] == "done"
+    assert scheduler.task("after").paused
+    assert [answers[rid][0] for rid in bad] == ["refused"] * len(bad)
+    assert scheduler.task("slow").state is S.RUNNING
+    # A later owner's first round is not broken by them either: nothing is pending.
+    assert conn.execute("SELECT count(*) FROM control WHERE status = 'pending'").fetchone() == (0,)
+    conn.close()
+
+
+def test_a_huge_request_is_refused_without_being_read_and_blanked(owner, tmp_path):
+    scheduler, store, feed = owner
+    conn = sqlite3.connect(tmp_path / "run.db", isolation_level=None)
+    feed._stop.set()
+    feed._thread.join()
+    huge = _insert(conn, "cancel", "x" * (50 << 20), time.time())  # 50 MB
+    good = _insert(conn, "pause", "after", time.time())
+    feed._serve_control()
+    store.flush()
+    answers = _answers(conn)
+    assert answers[huge][0] == "refused" and "at most" in answers[huge][1]
+    assert answers[good][0] == "done"
+    size = conn.execute("SELECT length(task_id) FROM control WHERE id = ?", (huge,)).fetchone()
+    assert size == (64,)  # not kept: 50 MB in the store until pruned before
+    conn.close()
+
+
+def test_answered_requests_are_pruned_by_age_and_by_count(owner, tmp_path, monkeypatch):
+    from taskloom.engine import feed as feed_module
+
+    scheduler, store, feed = owner
+    conn = sqlite3.connect(tmp_path / "run.db", isolation_level=None)
+    feed._stop.set()
+    feed._thread.join()
+    monkeypatch.setattr(feed_module, "CONTROL_KEEP_ROWS", 50)
+    old = time.time() - feed_module.CONTROL_KEEP - 10
+    conn.executemany(
+        "INSERT INTO control (action, task_id, requested, origin, status, answered)"
+        " VALUES ('pause', 'after', ?, 'x', 'done', ?)",
+        [(old, old)] * 30 + [(time.time(), time.time())] * 100,
+    )
+    feed._last_prune = 0.0
+    feed._serve_control()
+    store.flush()
+    left = conn.execute("SELECT count(*), min(answered) FROM control").fetchone()
+    assert left[0] == 50  # the 30 old ones by age, then all but the newest 50
+    assert left[1] > old
+    conn.close()

@@ -177,3 +177,35 @@ def test_update_between_one_shot_and_recurring_keeps_wait_counting_right():
         assert s.wait(1)
     finally:
         s.shutdown(wait=True)
+
+
+def test_restore_puts_a_removed_task_back_as_it_was_with_its_edges_and_runs_nothing(tmp_path):
+    from taskloom.engine import ManualClock, Scheduler, SyncExecutor, TaskState
+
+    ran = []
+    store = SQLiteStore(str(tmp_path / "run.db"))
+    scheduler = Scheduler(clock=ManualClock(), executor=SyncExecutor(), store=store)
+    try:
+        scheduler.add("os:getcwd", name="a")
+        scheduler.add("os:getcwd", name="b", deps=["a"])
+        scheduler.add("os:getcwd", name="c", deps=["b"])
+        scheduler.subscribe(lambda e: ran.append(e.task_id) if e.kind == "running" else None)
+        scheduler.start()
+        assert scheduler.wait(5)
+        assert ran == ["a", "b", "c"]
+        ran.clear()
+        assert scheduler.remove("b")
+        assert scheduler.task("c").deps == ()
+        assert scheduler.restore("b") == []
+        b = scheduler.task("b")
+        assert b.state is TaskState.SUCCEEDED and b.deps == ("a",) and b.dependents == ("c",)
+        assert scheduler.task("c").deps == ("b",)
+        assert len(scheduler.attempts("b")) == 1 and ran == []
+        with pytest.raises(KeyError):
+            scheduler.restore("b")  # once
+        store.flush()
+        rows = {r["id"]: r for r in store.load_tasks()}
+        assert rows["b"]["state"] == "succeeded" and rows["b"]["attempt"] == 1
+    finally:
+        scheduler.shutdown()
+        store.close()

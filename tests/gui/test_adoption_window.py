@@ -86,7 +86,8 @@ def assert_adopted_then_succeeds_once(qtbot, session, ledger: Path, gate: Path, 
     attempts = session.scheduler.attempts("long")
     assert [(a.number, str(a.outcome)) for a in attempts] == [(1, "running")]
     log_path = session.scheduler.live_log("long")
-    assert log_path is not None and "working on it" in Path(log_path).read_text()
+    assert log_path is not None
+    qtbot.waitUntil(lambda: "working on it" in Path(log_path).read_text(), timeout=10000)
     assert alive(pid)
     gate.touch()
     qtbot.waitUntil(lambda: window.bridge.tasks["after"].state is S.SUCCEEDED, timeout=20000)

@@ -74,14 +74,17 @@ def test_an_edit_rewrites_only_what_changed_and_keeps_comments(qtbot, tmp_path, 
         session.close()
 
 
-def test_save_as_elsewhere_keeps_tasks_running_in_the_files_folder(qtbot, tmp_path, settings):
+def test_save_as_elsewhere_writes_folders_relative_to_the_new_file(qtbot, tmp_path, settings):
     session, source = open_session(qtbot, tmp_path, settings)
     try:
         other = tmp_path / "elsewhere"
         other.mkdir()
         assert session.window.save_workflow(str(other / "copy.toml"))
         copy = load(other / "copy.toml")
-        assert copy.tasks["b"].action.cwd == str(tmp_path.resolve())  # scripts/ is there
+        # Beside the new file, as in the old one (issue 24: an absolute cwd made a copied
+        # folder run the old folder's scripts).
+        assert copy.tasks["b"].action.cwd == str(other.resolve())
+        assert str(tmp_path.resolve()) not in (other / "copy.toml").read_text()
         assert "# the first step" in (other / "copy.toml").read_text()
         assert str(other / "copy.toml") in session.window.windowTitle()
     finally:

@@ -122,7 +122,7 @@ def test_duration_trend_shows_median_p90_and_slower_than_usual(qtbot):
     assert trend.slow.isHidden()  # 3 s: not past p90 yet
     trend.show_attempts([*past, attempt(6, 100.0, None, Outcome.RUNNING)], now=104.0)
     assert not trend.slow.isHidden()
-    assert trend.slow.text() == "⚠ slower than usual: running 4.00 s, p90 3.40 s"
+    assert trend.slow.text() == "⚠ slower than usual by 0.60 s: running 4.00 s, p90 3.40 s"
 
 
 def test_closing_waits_for_a_store_read_under_way_and_allows_no_more(qtbot):

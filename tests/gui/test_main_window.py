@@ -21,7 +21,10 @@ ACTIONS = {
     "saveWorkflow": "Ctrl+S",
     "retryFailed": "Ctrl+Shift+R",
     "editTask": "Ctrl+E",
-    "removeTask": "",
+    "removeTask": "Ctrl+Del",
+    "clearTask": "F5",
+    "clearDownstream": "Shift+F5",
+    "relayout": "Ctrl+L",
     "deleteEdge": "Del",
     "exportGraph": "",
 }

@@ -46,7 +46,7 @@ def test_removing_a_task_holds_the_dependents_it_would_release(
     assert b.deps == ("a",) and not b.paused and b.state is S.PENDING
 
 
-def test_undone_removal_keeps_edges_to_dependents_that_ran_in_the_saved_file(
+def test_undone_removal_brings_back_edges_to_dependents_that_ran_and_the_file_keeps_them(
     qtbot, make_window, manual_scheduler, tmp_path
 ):
     from taskloom.engine.workflow import load
@@ -58,8 +58,10 @@ def test_undone_removal_keeps_edges_to_dependents_that_ran_in_the_saved_file(
     qtbot.waitUntil(lambda: manual_scheduler.task("b").state is S.SUCCEEDED, timeout=3000)
     assert window.controller.remove_tasks(["a"]) == 1
     window.controller.undo_stack.undo()
-    assert manual_scheduler.task("b").deps == ()  # this run cannot wait for a again
-    assert "file keeps the edge" in window.statusBar().currentMessage()
+    # The engine puts a back as it was, with its edge to b (b ran: nothing re-runs).
+    assert manual_scheduler.task("b").deps == ("a",)
+    assert manual_scheduler.task("a").state is S.SUCCEEDED
+    assert [len(manual_scheduler.attempts(t)) for t in "ab"] == [1, 1]
     assert window.save_workflow(str(tmp_path / "saved.toml"))
     assert load(tmp_path / "saved.toml").tasks["b"].deps == ("a",)
 

@@ -309,6 +309,64 @@ def test_the_watcher_says_when_the_owner_dies_and_takes_the_run_over(
     assert session.window.bridge.tasks["broken"].state is S.FAILED  # kept as it was
 
 
+ORPHANED = """
+[workflow]
+name = "orphaned"
+workers = 2
+[tasks.inproc]
+call = "slowmod:wait"
+[tasks.cmd]
+command = ["sleep", "60"]
+"""
+
+
+@pytest.mark.slow
+def test_after_the_owner_dies_nothing_is_shown_running_that_is_not(
+    qtbot, tmp_path, owners, sessions
+):
+    """kill -9 of the owner: a call that ran in it died with it, so the card, the
+    status bar, the inspector and the ETA stop saying "running" ("owner gone" until
+    someone takes the run over). A command is running exactly while its recorded
+    process is (a supervisor may keep it going after its owner: then it IS running)."""
+    from taskloom.engine.watched_run import _process_alive
+
+    path = tmp_path / "orphaned.toml"
+    path.write_text(ORPHANED)
+    (tmp_path / "slowmod.py").write_text("import time\n\ndef wait():\n    time.sleep(60)\n")
+    db = tmp_path / "run.db"
+    owner = owners(path, db)
+    wait_started(qtbot, owner)
+    s = sessions(db)
+    assert s.open(path)
+    window = s.current.window
+    window.resize(1400, 900)
+    running = lambda tid: window.bridge.tasks[tid].state is S.RUNNING  # noqa: E731
+    qtbot.waitUntil(lambda: running("inproc") and running("cmd"), timeout=30000)
+    window.select_tasks(["inproc"])
+    owner.process.kill()
+    owner.process.wait(10)
+    qtbot.waitUntil(lambda: not running("inproc"), timeout=15000)
+    info = window.bridge.tasks["inproc"]
+    assert "owner gone" in (info.error or "")
+    qtbot.waitUntil(lambda: "owner gone" in window.scene.nodes["inproc"].status_text.text())
+    window.inspector.refresh()
+    assert "owner gone" in window.inspector.state.text()
+    outcomes = [str(a.outcome) for a in window.scheduler.attempts("inproc")]
+    assert outcomes and "running" not in outcomes  # the attempt is lost, as a take-over finds
+    qtbot.waitUntil(lambda: not window.forecast_view.eta.isVisible(), timeout=5000)
+
+    def cmd_told_truly() -> bool:
+        row = window.scheduler._reader.newest_attempt(window.scheduler.run, "cmd")
+        alive = row is not None and _process_alive(row[3], row[4])
+        return running("cmd") == alive
+
+    qtbot.waitUntil(cmd_told_truly, timeout=15000)
+    window._refresh_status()
+    counts = window.status_panel.counts.text()
+    assert "owner gone" in counts
+    assert ("running" in counts) == running("cmd")
+
+
 def test_file_open_of_a_workflow_run_elsewhere_watches_it(qtbot, tmp_path, owners, settings):
     from taskloom.app import store_paths
 
@@ -327,6 +385,13 @@ def test_file_open_of_a_workflow_run_elsewhere_watches_it(qtbot, tmp_path, owner
         first.window.openRequested.emit(str(path))  # what File > Open does
         assert isinstance(s.current, WatchSession) and s.current is not first
         assert f"pid {owner.process.pid}" in s.current.window.windowTitle()
+        # What a watching window refuses is disabled, with the reason as its tip.
+        watching = s.current.window
+        for action in (watching.act_add, watching.act_save, watching.act_undo, watching.act_remove):
+            assert not action.isEnabled(), action.objectName()
+        assert "only watches" in watching.act_add.statusTip()
+        watching.controller.move_nodes(watching.scene, {"slow": (None, (5.0, 5.0))})
+        assert not watching.act_undo.isEnabled()  # the stack enabled it: disabled again
         qtbot.waitUntil(lambda: first.stopped, timeout=10000)  # the old window's run
         assert owner.process.poll() is None  # and the watched one goes on
     finally:

@@ -1,0 +1,607 @@
+"""``taskloom status`` and the steering commands (``retry``, ``cancel``, ``pause``,
+``resume``, ``run-now``, ``clear``): a workflow's run seen and steered from the shell.
+
+Whose run it is decides how:
+
+- **A live owner** (a ``taskloom run`` or a window elsewhere holds the store): the
+  run is read as a watching window reads it (``WatchedRun``: the owner's feed, the
+  store read-only), and a request goes through the same control table a window's
+  buttons use; the command waits for the owner's answer (``--timeout``).
+- **No owner** (the run was stopped, killed, or ended): ``status`` reads the store
+  read-only; a request opens the store as its owner, restores the run into a
+  ``Scheduler`` that is never started, applies the request through the engine's
+  own calls (the same checks as in a live run), and closes it. The next start of
+  the workflow resumes the run and carries the change out.
+
+Exit codes (README "Exit codes"): 0 done; 1 the run refused the request (the task
+is in a state that does not allow it: one line says which and what would); 2 a
+bad file, an unknown task, an unusable store, usage; 75 the owner did not answer
+in time (try again).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from taskloom import human
+
+EXIT_OK, EXIT_REFUSED, EXIT_INVALID, EXIT_BUSY = 0, 1, 2, 75
+JSON_VERSION = 1
+ANSWER_TIMEOUT = 10.0  # seconds to wait for a live owner's answer (--timeout)
+FAILURES_SHOWN = 5
+NEXT_SHOWN = 5
+
+# command word -> (control action, verb in messages)
+STEERING = {
+    "retry": "retry",
+    "cancel": "cancel",
+    "pause": "pause",
+    "resume": "resume",
+    "run-now": "run_now",
+    "clear": "clear",
+}
+# Why a task's state refuses a request, said the same way for a live and a stored run.
+NEEDS = {
+    "retry": "only a failed, skipped or cancelled task can be retried",
+    "cancel": "only a task that has not finished can be cancelled",
+    "run_now": "only a task waiting for its time (or a recurring one) can run now",
+    "clear": "only a finished one-shot task can be cleared",
+    "pause": "it is paused already",
+    "resume": "it is not paused",
+}
+
+
+def _say(text: str, quiet: bool = False) -> None:
+    if not quiet:
+        print(text, flush=True)
+
+
+def _fail(text: str) -> None:
+    print(text, file=sys.stderr, flush=True)
+
+
+def _open_file(args):
+    """(workflow, store path), or an exit code after one line saying why not."""
+    from taskloom.engine.workflow import WorkflowError, load
+
+    from .runs import default_db_path
+
+    try:
+        workflow = load(args.file)
+    except WorkflowError as exc:
+        _fail(str(exc))
+        return None, EXIT_INVALID
+    return (workflow, Path(args.db) if args.db else default_db_path(workflow)), EXIT_OK
+
+
+# ---------------------------------------------------------------------- what is seen
+@dataclass
+class TaskView:
+    id: str
+    state: str
+    attempt: int
+    paused: bool
+    error: str | None
+    recurring: bool
+    next: float | None  # wall time of its next start, if it waits for one
+
+
+@dataclass
+class RunView:
+    """A run as ``status`` shows it, from a live owner's feed or from the store."""
+
+    workflow: str
+    file: str
+    store: str
+    run: int
+    owner: object | None  # _store.lock.Owner
+    live: bool
+    paused: bool
+    tasks: list[TaskView]
+    running: list[dict] = field(default_factory=list)  # task, attempt, started (wall)
+    failures: list[dict] = field(default_factory=list)  # newest first
+    upcoming: list[dict] = field(default_factory=list)  # task, at (wall), kind
+
+    def counts(self) -> dict[str, int]:
+        counts: dict[str, int] = {}
+        for task in self.tasks:
+            counts[task.state] = counts.get(task.state, 0) + 1
+        return counts
+
+
+def _zones(workflow) -> dict[str, str | None]:
+    """Each cron task's zone: its next fire reads best in it ("02:30 (Asia/Tokyo)")."""
+    return {
+        tid: (task.timezone or "UTC") if task.cron else None for tid, task in workflow.tasks.items()
+    }
+
+
+def _failures(reader, run: int) -> list[dict]:
+    failed = reader.attempts(limit=FAILURES_SHOWN, run=run, outcomes=("failed", "lost"))
+    return [
+        {
+            "task": r["task_id"],
+            "attempt": r["number"],
+            "ended": r["ended"],
+            "outcome": r["outcome"],
+            "error": r["error"],
+            "exit_code": r["exit_code"],
+            "log_path": r["log_path"],
+        }
+        for r in failed
+    ]
+
+
+def _live_view(watched, workflow, db_path: Path, reader) -> RunView:
+    offset = watched.clock.offset  # wall = owner clock + offset
+    infos = watched.tasks()
+    upcoming = watched.upcoming(50)
+    first: dict[str, float] = {}
+    for entry in upcoming:
+        first.setdefault(entry.task_id, entry.run_at + offset)
+    tasks = [
+        TaskView(i.id, i.state.value, i.attempt, i.paused, i.error, i.recurring, first.get(i.id))
+        for i in infos
+    ]
+    running = []
+    for info in infos:
+        if info.state.value != "running":
+            continue
+        started = None
+        for attempt in reversed(watched.attempts(info.id)):
+            if attempt.ended is None:
+                started = attempt.started + offset
+                break
+        running.append({"task": info.id, "attempt": info.attempt, "started": started})
+    return RunView(
+        workflow.name,
+        str(workflow.path),
+        str(db_path),
+        watched.run,
+        watched.owner,
+        True,
+        watched.paused,
+        tasks,
+        running,
+        _failures(reader, watched.run),
+        [
+            {"task": e.task_id, "at": e.run_at + offset, "kind": e.kind}
+            for e in upcoming[:NEXT_SHOWN]
+        ],
+    )
+
+
+def _stored_view(workflow, db_path: Path, reader) -> RunView:
+    tasks = []
+    for rec in reader.load_tasks():
+        spec = rec["spec"]
+        recurring = "every" in spec or "cron" in spec
+        waits = rec["state"] in ("scheduled", "retry_wait") or (
+            recurring and rec["state"] not in ("running", "cancelled")
+        )
+        tasks.append(
+            TaskView(
+                rec["id"],
+                rec["state"],
+                rec["attempt"],
+                bool(rec["paused"]),
+                rec["error"],
+                recurring,
+                rec["next_wall"] if waits else None,
+            )
+        )
+    upcoming = sorted(
+        ({"task": t.id, "at": t.next, "kind": "recurring" if t.recurring else t.state}
+         for t in tasks if t.next is not None),
+        key=lambda e: e["at"],
+    )  # fmt: skip
+    return RunView(
+        workflow.name,
+        str(workflow.path),
+        str(db_path),
+        reader.run,
+        None,
+        False,
+        False,
+        tasks,
+        [],
+        _failures(reader, reader.run),
+        upcoming[:NEXT_SHOWN],
+    )
+
+
+def _watch(db_path: Path, name: str, timeout: float | None = None):
+    """A ``WatchedRun`` on the live owner's run, or None if nobody owns the store.
+    ``StoreBusy`` when an owner holds it but does not publish its run within
+    ``timeout`` (stopped, hung, or an older Taskloom)."""
+    from taskloom.engine.watched_run import ATTACH_TIMEOUT, OwnerGone, WatchedRun
+
+    try:
+        return WatchedRun(db_path, name=name, attach_timeout=timeout or ATTACH_TIMEOUT)
+    except OwnerGone:
+        return None
+
+
+def status(args) -> int:
+    from taskloom.engine.store import SQLiteStore, StoreBusy, StoreError
+
+    opened, code = _open_file(args)
+    if opened is None:
+        return code
+    workflow, db_path = opened
+    if not db_path.exists():
+        if args.json:
+            _dump({"workflow": workflow.name, "file": str(workflow.path), "store": str(db_path),
+                   "run": None, "owner": None, "live": False})  # fmt: skip
+        else:
+            _say(f"no run of {workflow.name} yet ({db_path} does not exist)", args.quiet)
+        return EXIT_OK
+    try:
+        reader = SQLiteStore.reader(db_path)
+    except StoreError as exc:
+        _fail(f"taskloom status: {exc}")
+        return EXIT_INVALID
+    try:
+        try:
+            watched = _watch(db_path, workflow.name)
+        except StoreBusy as exc:
+            _fail(f"taskloom status: {exc}")
+            return EXIT_BUSY
+        try:
+            if watched is not None:
+                view = _live_view(watched, workflow, db_path, reader)
+            else:
+                view = _stored_view(workflow, db_path, reader)
+        finally:
+            if watched is not None:
+                watched.close()
+    except StoreError as exc:
+        _fail(f"taskloom status: {exc}")
+        return EXIT_INVALID
+    finally:
+        reader.close()
+    now = time.time()
+    if args.json:
+        _dump(_view_json(view, now))
+    else:
+        for line in _view_lines(view, _zones(workflow), now):
+            print(line)
+    return EXIT_OK
+
+
+def _dump(document: dict) -> None:
+    print(json.dumps({"version": JSON_VERSION, **document}, indent=2, ensure_ascii=False))
+
+
+def _owner_json(owner) -> dict | None:
+    if owner is None:
+        return None
+    return {
+        "program": owner.program,
+        "pid": owner.pid,
+        "host": owner.host,
+        "since": human.iso(owner.since),
+    }
+
+
+def _view_json(view: RunView, now: float) -> dict:
+    return {
+        "workflow": view.workflow,
+        "file": view.file,
+        "store": view.store,
+        "run": view.run,
+        "owner": _owner_json(view.owner),
+        "live": view.live,
+        "paused": view.paused,
+        "counts": view.counts(),
+        "tasks": [
+            {
+                "id": t.id,
+                "state": t.state,
+                "attempt": t.attempt,
+                "paused": t.paused,
+                "error": t.error,
+                "recurring": t.recurring,
+                "next": human.iso(t.next),
+            }
+            for t in view.tasks
+        ],
+        "running": [
+            {
+                "task": r["task"],
+                "attempt": r["attempt"],
+                "started": human.iso(r["started"]),
+                "elapsed": None if r["started"] is None else round(now - r["started"], 3),
+            }
+            for r in view.running
+        ],
+        "failures": [{**f, "ended": human.iso(f["ended"])} for f in view.failures],
+        "next": [
+            {
+                "task": e["task"],
+                "at": human.iso(e["at"]),
+                "in": round(e["at"] - now, 3),
+                "kind": e["kind"],
+            }
+            for e in view.upcoming
+        ],  # fmt: skip
+    }
+
+
+def _view_lines(view: RunView, zones: dict, now: float) -> list[str]:
+    lines = [f"{view.workflow}: run {view.run} in {view.store}"]
+    if view.owner is not None:
+        owner = view.owner
+        since = human.clock_time(owner.since, now=now)
+        ago = human.duration(now - owner.since)
+        lines.append(
+            f"owner: {owner.program} (pid {owner.pid} on {owner.host}), since {since} "
+            f"({ago} ago)" + ("; the whole run is paused" if view.paused else "")
+        )
+    else:
+        lines.append(
+            "owner: none (no process runs it now; the next 'taskloom run' resumes it"
+            " unless it has finished)"
+        )
+    counts = view.counts()
+    lines.append("tasks: " + (", ".join(f"{n} {s}" for s, n in sorted(counts.items())) or "none"))
+    paused = [t.id for t in view.tasks if t.paused]
+    if paused:
+        lines.append("paused: " + ", ".join(paused))
+    if view.running:
+        lines.append("running:")
+        for r in view.running:
+            took = "" if r["started"] is None else f" for {human.duration(now - r['started'])}"
+            lines.append(f"  {r['task']}{took} (attempt {r['attempt']})")
+    elif not view.live and any(t.state == "running" for t in view.tasks):
+        stopped = [t.id for t in view.tasks if t.state == "running"]
+        lines.append("was running when its owner stopped (runs again at the next start): "
+                     + ", ".join(stopped))  # fmt: skip
+    if view.failures:
+        lines.append("recent failures:")
+        for f in view.failures:
+            when = "" if f["ended"] is None else f" at {human.clock_time(f['ended'], now=now)}"
+            error = f["error"] or (
+                f"exit code {f['exit_code']}" if f["exit_code"] is not None else f["outcome"]
+            )
+            lines.append(f"  {f['task']} attempt {f['attempt']}{when}: {error}")
+            if f["log_path"]:
+                lines.append(f"    log: {f['log_path']}")
+    if view.upcoming:
+        lines.append("next:")
+        for e in view.upcoming:
+            when = human.clock_time(e["at"], zones.get(e["task"]), now=now)
+            ahead = e["at"] - now
+            relative = f"in {human.duration(ahead)}" if ahead > 0 else "due now"
+            kind = "" if e["kind"] in ("scheduled", "recurring") else f" ({e['kind']})"
+            lines.append(f"  {e['task']} at {when}, {relative}{kind}")
+    return lines
+
+
+# ---------------------------------------------------------------------- steering
+def steer(args) -> int:
+    """``retry``, ``cancel``, ``pause``, ``resume``, ``run-now``, ``clear``."""
+    word = args.command
+    action = STEERING[word]
+    tasks = list(getattr(args, "tasks", None) or [])
+    if word == "retry" and getattr(args, "failed", False) and tasks:
+        _fail("taskloom retry: give TASK names or --failed, not both")
+        return EXIT_INVALID
+    if word == "retry" and not tasks and not args.failed:
+        _fail("taskloom retry: name the TASK to retry, or --failed for every failed task")
+        return EXIT_INVALID
+    if word in ("cancel", "run-now", "clear") and not tasks:
+        _fail(f"taskloom {word}: name the TASK (one or more)")
+        return EXIT_INVALID
+    opened, code = _open_file(args)
+    if opened is None:
+        return code
+    workflow, db_path = opened
+    if not db_path.exists():
+        _fail(f"taskloom {word}: no run of {workflow.name} is stored ({db_path} does not "
+              "exist); start one with 'taskloom run FILE'")  # fmt: skip
+        return EXIT_INVALID
+    from taskloom.engine.store import StoreBusy
+
+    try:
+        watched = _watch(db_path, workflow.name, args.timeout)
+    except StoreBusy as exc:
+        _fail(f"taskloom {word}: {exc}")
+        return EXIT_BUSY
+    if watched is not None:
+        try:
+            return _steer_live(args, watched, action, tasks)
+        finally:
+            watched.close()
+    return _steer_stored(args, workflow, db_path, action, tasks)
+
+
+def _requests(args, action: str, tasks: list[str], infos: dict) -> list[tuple[str, str]] | int:
+    """The (action, task) pairs to apply, or an exit code after saying why not."""
+    word = args.command
+    if word == "retry" and args.failed:
+        failed = [tid for tid, info in infos.items() if _state(info) == "failed"]
+        if not failed:
+            _say(f"retry: nothing has failed in this run of {args.file}", args.quiet)
+            return EXIT_OK
+        tasks = failed
+    unknown = [tid for tid in tasks if tid not in infos]
+    if unknown:
+        known = ", ".join(infos) or "none"
+        _fail(f"taskloom {word}: the run has no task {unknown[0]!r} (it has: {known})")
+        return EXIT_INVALID
+    if word == "clear" and args.downstream:
+        action = "clear_downstream"
+    if not tasks:  # pause / resume the whole run
+        return [(action + "_all", "")]
+    return [(action, tid) for tid in tasks]
+
+
+def _state(info) -> str:
+    state = info.state
+    return state if isinstance(state, str) else state.value
+
+
+def _refusal(word: str, action: str, tid: str, info, allowed) -> str | None:
+    """Why ``info``'s task cannot take ``action`` now, or None if it can. ``allowed``
+    is the engine's ``allowed_actions`` for it."""
+    from taskloom.engine.models import Action
+
+    state = _state(info).replace("_", " ")
+    base = action.removesuffix("_downstream")
+    if base == "clear":
+        if info.recurring:
+            return f"{word}: task {tid!r} is recurring; {NEEDS['clear']}"
+        if state not in ("succeeded", "failed", "skipped", "cancelled"):
+            return f"{word}: task {tid!r} is {state}; {NEEDS['clear']}"
+        return None
+    if base == "pause" and info.paused or base == "resume" and not info.paused:
+        return f"{word}: task {tid!r}: {NEEDS[base]}"
+    if base in ("pause", "resume"):
+        return None
+    if Action(base) not in allowed:
+        return f"{word}: task {tid!r} is {state}; {NEEDS[base]}"
+    return None
+
+
+def _steer_live(args, watched, action: str, tasks: list[str]) -> int:
+    word = args.command
+    infos = {info.id: info for info in watched.tasks()}
+    requests = _requests(args, action, tasks, infos)
+    if isinstance(requests, int):
+        return requests
+    who = f"{watched.owner.program} (pid {watched.owner.pid})"
+    for name, tid in requests:
+        if tid:
+            refusal = _refusal(word, name, tid, infos[tid], watched.allowed_actions(tid))
+            if refusal is not None:
+                _fail(refusal)
+                return EXIT_REFUSED
+    code = EXIT_OK
+    for name, tid in requests:
+        try:
+            watched.request(name, tid)
+        except RuntimeError as exc:  # the owner stopped meanwhile
+            _fail(f"taskloom {word}: {exc}")
+            return EXIT_BUSY
+        answer = _answer(watched, args.timeout)
+        if answer is None:
+            _fail(f"taskloom {word}: {who} did not answer within {human.duration(args.timeout)};"
+                  " the request stays queued for a minute")  # fmt: skip
+            return EXIT_BUSY
+        status, text = answer
+        if status == "done":
+            if not name.startswith("clear"):  # the owner's words for clear name every task
+                text = _done_text(name, tid)
+            _say(f"{word}: {text} (done by {who})", args.quiet)
+        elif status == "refused":
+            _fail(f"{word}: {who} refused: {text}")
+            code = EXIT_REFUSED
+        else:
+            _fail(f"{word}: {text}")
+            return EXIT_BUSY
+    return code
+
+
+def _answer(watched, timeout: float) -> tuple[str, str] | None:
+    """The owner's answer to our last request: (status, text), or None on timeout.
+    Polled with a deadline: the answer is a row another process writes."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for _rid, _action, _tid, status, text in watched.take_answers():
+            return status, text
+        if not watched.owner_alive:
+            return "expired", "the owner stopped before it answered"
+        time.sleep(0.05)
+    return None
+
+
+def _steer_stored(args, workflow, db_path: Path, action: str, tasks: list[str]) -> int:
+    from taskloom.engine import Scheduler
+    from taskloom.engine.store import SQLiteStore, StoreBusy, StoreError
+    from taskloom.imports import use_workflow_folder
+
+    word = args.command
+    if not tasks and word in ("pause", "resume"):
+        _fail(f"{word}: no process runs {workflow.name} now, and pausing the whole run "
+              "lasts only while one does; name a TASK to pause it in the stored run")  # fmt: skip
+        return EXIT_REFUSED
+    use_workflow_folder(workflow, None)  # a call's module may sit beside the file
+    try:
+        store = SQLiteStore(db_path)
+    except StoreBusy:  # a run started meanwhile: steer that one
+        try:
+            watched = _watch(db_path, workflow.name, args.timeout)
+        except StoreBusy as exc:
+            _fail(f"taskloom {word}: {exc}")
+            return EXIT_BUSY
+        if watched is None:
+            _fail(f"taskloom {word}: {db_path} changed hands; try again")
+            return EXIT_BUSY
+        try:
+            return _steer_live(args, watched, action, tasks)
+        finally:
+            watched.close()
+    except StoreError as exc:
+        _fail(f"taskloom {word}: {exc}")
+        return EXIT_INVALID
+    scheduler = None
+    try:
+        if not store.load_tasks():
+            _fail(f"taskloom {word}: no run of {workflow.name} is stored in {db_path}")
+            return EXIT_INVALID
+        scheduler = Scheduler(store=store, workers=workflow.workers)  # never started
+        infos = {info.id: info for info in scheduler.tasks()}
+        requests = _requests(args, action, tasks, infos)
+        if isinstance(requests, int):
+            return requests
+        for name, tid in requests:
+            refusal = _refusal(word, name, tid, infos[tid], scheduler.allowed_actions(tid))
+            if refusal is None and name == "run_now" and infos[tid].recurring:
+                # An extra run is the live dispatcher's; the store keeps the schedule only.
+                refusal = (
+                    f"{word}: no process runs {workflow.name} now, and an extra run of the "
+                    f"recurring task {tid!r} lasts only while one does; start the run "
+                    "('taskloom run FILE') and ask again"
+                )
+            if refusal is not None:
+                _fail(refusal)
+                return EXIT_REFUSED
+        done = []
+        for name, tid in requests:
+            done.append(_apply(scheduler, name, tid))
+    except (ValueError, KeyError, StoreError) as exc:
+        _fail(f"taskloom {word}: {exc}")
+        return EXIT_INVALID
+    finally:
+        try:
+            if scheduler is not None:
+                scheduler.shutdown(wait=True)
+        finally:
+            store.close()
+    for text in done:
+        _say(f"{word}: {text} in the stored run {store.run} (no process runs "
+             f"{workflow.name} now; the next 'taskloom run {args.file}' carries it out)",
+             args.quiet)  # fmt: skip
+    return EXIT_OK
+
+
+def _apply(scheduler, action: str, tid: str) -> str:
+    if action in ("clear", "clear_downstream"):
+        cleared = scheduler.clear(tid, downstream=action == "clear_downstream")
+        return "cleared " + ", ".join(cleared)
+    getattr(scheduler, action)(tid)
+    return _done_text(action, tid)
+
+
+def _done_text(action: str, tid: str) -> str:
+    if action in ("pause_all", "resume_all"):
+        return f"{action[:-4]}d the whole run"
+    done = {"retry": "retried", "cancel": "cancelled", "pause": "paused", "resume": "resumed"}
+    if action == "run_now":
+        return f"made {tid} due now"
+    return f"{done[action]} {tid}"

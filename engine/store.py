@@ -28,6 +28,7 @@ from ._jobs.survivors import start_time
 from ._store.inflight import InflightFileError, InflightSlots, inflight_path, left_behind
 from ._store.lock import HEARTBEAT, StoreLock
 from ._store.lock import WorkflowLock as WorkflowLock  # for runs.open_run
+from ._store.lock import workflow_owner as workflow_owner  # for steering a run
 from ._store.records import ATTEMPT_COLUMNS, ATTEMPT_WRITE, TASK_COLUMNS
 from ._store.safe_files import UnsafeFile, check_existing, make_folders, open_private
 from ._store.safe_files import private_folder as private_folder  # for log folders

@@ -151,6 +151,21 @@ def test_a_second_run_of_a_file_with_another_data_dir_and_db_is_refused(tmp_path
     assert owner.returncode == 0
 
 
+def test_status_of_a_file_run_on_another_store_finds_that_run(tmp_path):
+    path, fifo, go = announcing_flow(tmp_path)
+    elsewhere = tmp_path / "cron" / "run.db"
+    owner = start("run", path, "--db", elsewhere)
+    try:
+        with open(fifo) as stream:
+            stream.read()
+        seen = taskloom("status", path)  # the session's data folder has no store of it
+    finally:
+        go.touch()
+    owner.communicate(timeout=30)
+    assert seen.returncode == 0, seen.stderr
+    assert f"owner: taskloom run (pid {owner.pid} on " in seen.stdout
+
+
 # ---------------------------------------------------------------- item 4
 def unfinished_run(folder: Path, db: Path) -> Path:
     """A file whose task runs a second after the start, and a run of it stopped before."""

@@ -282,6 +282,16 @@ class WorkflowLock(OwnerLocks):
             raise StoreError(str(exc)) from None
 
 
+def workflow_owner(workflow_path: Path, kind: str = "workflow") -> Owner | None:
+    """Who runs the workflow file now (its ``WorkflowLock``, with the store it runs
+    on in ``store``), or None if nobody does."""
+    try:
+        path = key_lock_path(kind, str(Path(workflow_path).resolve()))
+    except (OSError, UnsafeFile):
+        return None
+    return _describe(path) if _held(path) else None
+
+
 def _read_record(path: Path) -> Owner | None:
     """The owner record in the lock file ``path`` (no probe of its lock), or None."""
     try:

@@ -375,8 +375,16 @@ class SQLiteStore:
     def check_owner(self) -> str | None:
         """One beat: None while this process still owns the store at its path, else
         why it does not (the heartbeat stops the run then)."""
-        if self._identity is not None and _identity(self.path) != self._identity:
-            gone = "deleted" if not self.path.exists() else "replaced"
+        gone = None
+        try:
+            st = os.stat(self.path)
+        except FileNotFoundError:
+            gone = "deleted"
+        except OSError:  # cannot tell now (a folder made unsearchable): not a reason to stop
+            st = None
+        if gone is None and st is not None and (st.st_dev, st.st_ino) != self._identity:
+            gone = "replaced"
+        if gone is not None and self._identity is not None:
             return f"{self.path}: the store was {gone} under its owner; nothing more is scheduled"
         for lock in (self._owner_lock, *self._held):
             problem = lock.beat() if lock is not None else None

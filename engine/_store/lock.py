@@ -167,7 +167,14 @@ class OwnerLocks:
         if self._fds is None:
             return None
         for path, fd in list(self._fds.items()):
-            if same_file(fd, path):
+            try:
+                there = os.stat(path, follow_symlinks=False)
+            except FileNotFoundError:
+                there = None
+            except OSError:  # cannot tell now (a folder made unsearchable): keep it
+                continue
+            here = os.fstat(fd)
+            if there is not None and (there.st_dev, there.st_ino) == (here.st_dev, here.st_ino):
                 continue
             try:
                 if path.parent in (lock_dir_path(), fallback_lock_dir()):

@@ -255,3 +255,42 @@ def test_a_lock_folder_another_user_planted_in_tmp_is_not_used_nor_a_refusal(tmp
             SQLiteStore(db)
     finally:
         store.close()
+
+
+@pytest.mark.slow
+def test_a_store_folder_unsearchable_for_a_while_does_not_stop_its_owner(tmp_path):
+    """A folder made unsearchable (chmod 0) for a few beats: the heartbeat cannot tell
+    whether the store is still there, which is no reason to stop the run. Run where
+    file modes apply (root drops its power to override them)."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    if os.geteuid() == 0 and shutil.which("setpriv") is None:
+        pytest.skip("running as root without setpriv: file modes do not apply")
+    prefix = ["setpriv", "--bounding-set=-dac_override,-dac_read_search"]
+    folder = tmp_path / "runs"
+    code = (
+        "import os, sys, threading\n"
+        "from taskloom.engine.store import SQLiteStore\n"
+        "folder = sys.argv[1]\n"
+        "store = SQLiteStore(os.path.join(folder, 'run.db'))\n"
+        "os.chmod(folder, 0)\n"
+        "threading.Event().wait(2.5)  # the condition lasts a few of the owner's beats\n"
+        "os.chmod(folder, 0o700)\n"
+        "print(store.failed)\n"
+        "store.close()\n"
+    )
+    folder.mkdir()
+    root = Path(__file__).resolve().parents[2]
+    result = subprocess.run(
+        [*(prefix if os.geteuid() == 0 else []), sys.executable, "-c", code, str(folder)],
+        cwd=root,
+        env={**os.environ, "PYTHONPATH": str(root)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    folder.chmod(0o700)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "False", result.stderr

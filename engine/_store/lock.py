@@ -194,10 +194,16 @@ class OwnerLocks:
         if self._fds is None:
             return
         fds, self._fds = self._fds, None
-        for fd in fds.values():
+        shared = (lock_dir_path(), fallback_lock_dir())
+        for path, fd in fds.items():
             try:
                 if self._writable:
                     os.ftruncate(fd, 0)  # no owner now
+                # A per-user lock goes with its owner, or the folder keeps one file for
+                # every store ever opened. Safe while locked: a taker that opened this
+                # file finds the path names another one once it locks (_take) and retries.
+                if path.parent in shared and same_file(fd, path):
+                    path.unlink()
             except OSError:
                 pass
             finally:

@@ -294,3 +294,19 @@ def test_a_store_folder_unsearchable_for_a_while_does_not_stop_its_owner(tmp_pat
     folder.chmod(0o700)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "False", result.stderr
+
+
+def test_the_per_user_locks_go_with_their_owner(tmp_path, monkeypatch):
+    from taskloom.engine._store import safe_files
+
+    monkeypatch.setattr(safe_files, "LOCK_ROOT", tmp_path / "tmp")
+    (tmp_path / "tmp").mkdir()
+    for n in range(5):
+        SQLiteStore(tmp_path / f"run{n}.db").close()
+    assert list(safe_files.lock_dir_path().iterdir()) == []  # one file per store ever: no
+    first = SQLiteStore(tmp_path / "run0.db")
+    try:
+        with pytest.raises(StoreBusy):
+            SQLiteStore(tmp_path / "run0.db")
+    finally:
+        first.close()

@@ -23,7 +23,7 @@ from PySide6.QtWidgets import QGraphicsPathItem, QGraphicsSimpleTextItem, QLabel
 from taskloom.engine import TaskState
 from taskloom.engine.durations_model import SLOW_MIN_RUNS
 
-from .forecaster import Forecaster, Live
+from .forecaster import MAX_RUNS, Forecaster, Live
 from .graph.items import cosmetic_pen, format_elapsed
 from .graph.layout import NODE_HEIGHT, NODE_WIDTH
 from .style import PAUSED_GLYPH
@@ -112,6 +112,11 @@ class ForecastView:
         window.bridge.structureChanged.connect(self.forecaster.forget_definitions)
         window.bridge.structureChanged.connect(self.forecaster.request)
         self.forecaster.forecastReady.connect(self.show)
+        # The timeline's look-ahead: "filling…" while a forecast that looks further
+        # than the one shown is computed, then where its ghosts end.
+        self._shown_horizon = 0.0
+        self.forecaster.computing.connect(self._computing)
+        window.timeline.lookAheadChanged.connect(self.forecaster.request)
         # Only while time changes what is shown: running tasks turn slow (checked every
         # second), and the ETA's "in 3m05s" counts down (_pace).
         self._closed = False
@@ -248,7 +253,31 @@ class ForecastView:
                 badge.setToolTip("expected start (forecast)")
             badge.setPos(8, NODE_HEIGHT + 4)  # clear of the critical path ring
 
+    def _computing(self, horizon: float) -> None:
+        if horizon > self._shown_horizon + 1.0:
+            model = self.window.timeline.model
+            self.window.timeline.set_forecast_reach(
+                model.forecast_reach, True, model.forecast_end_note
+            )
+
+    def _show_reach(self) -> None:
+        timeline = self.window.timeline
+        if self.live is None:
+            self._shown_horizon = 0.0
+            timeline.set_forecast_reach(None, False)
+            return
+        f = self.live.forecast
+        self._shown_horizon = f.horizon or 0.0
+        if len(f.runs) >= MAX_RUNS:
+            note = f"the forecast stops after {MAX_RUNS:,} simulated runs"
+        elif f.horizon is not None and f.reached < f.horizon:
+            note = "nothing more is scheduled after it"
+        else:
+            note = "the forecast looked this far ahead"
+        timeline.set_forecast_reach(f.origin + f.reached, False, note)
+
     def _show_ghosts(self) -> None:
+        self._show_reach()
         ghosts: dict[str, list[tuple[float, float, bool]]] = {}
         collisions: dict[str, list[tuple[float, str, str]]] = {}
         if self.live is not None:

@@ -59,7 +59,7 @@ from .run_history import store_of
 from .start_bar import PauseBar, StartBar
 from .status import StatusPanel
 from .task_list import TaskList
-from .timeline import LOOK_AHEAD, Timeline
+from .timeline import LOOK_AHEAD, Timeline, short_duration
 
 S = TaskState
 
@@ -160,6 +160,7 @@ class MainWindow(QMainWindow):
         self.timeline = Timeline(self.bridge.clock_now, self.bridge.attempts)
         self.timeline.attach_history(scheduler, self.history_reader)
         self.timeline.later_occurrences = lambda entries: later_occurrences(scheduler, entries)
+        self.timeline.recurrence_text = self._recurrence_text
         self.event_log = EventLog(self._clock_text)
         self.inspector_dock = self._dock(
             "Inspector", self.inspector, Qt.DockWidgetArea.RightDockWidgetArea
@@ -561,6 +562,7 @@ class MainWindow(QMainWindow):
         b.eventsArrived.connect(self.event_log.add_events)
         b.eventsArrived.connect(self.timeline.add_events)
         b.upcomingChanged.connect(self.timeline.set_upcoming)
+        b.structureChanged.connect(self.timeline.forget_recurrence)
         v = self.graph_view
         v.selectionChanged.connect(self._on_selection)
         v.connectRequested.connect(self.controller.connect_tasks)
@@ -636,6 +638,20 @@ class MainWindow(QMainWindow):
             self.select_tasks([tid], centre=True)
         self.inspector_dock.show()
         self.inspector.choose_attempt(tid, run, number)
+
+    def _recurrence_text(self, tid: str) -> str | None:
+        """ "every 10 s" or the cron expression: a recurring task's band on the timeline."""
+        try:
+            definition = self.scheduler.definition(tid)
+        except (KeyError, RuntimeError, AttributeError):
+            return None
+        kind = definition.schedule_kind
+        if kind == "every":
+            mode = " after each end" if str(definition.mode) == "fixed_delay" else ""
+            return f"every {short_duration(definition.every)}{mode}"
+        if kind == "cron":
+            return f"cron “{definition.cron}” {definition.timezone or 'UTC'}"
+        return None
 
     def _file_definition(self, tid: str):
         """(the workflow file's definition of ``tid``, its folder), or None."""

@@ -108,6 +108,7 @@ class ForecastView:
         self.badges: dict[str, QGraphicsSimpleTextItem] = {}
         self.slow: set[str] = set()
         self.live: Live | None = None
+        self.hidden = False  # a past run is shown: nothing of the live forecast on the graph
         window.bridge.tasksChanged.connect(lambda _changed: self.forecaster.request())
         window.bridge.structureChanged.connect(self.forecaster.forget_definitions)
         window.bridge.structureChanged.connect(self.forecaster.request)
@@ -180,6 +181,14 @@ class ForecastView:
         self.refresh_slow()
         self._pace()
 
+    def set_hidden(self, hidden: bool) -> None:
+        """Hide the live forecast's marks on the graph (a past run is shown), or show
+        them again."""
+        self.hidden = hidden
+        self._show_critical_path()
+        self._show_badges()
+        self.refresh_slow()
+
     def tick(self) -> None:
         """As time passes (paced by ``_pace``): the ETA, the slow rings, the inspector's
         note."""
@@ -206,7 +215,8 @@ class ForecastView:
         or failed task is not on the way to the finish any more)."""
         scene = self.window.scene
         path = QPainterPath()
-        chain = self.live.forecast.critical_path if self.live is not None else []
+        live = None if self.hidden else self.live
+        chain = live.forecast.critical_path if live is not None else []
         chain = [t for t in chain if t in scene.tasks and not scene.tasks[t].state.settled]
         for up, down in zip(chain, chain[1:], strict=False):
             if up in scene.nodes and down in scene.nodes and scene.graph.has_edge(up, down):
@@ -221,7 +231,7 @@ class ForecastView:
         """Each waiting task's expected start, just under its card (on the card it hid
         the recurring and paused marks)."""
         scene = self.window.scene
-        starts = self.live.forecast.starts if self.live is not None else {}
+        starts = self.live.forecast.starts if self.live is not None and not self.hidden else {}
         wanted: dict[str, str] = {}
         now = datetime.now().astimezone()
         for tid, info in scene.tasks.items():
@@ -304,7 +314,7 @@ class ForecastView:
         model = self.live.model if self.live is not None else None
         self._tell_inspector(model)
         slow = set()
-        if model is not None:
+        if model is not None and not self.hidden:
             for tid, info in scene.tasks.items():
                 if info.state is TaskState.RUNNING:
                     elapsed = self.window._running_for(tid)

@@ -84,6 +84,7 @@ class RunsView(QTableWidget):
     """Rows: the window's tasks; columns: runs, oldest to newest (the current last)."""
 
     attemptChosen = Signal(str, int, int)  # (task, run, attempt number)
+    runChosen = Signal(int)  # a run's column header: open that run (read-only if past)
 
     def __init__(self, window, reader, parent=None):
         super().__init__(parent)
@@ -100,6 +101,7 @@ class RunsView(QTableWidget):
         self.horizontalHeader().setDefaultSectionSize(74)
         self.cellClicked.connect(self._clicked)
         self.cellActivated.connect(self._clicked)
+        self.horizontalHeader().sectionClicked.connect(self._header_clicked)
         if reader is not None:
             reader.gridRead.connect(self._answered)
         self._timer = QTimer(self)
@@ -138,6 +140,7 @@ class RunsView(QTableWidget):
             head.setToolTip(
                 f"run {run}: {duration_text(grid.took.get(run, 0.0))} from first start to last end"
                 + (f", {failed} failed" if failed else "")
+                + "\nClick to open this run in the graph and the timeline (read-only)"
             )
             self.setHorizontalHeaderItem(column, head)
         for row, tid in enumerate(tasks):
@@ -169,6 +172,10 @@ class RunsView(QTableWidget):
         cell = self.grid.cells.get((tid, run))
         if cell is not None:
             self.attemptChosen.emit(tid, run, cell.number)
+
+    def _header_clicked(self, column: int) -> None:
+        if self.grid is not None and 0 <= column < len(self.grid.runs):
+            self.runChosen.emit(self.grid.runs[column])
 
     def close_view(self) -> None:
         self._timer.stop()

@@ -1014,6 +1014,8 @@ class Timeline(QWidget):
         self._timer.setSingleShot(True)
         self._timer.timeout.connect(self._tick)
         self._news = True  # attempts may have come since the store was last read
+        self.past = None  # past_run.PastRun shown instead of the live run, if any
+        self._live_view: tuple | None = None  # the live view's settings, while it is
         self.ticks = 0  # ticks run (tests count them: a window at rest has few)
         self._timer.start(0)
 
@@ -1053,7 +1055,7 @@ class Timeline(QWidget):
             return  # wake() ticks again when it is seen
         self.ticks += 1
         canvas = self.canvas
-        history = self.model.history
+        history = self.model.history if self.past is None else None
         read_later = False
         if history is not None and history.needs_read(*canvas.window(), news=self._news):
             if history.due():
@@ -1231,11 +1233,59 @@ class Timeline(QWidget):
         if len(self.model.workers) != workers:
             self.canvas.update_height()
 
+    def show_past_run(self, past, offset: float) -> None:
+        """Show a past run's attempts (``past_run.PastRun``, wall clock = scheduler
+        clock + ``offset``) instead of the live ones, fitted to the run, nothing ahead;
+        the live model goes on taking events. ``show_live`` goes back."""
+        canvas = self.canvas
+        if self._live_view is None:
+            self._live_view = (canvas.following, canvas.auto_fit, canvas.span, canvas.start)
+        model = TimelineModel()
+        model.lanes = list(self.model.lanes)
+        for tid in past.attempts:
+            if tid not in model.lanes:
+                model.lanes.append(tid)
+        model.lane_index = {tid: i for i, tid in enumerate(model.lanes)}
+        for tid, attempts in past.attempts.items():
+            model.bars[tid] = deque(
+                [
+                    a.started - offset,
+                    (a.started if a.ended is None else a.ended) - offset,
+                    "lost" if a.ended is None else a.outcome,
+                    a.number,
+                ]
+                for a in attempts
+            )
+        model.refresh_active(canvas.selected)
+        self.past = past
+        canvas.model = model
+        canvas.following = canvas.auto_fit = False
+        if past.started is not None and past.ended is not None:
+            span = max(SPANS[0], min(SPANS[-1], (past.ended - past.started) / (1 - 2 * FIT_PAD)))
+            canvas.span = span
+            canvas.start = past.started - offset - FIT_PAD * span
+        canvas.update_height()
+        canvas._changed()
+        self.wake()
+
+    def show_live(self) -> None:
+        """Back to the live run, the view as it was before the past run was shown."""
+        if self._live_view is None:
+            return
+        canvas = self.canvas
+        canvas.following, canvas.auto_fit, canvas.span, canvas.start = self._live_view
+        self._live_view = None
+        self.past = None
+        canvas.model = self.model
+        canvas.update_height()
+        canvas._changed()
+        self.wake()
+
     def select(self, tid: str | None) -> None:
         self.canvas.selected = tid
-        if self.model.refresh_active(tid):
+        if self.canvas.model.refresh_active(tid):
             self.canvas.update_height()
-        lanes = self.model.visible_lanes()
+        lanes = self.canvas.model.visible_lanes()
         row = lanes.index(tid) if tid in lanes else None
         if row is not None:
             self.scroll.ensureVisible(0, row * LANE_HEIGHT + LANE_HEIGHT // 2, 0, LANE_HEIGHT)

@@ -3,7 +3,7 @@ and a past run opened read-only in the graph and the timeline."""
 
 from __future__ import annotations
 
-from PySide6.QtCore import QEvent, QPointF, Qt
+from PySide6.QtCore import QEvent, QPoint, QPointF, Qt
 from PySide6.QtGui import QMouseEvent
 from PySide6.QtWidgets import QApplication, QToolTip
 
@@ -77,3 +77,103 @@ def test_a_recurring_task_is_one_band_and_the_look_ahead_says_where_its_ghosts_e
     region = canvas.reach_region
     tip = _hover(canvas, QPointF(region.right() - 4, 4))
     assert "20,000 simulated runs" in tip
+
+
+def test_a_past_run_opens_read_only_in_the_graph_and_the_timeline(qtbot, tmp_path, settings):
+    import sys
+
+    from taskloom.app import WorkflowSession
+    from taskloom.engine import TaskState as S
+    from taskloom.engine.workflow import load
+
+    marker = tmp_path / "ran-once"
+    # Fails the first time, succeeds after: run 1 and run 2 end differently.
+    flaky = (
+        f'["{sys.executable}", "-c", "import os, sys; p = {str(marker)!r}; '
+        "seen = os.path.exists(p); open(p, 'w').close(); sys.exit(0 if seen else 2)\"]"
+    )
+    quick = f'["{sys.executable}", "-c", "pass"]'
+    source = tmp_path / "etl.toml"
+    source.write_text(
+        '[workflow]\nname = "etl"\n\n'
+        f"[tasks.load]\ncommand = {quick}\n\n"
+        f'[tasks.report]\ncommand = {flaky}\ndeps = ["load"]\n\n'
+        f'[tasks.cleanup]\ncommand = {quick}\ndeps = ["report"]\n',
+        encoding="utf-8",
+    )
+    paths = dict(db_path=tmp_path / "run.db", log_dir=tmp_path / "logs")
+    done = (S.SUCCEEDED, S.FAILED, S.SKIPPED)
+    for fresh in (False, True):  # run 1: report fails, cleanup skipped; run 2: all succeed
+        session = WorkflowSession(load(source), settings, fresh=fresh, **paths)
+        try:
+            qtbot.waitUntil(
+                lambda s=session: all(t.state in done for t in s.scheduler.tasks()),
+                timeout=20_000,
+            )
+            if fresh:
+                _check_past_run(qtbot, session.window)
+        finally:
+            session.close()
+
+
+def _check_past_run(qtbot, window) -> None:
+    from taskloom.engine import TaskState as S
+
+    window.resize(1400, 900)
+    window.show()
+    qtbot.waitExposed(window)
+    window.runs_dock.show()
+    window.runs_dock.raise_()
+    view, scene, timeline = window.runs_view, window.scene, window.timeline
+    qtbot.waitUntil(lambda: view.grid is not None and len(view.grid.runs) == 2, timeout=10_000)
+    qtbot.waitUntil(lambda: scene.tasks["cleanup"].state is S.SUCCEEDED, timeout=10_000)
+    first, _live = view.grid.runs
+    header = view.horizontalHeader()
+    at = header.sectionViewportPosition(0) + header.sectionSize(0) // 2
+    qtbot.mouseClick(header.viewport(), Qt.MouseButton.LeftButton, pos=QPoint(at, 5))
+
+    bar = window.past_run_bar
+    qtbot.waitUntil(bar.isVisible, timeout=10_000)
+    assert bar.text.startswith(f"Run {first} of etl (finished ")
+    assert bar.text.endswith(", 1 failed) — read-only")
+    # The graph is that run's: report failed, cleanup skipped, load succeeded.
+    assert scene.tasks["report"].state is S.FAILED
+    assert scene.tasks["cleanup"].state is S.SKIPPED
+    assert scene.tasks["load"].state is S.SUCCEEDED
+    # The timeline shows that run's attempts, not following now.
+    canvas = timeline.canvas
+    assert canvas.model is not timeline.model and not canvas.following
+    assert [bar[2] for bar in canvas.model.bars["report"]] == ["failed"]
+    assert "cleanup" not in canvas.model.bars
+    # Nothing edits or steers it: select a task with the mouse, the actions stay off,
+    # Delete removes nothing.
+    node = scene.nodes["report"]
+    point = window.graph_view.mapFromScene(node.sceneBoundingRect().center())
+    qtbot.mouseClick(window.graph_view.viewport(), Qt.MouseButton.LeftButton, pos=point)
+    assert window.selected == ["report"]
+    for action in (
+        window.act_edit,
+        window.act_remove,
+        window.act_clear,
+        window.act_clear_all,
+        window.act_run_now,
+        window.act_add,
+        window.act_pause_all,
+        window.act_undo,
+        window.act_relayout,
+    ):
+        assert not action.isEnabled(), action.text()
+        assert "read-only" in action.toolTip()
+    qtbot.keyClick(window.graph_view, Qt.Key.Key_Delete)
+    assert "report" in window.document.tasks
+    assert window.remove_question is None
+
+    # Back to the live run: its states, its timeline, its actions.
+    button = bar.button
+    qtbot.mouseClick(button, Qt.MouseButton.LeftButton)
+    assert not bar.isVisible()
+    assert scene.tasks["report"].state is S.SUCCEEDED
+    assert scene.tasks["cleanup"].state is S.SUCCEEDED
+    assert canvas.model is timeline.model
+    assert window.act_clear_all.isEnabled() and window.act_add.isEnabled()
+    assert window.act_remove.isEnabled()

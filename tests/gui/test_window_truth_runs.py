@@ -177,3 +177,29 @@ def _check_past_run(qtbot, window) -> None:
     assert canvas.model is timeline.model
     assert window.act_clear_all.isEnabled() and window.act_add.isEnabled()
     assert window.act_remove.isEnabled()
+
+
+def test_the_event_log_fits_its_columns_at_every_width_without_end(qtbot):
+    # Found making the README's pictures: at some widths hiding the seq and # columns
+    # and the horizontal scroll bar changed the viewport, which undid the verdict,
+    # which refitted it again: a RecursionError (a crash of the window).
+    from taskloom.engine import Event, TaskState
+    from taskloom.gui.event_log import COLUMNS, EventLog
+
+    log = EventLog(lambda at: "12:00:00")
+    qtbot.addWidget(log)
+    log.add_events(
+        [
+            Event(i, "running", f"task{i}", TaskState.RUNNING, float(i), 1, None, None)
+            for i in range(20)
+        ]
+    )
+    log.show()
+    qtbot.waitExposed(log)
+    seq = COLUMNS.index("seq")
+    hidden = set()
+    for width in range(150, 800, 2):
+        log.resize(width, 160)
+        QApplication.processEvents()
+        hidden.add(log.table.isColumnHidden(seq))
+    assert hidden == {True, False}  # narrow logs hid seq, wide ones showed it

@@ -164,6 +164,7 @@ class MainWindow(QMainWindow):
         self.inspector.setMinimumWidth(200)  # a small window leaves the graph room
         self.inspector.dispatcher_paused = lambda: self.dispatcher_paused
         self.inspector.file_definition = self._file_definition
+        self.inspector.past_info = self._past_info
         self.timeline = Timeline(self.bridge.clock_now, self.bridge.attempts)
         self.timeline.attach_history(scheduler, self.history_reader)
         self.timeline.later_occurrences = lambda entries: later_occurrences(scheduler, entries)
@@ -710,6 +711,13 @@ class MainWindow(QMainWindow):
                 paused=False,
             )
         self.scene.update_tasks(infos)
+
+    def _past_info(self, info):
+        """The inspector's task as the past run shown left it (None: the live run)."""
+        if self.past_run is None:
+            return None
+        shown = self.scene.tasks.get(info.id)
+        return None if shown is None else (shown, self.past_run.run)
 
     def back_to_live(self) -> None:
         """Leave the past run: the live run as it is now, editing and steering back."""

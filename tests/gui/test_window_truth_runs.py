@@ -151,6 +151,8 @@ def _check_past_run(qtbot, window) -> None:
     point = window.graph_view.mapFromScene(node.sceneBoundingRect().center())
     qtbot.mouseClick(window.graph_view.viewport(), Qt.MouseButton.LeftButton, pos=point)
     assert window.selected == ["report"]
+    state = window.inspector.state.text()  # the inspector says how that run left it
+    assert "failed" in state and f"in run {first} (read-only)" in state
     for action in (
         window.act_edit,
         window.act_remove,

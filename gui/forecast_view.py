@@ -118,6 +118,7 @@ class ForecastView:
         self._shown_horizon = 0.0
         self.forecaster.computing.connect(self._computing)
         window.timeline.lookAheadChanged.connect(self.forecaster.request)
+        window.timeline.canvas.viewChanged.connect(self._view_changed)
         # Only while time changes what is shown: running tasks turn slow (checked every
         # second), and the ETA's "in 3m05s" counts down (_pace).
         self._closed = False
@@ -262,6 +263,11 @@ class ForecastView:
                 badge.setText(text)
                 badge.setToolTip("expected start (forecast)")
             badge.setPos(8, NODE_HEIGHT + 4)  # clear of the critical path ring
+
+    def _view_changed(self) -> None:
+        """Zoomed out past what the forecast shown looks at: one that reaches it."""
+        if self.live is not None and self.window.timeline.canvas.horizon > self._shown_horizon + 1:
+            self.forecaster.request()
 
     def _computing(self, horizon: float) -> None:
         if horizon > self._shown_horizon + 1.0:

@@ -572,7 +572,8 @@ class MainWindow(QMainWindow):
         b.eventsArrived.connect(self.event_log.add_events)
         b.eventsArrived.connect(self.timeline.add_events)
         b.upcomingChanged.connect(self.timeline.set_upcoming)
-        b.structureChanged.connect(self.timeline.forget_recurrence)
+        # A task redefined (here or by its owner): its band's label is read again.
+        self.document.structureChanged.connect(self._relabel_recurring)
         v = self.graph_view
         v.selectionChanged.connect(self._on_selection)
         v.connectRequested.connect(self.controller.connect_tasks)
@@ -786,6 +787,10 @@ class MainWindow(QMainWindow):
             self.select_tasks([tid], centre=True)
         self.inspector_dock.show()
         self.inspector.choose_attempt(tid, run, number)
+
+    def _relabel_recurring(self, change) -> None:
+        if change is not None and change.changed:
+            self.timeline.forget_recurrence(change.changed)
 
     def _recurrence_text(self, tid: str) -> str | None:
         """ "every 10 s" or the cron expression: a recurring task's band on the timeline."""

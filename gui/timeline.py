@@ -1015,6 +1015,7 @@ class Timeline(QWidget):
         self._timer.timeout.connect(self._tick)
         self._news = True  # attempts may have come since the store was last read
         self.past = None  # past_run.PastRun shown instead of the live run, if any
+        self._recurring_ids = set()
         self._live_view: tuple | None = None  # the live view's settings, while it is
         self.ticks = 0  # ticks run (tests count them: a window at rest has few)
         self._timer.start(0)
@@ -1155,6 +1156,7 @@ class Timeline(QWidget):
         self._touch()
         before = len(self.model.lanes)
         self.model.set_tasks(tasks)
+        self._label_recurring(tasks)
         if len(self.model.lanes) != before:
             self.canvas.update_height()
         if self.model.order_dirty and not self._order_timer.isActive():
@@ -1167,6 +1169,7 @@ class Timeline(QWidget):
 
     def remove_tasks(self, ids) -> None:
         self._touch()
+        self._recurring_ids.difference_update(ids)
         self.model.remove(ids)
         if self.model.lane_group is not None:
             self.model._fold_groups()
@@ -1180,18 +1183,27 @@ class Timeline(QWidget):
         self._touch()
 
     later_occurrences = None  # entries -> recurring tasks' occurrences after the next
+    _recurring_ids: set[str]  # tasks known to recur (their labels are read again)
     recurrence_text = None  # tid -> "every 10 s" (or its cron), None if not recurring
+
+    def _label_recurring(self, tasks) -> None:
+        """Each recurring task's band label, read once per task (again after
+        ``forget_recurrence``); a task that stopped recurring loses its band."""
+        labels = self.model.recurring
+        for tid, info in tasks.items():
+            if not info.recurring:
+                labels.pop(tid, None)
+                self._recurring_ids.discard(tid)
+                continue
+            self._recurring_ids.add(tid)
+            if tid not in labels and self.recurrence_text is not None:
+                text = self.recurrence_text(tid)
+                if text:
+                    labels[tid] = text
 
     def set_upcoming(self, entries) -> None:
         self._touch()
         self.model.set_upcoming(entries)
-        labels = self.model.recurring
-        if self.recurrence_text is not None:
-            for entry in entries:
-                if entry.kind == "recurring" and entry.task_id not in labels:
-                    text = self.recurrence_text(entry.task_id)
-                    if text:
-                        labels[entry.task_id] = text
         later: dict[str, list] = {}
         if self.later_occurrences is not None:
             for entry in self.later_occurrences(entries):
@@ -1207,10 +1219,17 @@ class Timeline(QWidget):
         if self.model.refresh_active(self.canvas.selected):
             self.canvas.update_height()
 
-    def forget_recurrence(self) -> None:
-        """Definitions changed: each recurring task's label is read again."""
-        self.model.recurring = {}
-        self.set_upcoming([e for es in self.model.entries.values() for e in es])
+    def forget_recurrence(self, ids=None) -> None:
+        """Definitions changed (of ``ids``; None: any): their labels are read again."""
+        ids = set(self._recurring_ids if ids is None else ids) & self._recurring_ids
+        for tid in ids:
+            self.model.recurring.pop(tid, None)
+        if self.recurrence_text is not None:
+            for tid in ids:
+                text = self.recurrence_text(tid)
+                if text:
+                    self.model.recurring[tid] = text
+        self._touch()
 
     def set_forecast_reach(self, reach: float | None, filling: bool, note: str = "") -> None:
         """Where the forecast's ghosts end (scheduler clock), whether one that may reach

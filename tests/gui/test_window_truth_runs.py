@@ -205,3 +205,16 @@ def test_the_event_log_fits_its_columns_at_every_width_without_end(qtbot):
         QApplication.processEvents()
         hidden.add(log.table.isColumnHidden(seq))
     assert hidden == {True, False}  # narrow logs hid seq, wide ones showed it
+
+
+def test_a_recurring_band_follows_an_edit_of_its_interval(qtbot, make_window, manual_scheduler):
+    import dataclasses
+
+    manual_scheduler.schedule_every(noop_task, 10, name="tick")
+    manual_scheduler.start()
+    window = make_window(manual_scheduler)
+    labels = window.timeline.model.recurring
+    qtbot.waitUntil(lambda: labels.get("tick") == "every 10 s", timeout=5000)
+    definition = manual_scheduler.definition("tick")
+    manual_scheduler.update("tick", dataclasses.replace(definition, every=20.0))
+    qtbot.waitUntil(lambda: labels.get("tick") == "every 20 s", timeout=5000)

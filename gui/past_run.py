@@ -117,7 +117,7 @@ class PastRunBar(QFrame):
         self.label = QLabel()
         self.label.setObjectName("pastRunText")
         self.label.setWordWrap(True)
-        self.button = QPushButton("Back to the live run")
+        self.button = QPushButton("&Back to the live run")
         self.button.setObjectName("backToLiveRun")
         self.button.setAccessibleName("Back to the live run")
         self.button.clicked.connect(back)

@@ -180,6 +180,16 @@ def _check_past_run(qtbot, window) -> None:
     assert window.act_clear_all.isEnabled() and window.act_add.isEnabled()
     assert window.act_remove.isEnabled()
 
+    # From the keyboard: Ctrl+Enter on a cell of run 1 opens it again.
+    view.setFocus()
+    view.setCurrentCell(0, 1)
+    qtbot.keyClick(view, Qt.Key.Key_Left)  # to run 1's column
+    assert view.currentColumn() == 0
+    qtbot.keyClick(view, Qt.Key.Key_Return, Qt.KeyboardModifier.ControlModifier)
+    qtbot.waitUntil(bar.isVisible, timeout=10_000)
+    assert scene.tasks["report"].state is S.FAILED
+    window.back_to_live()
+
 
 def test_the_event_log_fits_its_columns_at_every_width_without_end(qtbot):
     # Found making the README's pictures: at some widths hiding the seq and # columns

@@ -874,6 +874,7 @@ class TimelineAxis(QWidget):
         caption_end = cell.left() + QFontMetrics(small).horizontalAdvance(caption) + 6
         metrics = QFontMetrics(small)
         self.label_rects = []
+        reach = self._reach_box(now, (left, right), metrics)
         for t, label in _ticks(left, right, now, step, offset, canvas.following):
             x = canvas.x_of(t, now)
             painter.drawLine(QPointF(x, AXIS_HEIGHT - 6), QPointF(x, AXIS_HEIGHT))
@@ -882,10 +883,19 @@ class TimelineAxis(QWidget):
             box = QRectF(x - width / 2, 0, width, AXIS_HEIGHT - 6)
             if box.left() < LABEL_WIDTH or box.right() > self.width() - 2:
                 continue
+            if reach is not None and box.intersects(reach[0]):
+                continue  # where the forecast ends says more than a tick's time
             painter.drawText(box, Qt.AlignmentFlag.AlignCenter, label)
             self.label_rects.append((t, box))
         taken = [box for _t, box in self.label_rects]
-        self._paint_reach_label(painter, now, (left, right), taken)
+        self.reach_label = ""
+        if reach is not None:
+            painter.save()
+            painter.setPen(GHOST_COLOUR)
+            painter.drawText(reach[0], Qt.AlignmentFlag.AlignCenter, reach[1])
+            painter.restore()
+            taken.append(reach[0])
+            self.reach_label = reach[1]
         self._paint_run_labels(painter, now, (left, right), taken, caption_end)
         if left <= now <= right:
             painter.setPen(QPen(self.palette().color(QPalette.ColorRole.Highlight), 2))
@@ -893,28 +903,20 @@ class TimelineAxis(QWidget):
             painter.drawLine(QPointF(x_now, AXIS_HEIGHT - 8), QPointF(x_now, AXIS_HEIGHT))
         painter.end()
 
-    def _paint_reach_label(self, painter, now, window, taken: list[QRectF]) -> None:
-        """Where the forecast's ghosts end: "filling…" or "ghosts end +2.3 d", right of
-        the line (tick labels it would cover are painted over)."""
+    def _reach_box(self, now, window, metrics) -> tuple[QRectF, str] | None:
+        """Where the forecast's ghosts end, as (box, label): "filling…" or "ghosts end
+        +2.3 d", right of the line (tick labels under it are left out)."""
         canvas = self.canvas
         model = canvas.model
         reach = model.forecast_reach
         left, right = window
-        self.reach_label = ""
         if reach is None or reach >= right or not (model.recurring or model.forecast_filling):
-            return
+            return None
         label = reach_text(model, now)[0]
         x = max(LABEL_WIDTH, canvas.x_of(max(reach, now, left), now))
-        metrics = QFontMetrics(painter.font())
         width = metrics.horizontalAdvance(label) + 8
         box = QRectF(min(x + 2, self.width() - width - 2), 0, width, AXIS_HEIGHT - 6)
-        painter.fillRect(box, self.palette().color(QPalette.ColorRole.Window))
-        painter.save()
-        painter.setPen(GHOST_COLOUR)
-        painter.drawText(box, Qt.AlignmentFlag.AlignCenter, label)
-        painter.restore()
-        taken.append(box)
-        self.reach_label = label
+        return box, label
 
     def _paint_run_labels(self, painter, now, window, taken: list[QRectF], free_from) -> None:
         """'run N' beside each stored run's start line (right of it, else left of it),

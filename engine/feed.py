@@ -8,9 +8,10 @@ read while the owner writes) and follow what the owner publishes here.
 **Who watches.** A watcher holds a shared ``flock`` on ``<store>.watch`` while it
 is open; the owner probes it (an exclusive non-blocking lock it drops at once)
 every ``FEED_INTERVAL`` while watched, every ``UNWATCHED_INTERVAL`` while not.
-The kernel drops a dead watcher's lock, so nothing goes stale. With nobody
-watching, the feed writes nothing; its listener only keeps the newest
-``HISTORY`` events, which a watcher that attaches gets first.
+Both sides open the file the path names again when it was deleted or replaced
+(and never through a symbolic link). The kernel drops a dead watcher's lock, so
+nothing goes stale. With nobody watching, the feed writes nothing; its listener
+only keeps the newest ``HISTORY`` events, which a watcher that attaches gets first.
 
 **What it writes** (tables ``feed_events``, ``feed_tasks``, ``feed_log``,
 ``feed_state``; see ``store.MIGRATIONS``). When watching starts: every task, the
@@ -228,12 +229,36 @@ def _hear(known: dict, paused: dict[str, bool], event: Event) -> None:
 
 
 class WatcherPresence:
-    """Whether any watcher holds ``<store>.watch`` (a shared flock) right now."""
+    """Whether any watcher holds ``<store>.watch`` (a shared flock) right now. A
+    ``.watch`` file deleted or replaced is opened anew (watchers lock the file the
+    path names), so that new windows can still be seen."""
 
     def __init__(self, store_path):
-        self._fd = os.open(watch_path(store_path), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        self._path = watch_path(store_path)
+        self._fd = -1
+        self._told = False  # a refusal is logged once, not every round
+        self._open()
+
+    def _open(self) -> None:
+        from ._store.safe_files import UnsafeFile, open_private, same_file
+
+        if self._fd >= 0 and same_file(self._fd, self._path):
+            return
+        try:
+            fd = open_private(self._path, os.O_RDWR | os.O_CREAT)
+        except (OSError, UnsafeFile) as exc:
+            if not self._told:
+                self._told = True
+                log.warning("cannot open %s to see who watches: %s", self._path, exc)
+            return
+        if self._fd >= 0:
+            os.close(self._fd)
+        self._fd = fd
 
     def any(self) -> bool:
+        self._open()
+        if self._fd < 0:
+            return False
         try:
             fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:

@@ -26,8 +26,12 @@ from pathlib import Path
 
 from ._jobs.survivors import start_time
 from ._store.inflight import InflightFileError, InflightSlots, inflight_path, left_behind
-from ._store.lock import StoreLock
+from ._store.lock import HEARTBEAT, StoreLock
+from ._store.lock import WorkflowLock as WorkflowLock  # for runs.open_run
+from ._store.lock import workflow_owner as workflow_owner  # for steering a run
 from ._store.records import ATTEMPT_COLUMNS, ATTEMPT_WRITE, TASK_COLUMNS
+from ._store.safe_files import UnsafeFile, check_existing, make_folders, open_private
+from ._store.safe_files import private_folder as private_folder  # for log folders
 
 log = logging.getLogger("taskloom.store")
 
@@ -149,12 +153,20 @@ LAZY_DELAY = 0.05  # seconds a lazy op may wait for a commit to ride along with
 # commits to 0.4 s, and the watchers' feed, committed between them, waited that
 # long. A few thousand ops make a commit of a few tens of ms; the rest follows at once.
 MAX_BATCH = 2000
+# Another process holding SQLite's write lock (a watcher frozen mid-insert, a sqlite3
+# shell left in a transaction) must not fail the run: each try waits BUSY_TIMEOUT
+# (SQLite's busy handler), then the owner tries again, up to BUSY_PATIENCE in all.
+BUSY_TIMEOUT = 5.0
+BUSY_PATIENCE = 600.0
+SIDE_SUFFIXES = ("-wal", "-shm", "-journal")  # SQLite's own files beside a store
 
 
 def _make_folder(path: Path) -> None:
     """The store's folder, or a ``StoreError`` saying why it cannot be had."""
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        make_folders(path.parent)  # the missing ones 0700; an existing one is the person's
+        if not path.parent.is_dir():
+            raise NotADirectoryError(path.parent)
     except (FileExistsError, NotADirectoryError):
         blocker = next(p for p in [path.parent, *path.parent.parents] if p.exists())
         raise StoreError(f"{path}: cannot create the store: {blocker} is not a folder") from None
@@ -180,10 +192,25 @@ def _store_error(path: Path, exc: sqlite3.DatabaseError) -> StoreError:
 
 
 def _create_private(path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if not path.exists():
-        fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
-        os.close(fd)
+    os.close(open_private(path, os.O_RDONLY | os.O_CREAT))
+
+
+def _check_owned(path: Path) -> None:
+    """Refuse a store (or SQLite's files beside it) another user owns or can write:
+    it could be made to run that user's commands as this one."""
+    try:
+        check_existing(path, "store")
+        for suffix in SIDE_SUFFIXES:
+            check_existing(path.with_name(path.name + suffix), "store's file")
+    except UnsafeFile as exc:
+        raise StoreError(str(exc)) from None
+
+
+def _busy(exc: BaseException) -> bool:
+    """Whether SQLite said that another connection holds the lock it needs."""
+    return isinstance(exc, sqlite3.OperationalError) and (
+        "locked" in str(exc) or "busy" in str(exc)
+    )
 
 
 def _check_existing(path: Path) -> None:
@@ -229,6 +256,14 @@ def _write_feed(conn, write) -> None:
     conn.execute("RELEASE feed")
 
 
+def _identity(path: Path) -> tuple[int, int] | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
+
+
 def damaged(path: Path, what: str) -> StoreError:
     return StoreError(f"{path}: the store is damaged ({what}); move it aside to start afresh")
 
@@ -264,11 +299,22 @@ class SQLiteStore:
         except BaseException:
             self._owner_lock.release()
             raise
+        self._beats.start()  # once the store is open: its heartbeat (see _beat_loop)
 
     def _open(self, durability: str) -> None:
+        _check_owned(self.path)
         _check_existing(self.path)
-        _create_private(self.path)
-        self._conn = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
+        try:
+            _create_private(self.path)
+        except UnsafeFile as exc:
+            raise StoreError(str(exc)) from None
+        self._conn = sqlite3.connect(
+            self.path, check_same_thread=False, isolation_level=None, timeout=BUSY_TIMEOUT
+        )
+        self._identity = _identity(self.path)  # what the heartbeat checks the path still names
+        self._held: list = []  # more locks kept until close (hold)
+        self._busy_told = False
+        self._failure: BaseException | None = None
         self._conn.execute("PRAGMA journal_mode=WAL")
         self._conn.execute(f"PRAGMA synchronous={durability.upper()}")
         self._migrate()
@@ -297,13 +343,61 @@ class SQLiteStore:
         self._committed = [0, 0, 0]
         self._closed = False
         self._committing = False  # one commit at a time, by the writer or a flushing caller
-        self._failure: BaseException | None = None
         self._failure_listeners: list = []
         self._commit_listeners: list = []
         self._failure_told = False
         self._thread = threading.Thread(target=self._writer, name="taskloom-store", daemon=True)
         self._thread.start()
+        self._stop_beats = threading.Event()
+        self._beats = threading.Thread(target=self._beat_loop, name="taskloom-beat", daemon=True)
         self._take_over()
+
+    def hold(self, lock) -> None:
+        """Keep ``lock`` (an ``OwnerLocks``: a workflow's lock) until the store closes;
+        the heartbeat re-checks it with the store's own."""
+        self._held.append(lock)
+
+    def _beat_loop(self) -> None:
+        """The owner's heartbeat: its lock files say it is alive (watchers read it),
+        and a store deleted or replaced under it, or a lock another process took,
+        stops the run (as a failed write does), with one line saying so."""
+        while not self._stop_beats.wait(HEARTBEAT):
+            try:
+                problem = self.check_owner()
+            except Exception:
+                log.exception("the owner's heartbeat failed")
+                continue
+            if problem is not None:
+                log.error("%s", problem)
+                self._fail(StoreError(problem))
+                return
+
+    def check_owner(self) -> str | None:
+        """One beat: None while this process still owns the store at its path, else
+        why it does not (the heartbeat stops the run then)."""
+        gone = None
+        try:
+            st = os.stat(self.path)
+        except FileNotFoundError:
+            gone = "deleted"
+        except OSError:  # cannot tell now (a folder made unsearchable): not a reason to stop
+            st = None
+        if gone is None and st is not None and (st.st_dev, st.st_ino) != self._identity:
+            gone = "replaced"
+        if gone is not None and self._identity is not None:
+            return f"{self.path}: the store was {gone} under its owner; nothing more is scheduled"
+        for lock in (self._owner_lock, *self._held):
+            problem = lock.beat() if lock is not None else None
+            if problem is not None:
+                return f"{self.path}: the store's lock {problem}; stopping this run"
+        return None
+
+    def _fail(self, exc: BaseException) -> None:
+        """Fail the store from outside a commit: the writer tells the listeners."""
+        with self._cond:
+            if self._failure is None:
+                self._failure = exc
+            self._cond.notify_all()
 
     def _own_id(self) -> str:
         """This store's id (made once, kept in meta): it tags the in-flight rows, so
@@ -327,7 +421,7 @@ class SQLiteStore:
         rows = [row for row in rows if len(row) == len(ATTEMPT_WRITE) and row[1] in known]
         columns = ", ".join(ATTEMPT_WRITE)
         marks = ",".join("?" * len(ATTEMPT_WRITE))
-        self._conn.execute("BEGIN IMMEDIATE")
+        self._begin()
         try:
             self._conn.executemany(  # a committed row of the attempt (even its end) wins
                 f"INSERT OR IGNORE INTO attempts ({columns}) VALUES ({marks})", rows
@@ -415,7 +509,7 @@ class SQLiteStore:
     def _migrate(self) -> None:
         version = self._conn.execute("PRAGMA user_version").fetchone()[0]
         while version < SCHEMA_VERSION:
-            self._conn.execute("BEGIN IMMEDIATE")
+            self._begin()
             for statement in MIGRATIONS[version]:
                 self._conn.execute(statement)
             version += 1
@@ -513,6 +607,8 @@ class SQLiteStore:
     def failure_error(self) -> StoreError:
         """The error every write reports once one commit failed: the store and the first cause."""
         cause = self._failure
+        if isinstance(cause, StoreError):  # said already, with the store's path
+            return StoreError(str(cause))
         return StoreError(f"{self.path}: writing failed: {type(cause).__name__}: {cause}")
 
     def add_failure_listener(self, callback) -> None:
@@ -554,7 +650,7 @@ class SQLiteStore:
 
     def _commit_batch(self, batch: list, counts: tuple) -> None:
         try:
-            self._commit(batch)
+            self._patiently(lambda: self._commit(batch))
         except BaseException as exc:  # a full disk must not pass silently
             log.exception("store write failed")
             with self._cond:
@@ -578,6 +674,31 @@ class SQLiteStore:
                 callback()
             except Exception:
                 log.exception("store commit listener failed")
+
+    def _patiently(self, write):
+        """``write()``, tried again while another process holds SQLite's write lock
+        (each try waits ``BUSY_TIMEOUT``), up to ``BUSY_PATIENCE``; logged once."""
+        deadline = time.monotonic() + BUSY_PATIENCE
+        pause = 0.05
+        while True:
+            try:
+                return write()
+            except sqlite3.OperationalError as exc:
+                if not _busy(exc) or time.monotonic() >= deadline or self._failure is not None:
+                    raise
+                if not self._busy_told:
+                    self._busy_told = True
+                    log.warning(
+                        "%s: another process holds the store's write lock (%s); waiting for it",
+                        self.path,
+                        exc,
+                    )
+            time.sleep(pause)  # backoff between tries of a busy store; no work waits on it
+            pause = min(pause * 2, 1.0)
+
+    def _begin(self) -> None:
+        """BEGIN IMMEDIATE, waiting out another process's write lock (``_patiently``)."""
+        self._patiently(lambda: self._conn.execute("BEGIN IMMEDIATE"))
 
     # ------------------------------------------------------------------ writer
     def _writer(self) -> None:
@@ -720,6 +841,9 @@ class SQLiteStore:
         if self._thread is None:  # a reader
             self._conn.close()
             return
+        self._stop_beats.set()
+        if threading.current_thread() is not self._beats:
+            self._beats.join()
         with self._cond:
             self._closed = True
             self._cond.notify_all()
@@ -738,6 +862,8 @@ class SQLiteStore:
             supervisor.release(self.supervised_folder)
         if self._owner_lock is not None:
             self._owner_lock.release()
+        for lock in self._held:
+            lock.release()
 
     # ------------------------------------------------------------------ reading
     def _query(self, sql: str, args=()) -> list[tuple]:
@@ -870,7 +996,7 @@ class SQLiteStore:
             self.run += 1
             run = self.run
         with self._read_lock:
-            self._conn.execute("BEGIN IMMEDIATE")
+            self._begin()
             self._conn.execute("DELETE FROM tasks")
             self._conn.execute(
                 "INSERT OR REPLACE INTO meta (key, value) VALUES ('run', ?)", (str(run),)
@@ -890,7 +1016,7 @@ class SQLiteStore:
         first_run = self.run - keep_runs + 1
         first_logged = self.run - min(keep_logs, keep_runs) + 1
         with self._read_lock:
-            self._conn.execute("BEGIN IMMEDIATE")
+            self._begin()
             try:
                 paths = [
                     row[0]
@@ -921,7 +1047,7 @@ class SQLiteStore:
             raise ValueError(f"keep must be an integer >= 1, got {keep!r}")
         run = self.run
         with self._read_lock:
-            self._conn.execute("BEGIN IMMEDIATE")
+            self._begin()
             try:
                 limits = self._conn.execute(
                     "SELECT task_id, MAX(number) - ? FROM attempts WHERE run = ?"
@@ -962,8 +1088,10 @@ class SQLiteStore:
         """Write a meta value now (not queued): it describes the run, not a task."""
         self.flush()
         with self._read_lock:
-            self._conn.execute(
-                "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, value)
+            self._patiently(
+                lambda: self._conn.execute(
+                    "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, value)
+                )
             )
 
     def running_processes(self) -> list[tuple]:
@@ -985,7 +1113,7 @@ class SQLiteStore:
         self.flush()
         ids = [(task_id,) for task_id in task_ids]
         with self._read_lock:
-            self._conn.execute("BEGIN IMMEDIATE")
+            self._begin()
             try:
                 self._conn.executemany(
                     "UPDATE attempts SET outcome = 'lost', ended = ?, error = ?"

@@ -31,7 +31,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from ._jobs.survivors import start_time
-from ._store.lock import read_owner
+from ._store.lock import HEARTBEAT, owner_record, pid_namespace, read_owner
+from ._store.safe_files import UnsafeFile, open_private, same_file
 from .definitions import TaskDefinition
 from .feed import CONTROL_ACTIONS, watch_path
 from .feed_reader import FeedRead, FeedReader
@@ -50,6 +51,7 @@ QUIET_POLLS = 10
 IDLE_POLL_INTERVAL = 0.5
 OWNER_CHECK = 0.25  # seconds between looks at whether the owner still holds the store
 ATTACH_TIMEOUT = 5.0  # seconds to wait for the owner to notice us and publish its run
+STALE_BEATS = 4  # owner heartbeats missed before it counts as not answering
 REPLAY = 500  # events a new listener is handed first
 
 
@@ -193,15 +195,16 @@ class WatchedRun:
         self._replay: deque[Event] = deque(maxlen=REPLAY)  # the newest events delivered
         self._asked: set[int] = set()  # our control rows not answered yet
         self.owner_alive = True
+        # False while the owner is alive but misses its heartbeats (stopped with
+        # SIGSTOP, frozen): it applies nothing and writes nothing until it resumes.
+        self.owner_answering = True
         self.stopped_at: float | None = None  # wall time the owner was seen gone
         self.polls = 0
         self._writer: sqlite3.Connection | None = None
         self._closed = threading.Event()
         self._hurry = threading.Event()  # a request was sent: read at once, then often
-        self._watch_fd: int | None = os.open(
-            watch_path(self.path), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600
-        )
-        fcntl.flock(self._watch_fd, fcntl.LOCK_SH)  # the owner starts publishing
+        self._watch_fd: int | None = None
+        self._watch()  # the owner starts publishing
         try:
             self._reader = FeedReader(self.path)
         except BaseException:
@@ -237,6 +240,20 @@ class WatchedRun:
                 )
             self._closed.wait(0.02)
 
+    def _watch(self) -> None:
+        """Hold a shared lock on the file ``<store>.watch`` names now: one deleted or
+        replaced (a cleaner) is made anew, so that the owner still sees us."""
+        path = watch_path(self.path)
+        if self._watch_fd is not None and same_file(self._watch_fd, path):
+            return
+        try:
+            fd = open_private(path, os.O_RDWR | os.O_CREAT)
+        except UnsafeFile as exc:
+            raise StoreError(str(exc)) from None
+        fcntl.flock(fd, fcntl.LOCK_SH)
+        self._release()
+        self._watch_fd = fd
+
     def _loop(self) -> None:
         next_owner_check = 0.0
         quiet = 0  # reads in a row that found nothing new
@@ -252,6 +269,8 @@ class WatchedRun:
                 quiet = 0 if self._poll() else quiet + 1
                 if time.monotonic() >= next_owner_check:
                     next_owner_check = time.monotonic() + OWNER_CHECK
+                    if self.owner_alive:
+                        self._watch()  # a .watch deleted or replaced: lock the new one
                     if self.owner_alive and not self._owner_alive():
                         self._owner_stopped()
                     if not self.owner_alive:
@@ -262,26 +281,52 @@ class WatchedRun:
                 log.exception("watching the run failed a round")
 
     def _owner_alive(self) -> bool:
-        """Whether the owner's process is still there. Not by probing its lock, as
-        ``read_owner`` does: a probe held at the wrong moment would refuse an owner
-        that is just starting. By its pid, on this host (the lock file says which):
-        not a zombie (a killed owner its parent has not reaped yet), and started
-        when it was at attach time (not a reused pid)."""
-        if self.owner.host != socket.gethostname() or self.owner.pid <= 0:
-            return True  # cannot tell from here: the feed's "stopped" will
-        pid = self.owner.pid
+        """Whether the owner is still there, by its heartbeat (the record in its lock
+        files, rewritten every ``HEARTBEAT``), not by its pid alone: a pid means
+        nothing from another PID namespace (a container sharing the folder). A fresh
+        beat of another owner means ours has gone. When the beats stop, the owner is
+        gone if its lock is free (a probe: only then, as a probe held at the wrong
+        moment would refuse an owner just starting), else alive but not answering
+        (``owner_answering``: stopped with SIGSTOP, frozen). On this host and in this
+        PID namespace a dead or reused pid says "gone" at once."""
+        owner = self.owner
+        record = owner_record(self.path)
+        fresh = record is not None and time.time() - record.beat <= STALE_BEATS * HEARTBEAT
+        ours = record is not None and (record.pid, record.since) == (owner.pid, owner.since)
+        if fresh and not ours:
+            return False  # another process owns the store now
+        if self._pid_gone(record if ours else owner):
+            return False
+        if fresh:
+            self.owner_answering = True
+            return True
+        held = read_owner(self.path)
+        if held is None or (held.pid, held.since) != (owner.pid, owner.since):
+            return False
+        self.owner_answering = False
+        return True
+
+    def _pid_gone(self, owner) -> bool:
+        """Whether ``owner``'s process has certainly ended: only said on this host, in
+        this PID namespace (when the owner recorded its own): gone, a zombie (killed,
+        not reaped yet), or its pid reused (a start time other than at attach)."""
+        if owner.host != socket.gethostname() or owner.pid <= 0:
+            return False
+        if owner.pidns and owner.pidns != pid_namespace():
+            return False
+        pid = owner.pid
         try:
             os.kill(pid, 0)
         except ProcessLookupError:
-            return False
+            return True
         except PermissionError:
             pass
         if _zombie(pid):
-            return False
+            return True
         started = start_time(pid)
         if self._owner_started is None:
             self._owner_started = started
-        return started == self._owner_started
+        return started != self._owner_started
 
     def _owner_stopped(self, at: float | None = None) -> None:
         if self.owner_alive:

@@ -127,6 +127,9 @@ class EngineBridge(QObject):
         self._reread_later: dict[str, None] = {}  # tasks to re-read, over the budget (in order)
         self._counts: dict[TaskState, int] | None = None  # state_counts, until tasks change
 
+        # Before subscribing: a worker's event may come at once, and posts a wake.
+        self._wake_posted = False  # a wake is on its way to the GUI thread (under _lock)
+        relay.install()
         # Subscribe before the snapshot so nothing falls between the two; events
         # the snapshot already covers (seq <= its seq) are dropped.
         self._unsubscribe = scheduler.subscribe(self._on_event)
@@ -143,8 +146,6 @@ class EngineBridge(QObject):
         self._timer.setSingleShot(True)
         self._timer.setInterval(interval_ms)
         self._timer.timeout.connect(self.drain)
-        self._wake_posted = False  # a wake is on its way to the GUI thread (under _lock)
-        relay.install()
         self._timer.start()  # a first drain: the early recorder's events
         # The heap only changes with events; re-read it at most 4 times a second, and
         # only after a drain applied some.

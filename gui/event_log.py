@@ -185,6 +185,8 @@ class EventFilter(QSortFilterProxyModel):
 
 
 class EventLog(QWidget):
+    _fitting = False  # the task column is being fitted (its own resizes wait)
+
     def __init__(self, clock_to_text=None, capacity: int = 5000, parent=None):
         super().__init__(parent)
         self.setObjectName("eventLog")
@@ -242,20 +244,37 @@ class EventLog(QWidget):
 
     def _fit_task_column(self) -> None:
         """The task column takes what the fixed columns leave, minus room for the detail.
-        A narrow log hides seq and # first, so that the event column stays in view."""
-        width = self.table.viewport().width()
-        narrow = width < sum(self.table.columnWidth(c) for c in SAMPLE_TEXT) + 64 + 40
+        A narrow log hides seq and # first, so that the event column stays in view.
+
+        Whether it is narrow is judged on the table's width less a vertical scroll bar,
+        shown or not: judged on the viewport, hiding columns and the horizontal bar
+        changed the viewport, which changed the verdict, which refitted it again, without
+        end (a RecursionError at some sizes)."""
+        if self._fitting:
+            return
+        self._fitting = True
+        try:
+            self._fit()
+        finally:
+            self._fitting = False
+
+    def _fit(self) -> None:
+        table = self.table
+        outer = table.width() - 2 * table.frameWidth()
+        outer -= table.verticalScrollBar().sizeHint().width()
+        narrow = outer < sum(table.columnWidth(c) for c in SAMPLE_TEXT) + 64 + 40
         for column in (COLUMNS.index("seq"), COLUMNS.index("#")):
-            self.table.setColumnHidden(column, narrow)
-        self.table.setHorizontalScrollBarPolicy(  # a scroll bar would take the rows' room
+            if table.isColumnHidden(column) != narrow:
+                table.setColumnHidden(column, narrow)
+        policy = (  # a scroll bar would take the rows' room
             Qt.ScrollBarPolicy.ScrollBarAlwaysOff
             if narrow
             else Qt.ScrollBarPolicy.ScrollBarAsNeeded
         )
-        fixed = sum(
-            self.table.columnWidth(c) for c in SAMPLE_TEXT if not self.table.isColumnHidden(c)
-        )
-        room = width - fixed - DETAIL_MIN_WIDTH
+        if table.horizontalScrollBarPolicy() != policy:
+            table.setHorizontalScrollBarPolicy(policy)
+        fixed = sum(table.columnWidth(c) for c in SAMPLE_TEXT if not table.isColumnHidden(c))
+        room = table.viewport().width() - fixed - DETAIL_MIN_WIDTH
         low, high = TASK_COLUMN_WIDTHS
         self.table.setColumnWidth(2, max(low, min(high, room)))
 

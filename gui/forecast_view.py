@@ -23,7 +23,7 @@ from PySide6.QtWidgets import QGraphicsPathItem, QGraphicsSimpleTextItem, QLabel
 from taskloom.engine import TaskState
 from taskloom.engine.durations_model import SLOW_MIN_RUNS
 
-from .forecaster import Forecaster, Live
+from .forecaster import MAX_RUNS, Forecaster, Live
 from .graph.items import cosmetic_pen, format_elapsed
 from .graph.layout import NODE_HEIGHT, NODE_WIDTH
 from .style import PAUSED_GLYPH
@@ -108,10 +108,17 @@ class ForecastView:
         self.badges: dict[str, QGraphicsSimpleTextItem] = {}
         self.slow: set[str] = set()
         self.live: Live | None = None
+        self.hidden = False  # a past run is shown: nothing of the live forecast on the graph
         window.bridge.tasksChanged.connect(lambda _changed: self.forecaster.request())
         window.bridge.structureChanged.connect(self.forecaster.forget_definitions)
         window.bridge.structureChanged.connect(self.forecaster.request)
         self.forecaster.forecastReady.connect(self.show)
+        # The timeline's look-ahead: "filling…" while a forecast that looks further
+        # than the one shown is computed, then where its ghosts end.
+        self._shown_horizon = 0.0
+        self.forecaster.computing.connect(self._computing)
+        window.timeline.lookAheadChanged.connect(self.forecaster.request)
+        window.timeline.canvas.viewChanged.connect(self._view_changed)
         # Only while time changes what is shown: running tasks turn slow (checked every
         # second), and the ETA's "in 3m05s" counts down (_pace).
         self._closed = False
@@ -175,6 +182,14 @@ class ForecastView:
         self.refresh_slow()
         self._pace()
 
+    def set_hidden(self, hidden: bool) -> None:
+        """Hide the live forecast's marks on the graph (a past run is shown), or show
+        them again."""
+        self.hidden = hidden
+        self._show_critical_path()
+        self._show_badges()
+        self.refresh_slow()
+
     def tick(self) -> None:
         """As time passes (paced by ``_pace``): the ETA, the slow rings, the inspector's
         note."""
@@ -201,7 +216,8 @@ class ForecastView:
         or failed task is not on the way to the finish any more)."""
         scene = self.window.scene
         path = QPainterPath()
-        chain = self.live.forecast.critical_path if self.live is not None else []
+        live = None if self.hidden else self.live
+        chain = live.forecast.critical_path if live is not None else []
         chain = [t for t in chain if t in scene.tasks and not scene.tasks[t].state.settled]
         for up, down in zip(chain, chain[1:], strict=False):
             if up in scene.nodes and down in scene.nodes and scene.graph.has_edge(up, down):
@@ -216,7 +232,7 @@ class ForecastView:
         """Each waiting task's expected start, just under its card (on the card it hid
         the recurring and paused marks)."""
         scene = self.window.scene
-        starts = self.live.forecast.starts if self.live is not None else {}
+        starts = self.live.forecast.starts if self.live is not None and not self.hidden else {}
         wanted: dict[str, str] = {}
         now = datetime.now().astimezone()
         for tid, info in scene.tasks.items():
@@ -248,7 +264,36 @@ class ForecastView:
                 badge.setToolTip("expected start (forecast)")
             badge.setPos(8, NODE_HEIGHT + 4)  # clear of the critical path ring
 
+    def _view_changed(self) -> None:
+        """Zoomed out past what the forecast shown looks at: one that reaches it."""
+        if self.live is not None and self.window.timeline.canvas.horizon > self._shown_horizon + 1:
+            self.forecaster.request()
+
+    def _computing(self, horizon: float) -> None:
+        if horizon > self._shown_horizon + 1.0:
+            model = self.window.timeline.model
+            self.window.timeline.set_forecast_reach(
+                model.forecast_reach, True, model.forecast_end_note
+            )
+
+    def _show_reach(self) -> None:
+        timeline = self.window.timeline
+        if self.live is None:
+            self._shown_horizon = 0.0
+            timeline.set_forecast_reach(None, False)
+            return
+        f = self.live.forecast
+        self._shown_horizon = f.horizon or 0.0
+        if len(f.runs) >= MAX_RUNS:
+            note = f"the forecast stops after {MAX_RUNS:,} simulated runs"
+        elif f.horizon is not None and f.reached < f.horizon:
+            note = "nothing more is scheduled after it"
+        else:
+            note = "the forecast looked this far ahead"
+        timeline.set_forecast_reach(f.origin + f.reached, False, note)
+
     def _show_ghosts(self) -> None:
+        self._show_reach()
         ghosts: dict[str, list[tuple[float, float, bool]]] = {}
         collisions: dict[str, list[tuple[float, str, str]]] = {}
         if self.live is not None:
@@ -275,7 +320,7 @@ class ForecastView:
         model = self.live.model if self.live is not None else None
         self._tell_inspector(model)
         slow = set()
-        if model is not None:
+        if model is not None and not self.hidden:
             for tid, info in scene.tasks.items():
                 if info.state is TaskState.RUNNING:
                     elapsed = self.window._running_for(tid)

@@ -152,6 +152,7 @@ class Live:
 
 class Forecaster(QObject):
     forecastReady = Signal(object)  # Live, or None when no forecast could be made
+    computing = Signal(float)  # a forecast started, looking this many seconds ahead
 
     def __init__(
         self, scheduler, expected=None, horizon=None, active=None, running=None, parent=None
@@ -216,6 +217,7 @@ class Forecaster(QObject):
         expected = dict(self.expected())
         horizon = max(MIN_HORIZON, float(self.horizon()))
         self._executor.submit(self._compute, generation, expected, horizon)
+        self.computing.emit(horizon)
 
     def _compute(self, generation: int, expected: dict, horizon: float) -> None:
         """On the helper thread: never raises, always answers."""

@@ -36,6 +36,7 @@ READ_ERRORS = (sqlite3.Error, StoreError)
 ATTEMPTS = "attempts"
 WINDOW = "window"
 GRID = "grid"
+RUN = "run"
 
 
 class HistoryReader(QObject):
@@ -45,6 +46,8 @@ class HistoryReader(QObject):
     windowRead = Signal(int, object)
     # (request id, runs_view.RunsGrid, or None: unavailable)
     gridRead = Signal(int, object)
+    # (request id, past_run.PastRun, or None: unavailable)
+    runRead = Signal(int, object)
     _finished = Signal(int, str, object)  # worker -> GUI thread: (id, kind, (key, answer))
 
     def __init__(self, store, parent=None):
@@ -93,6 +96,11 @@ class HistoryReader(QObject):
         Answers through ``gridRead``; returns the request's id (0 once closed)."""
         return self._request(GRID, ())
 
+    def request_run(self, run: int, title: str = "") -> int:
+        """Read one stored run's attempts as a ``past_run.PastRun`` (to open it
+        read-only). Answers through ``runRead``; returns the request's id (0 once closed)."""
+        return self._request(RUN, (run, title))
+
     def _request(self, kind: str, args: tuple) -> int:
         if self._closed:
             return 0
@@ -128,6 +136,10 @@ class HistoryReader(QObject):
                 from .runs_view import read_grid
 
                 answer = read_grid(self.store)
+            elif kind == RUN:
+                from .past_run import read_run
+
+                answer = read_run(self.store, *args)
             else:
                 answer = read_window(self.store, *args)
         except READ_ERRORS as exc:  # the store is busy, damaged or closed
@@ -156,6 +168,8 @@ class HistoryReader(QObject):
             self.attemptsRead.emit(rid, key, answer)
         elif kind == GRID:
             self.gridRead.emit(rid, answer)
+        elif kind == RUN:
+            self.runRead.emit(rid, answer)
         else:
             self.windowRead.emit(rid, answer)
 

@@ -225,6 +225,10 @@ class Inspector(QWidget):
         self.task_id = tid
         self.refresh()
 
+    # A past run shown read-only (the window's): info -> (the task as that run left
+    # it, the run's number), or None while the live run is shown.
+    past_info = None
+
     def refresh(self) -> None:
         info = self.bridge.tasks.get(self.task_id) if self.task_id else None
         for label in self.fields.values():
@@ -241,7 +245,12 @@ class Inspector(QWidget):
             self._attempts = []
             self._show_note("")
             return
-        self._show_info(info)
+        past = self.past_info(info) if self.past_info is not None else None
+        self._show_info(info if past is None else past[0])
+        if past is not None:
+            self.state.setText(self.state.text() + f" · in run {past[1]} (read-only)")
+            self.fields["why not"].setText(f"run {past[1]} is over: this is how it left the task")
+            self.fields["next run"].setText("—")
         self._ask_history(info.id)
         self._show_attempts(self._rows(info.id))
 

@@ -55,11 +55,12 @@ from .inspector import Inspector
 from .legend import Legend
 from .notifications import RunNotices
 from .occurrences import later_occurrences
+from .past_run import PastRun, PastRunBar
 from .run_history import store_of
 from .start_bar import PauseBar, StartBar
 from .status import StatusPanel
 from .task_list import TaskList
-from .timeline import LOOK_AHEAD, Timeline
+from .timeline import LOOK_AHEAD, Timeline, short_duration
 
 S = TaskState
 
@@ -135,6 +136,12 @@ class MainWindow(QMainWindow):
         central_layout.addWidget(self.start_bar)
         self.pause_bar = PauseBar(lambda: self.act_pause_all.setChecked(False))
         central_layout.addWidget(self.pause_bar)
+        # A past run opened read-only from the Runs view (past_run.py).
+        self.past_run = None
+        self._past_request = 0
+        self._past_actions: dict = {}  # action -> (enabled, tip, status tip) before
+        self.past_run_bar = PastRunBar(self.back_to_live)
+        central_layout.addWidget(self.past_run_bar)
         central_layout.addWidget(self.legend)
         self.filter_bar = FilterBar(lambda: list(self.selected))  # filters, groups (8.7)
         self.filter_bar.filterChanged.connect(self.scene.set_filter)
@@ -157,9 +164,11 @@ class MainWindow(QMainWindow):
         self.inspector.setMinimumWidth(200)  # a small window leaves the graph room
         self.inspector.dispatcher_paused = lambda: self.dispatcher_paused
         self.inspector.file_definition = self._file_definition
+        self.inspector.past_info = self._past_info
         self.timeline = Timeline(self.bridge.clock_now, self.bridge.attempts)
         self.timeline.attach_history(scheduler, self.history_reader)
         self.timeline.later_occurrences = lambda entries: later_occurrences(scheduler, entries)
+        self.timeline.recurrence_text = self._recurrence_text
         self.event_log = EventLog(self._clock_text)
         self.inspector_dock = self._dock(
             "Inspector", self.inspector, Qt.DockWidgetArea.RightDockWidgetArea
@@ -182,6 +191,8 @@ class MainWindow(QMainWindow):
 
             self.runs_view = RunsView(self, self.history_reader)
             self.runs_view.attemptChosen.connect(self._choose_attempt)
+            self.runs_view.runChosen.connect(self.open_past_run)
+            self.history_reader.runRead.connect(self._past_run_read)
             self.runs_dock = self._dock(
                 "Runs", self.runs_view, Qt.DockWidgetArea.BottomDockWidgetArea
             )
@@ -561,6 +572,8 @@ class MainWindow(QMainWindow):
         b.eventsArrived.connect(self.event_log.add_events)
         b.eventsArrived.connect(self.timeline.add_events)
         b.upcomingChanged.connect(self.timeline.set_upcoming)
+        # A task redefined (here or by its owner): its band's label is read again.
+        self.document.structureChanged.connect(self._relabel_recurring)
         v = self.graph_view
         v.selectionChanged.connect(self._on_selection)
         v.connectRequested.connect(self.controller.connect_tasks)
@@ -579,10 +592,10 @@ class MainWindow(QMainWindow):
         b.pausedChanged.connect(self._on_paused_changed)
         c = self.controller
         c.message.connect(self._show_message)
-        # The stack enables Undo and Redo itself: a watching window disables them again.
-        if c.edit_refusal():
-            c.undo_stack.canUndoChanged.connect(self._refuse_undo)
-            c.undo_stack.canRedoChanged.connect(self._refuse_undo)
+        # The stack enables Undo and Redo itself: a watching window, or one showing a
+        # past run, disables them again.
+        c.undo_stack.canUndoChanged.connect(self._refuse_undo)
+        c.undo_stack.canRedoChanged.connect(self._refuse_undo)
         c.cycleRefused.connect(self.graph_view.flash_cycle)
         c.edited.connect(self.event_log.model.note_edit)
         QGuiApplication.styleHints().colorSchemeChanged.connect(lambda _s: self._apply_theme())
@@ -611,6 +624,8 @@ class MainWindow(QMainWindow):
             self._update_retry_failed()
 
     def _apply_recolour(self) -> None:
+        if self.past_run is not None:
+            return  # the graph shows a past run: the live states wait for Back
         changed, self._pending_recolour = self._pending_recolour, {}
         self.scene.update_tasks(changed)  # new tasks and edges come from the document
 
@@ -627,8 +642,144 @@ class MainWindow(QMainWindow):
         self.timeline.set_tasks(tasks)
         self.task_list.set_tasks(tasks)
         self.selected = [t for t in self.selected if t in tasks]
+        if self.past_run is not None:
+            self._colour_past_run()
         self.inspector.refresh()
         self._update_actions()
+
+    # -- a past run, read-only ----------------------------------------------------------
+    def live_run_id(self) -> int | None:
+        run = getattr(self.scheduler, "run", None)  # a watched run says it itself
+        if not isinstance(run, int):
+            store = getattr(self.scheduler, "store", None)
+            run = getattr(store, "run", None) if store is not None else None
+        return run if isinstance(run, int) else None
+
+    def open_past_run(self, run: int) -> None:
+        """Show stored run ``run`` read-only (read off the GUI thread); the live run's
+        number goes back to the live run."""
+        if run == self.live_run_id():
+            self.back_to_live()
+            return
+        if self.history_reader is None:
+            return
+        title = self.document.workflow.name if self.document.workflow is not None else ""
+        self._past_request = self.history_reader.request_run(run, title or self._title)
+
+    def _past_run_read(self, rid: int, past) -> None:
+        if rid != self._past_request:
+            return  # another run was asked for since
+        if past is None:
+            self._show_message("The run history is unavailable: the run was not opened", True)
+            return
+        self._show_past_run(past)
+
+    def _show_past_run(self, past: PastRun) -> None:
+        self.past_run = past
+        self._colour_past_run()
+        self.forecast_view.set_hidden(True)
+        self.timeline.show_past_run(past, self.timeline.canvas.wall_offset())
+        self.past_run_bar.set_run(past)
+        self.past_run_bar.show()
+        self.pause_bar.setVisible(False)
+        self.graph_view.read_only = True
+        self._update_actions()
+        if self.selected:
+            self._on_selection(self.selected)
+
+    def _colour_past_run(self) -> None:
+        """The graph's cards as the past run left them (its last attempts)."""
+        past = self.past_run
+        tasks = self.document.tasks
+        states = {tid: past.state_of(tid) for tid in tasks}
+        # A task that did not run after an upstream that failed was skipped.
+        stopped = (S.FAILED, S.SKIPPED, S.CANCELLED)
+        changed = True
+        while changed:
+            changed = False
+            for tid, info in tasks.items():
+                if states[tid] is S.PENDING and any(states.get(d) in stopped for d in info.deps):
+                    states[tid] = S.SKIPPED
+                    changed = True
+        infos = {}
+        for tid, info in tasks.items():
+            last = past.last(tid)
+            infos[tid] = info._replace(
+                state=states[tid],
+                attempt=0 if last is None else last.number,
+                error=None if last is None else last.error,
+                run_at=None,
+                paused=False,
+            )
+        self.scene.update_tasks(infos)
+
+    def _past_info(self, info):
+        """The inspector's task as the past run shown left it (None: the live run)."""
+        if self.past_run is None:
+            return None
+        shown = self.scene.tasks.get(info.id)
+        return None if shown is None else (shown, self.past_run.run)
+
+    def back_to_live(self) -> None:
+        """Leave the past run: the live run as it is now, editing and steering back."""
+        if self.past_run is None:
+            return
+        self.past_run = None
+        self.past_run_bar.hide()
+        self.graph_view.read_only = False
+        live = self.bridge.tasks
+        self._pending_recolour = {}
+        self.scene.update_tasks({t: live.get(t, i) for t, i in self.document.tasks.items()})
+        self.forecast_view.set_hidden(False)
+        self.timeline.show_live()
+        self.pause_bar.setVisible(self.dispatcher_paused)
+        for action, (enabled, tip, status) in self._past_actions.items():
+            action.setEnabled(enabled)
+            action.setToolTip(tip)
+            action.setStatusTip(status)
+        self._past_actions = {}
+        self._update_actions()
+        if self.selected:
+            self._on_selection(self.selected)
+
+    def _steering_actions(self) -> list:
+        return [
+            self.act_start,
+            self.act_add,
+            self.act_cancel,
+            self.act_retry,
+            self.act_retry_failed,
+            self.act_clear,
+            self.act_clear_downstream,
+            self.act_clear_all,
+            self.act_edit,
+            self.act_remove,
+            self.act_run_now,
+            self.act_pause_task,
+            self.act_pause_all,
+            self.act_undo,
+            self.act_redo,
+            self.act_delete_edge,
+            self.act_relayout,
+        ]
+
+    def _apply_past_run(self) -> None:
+        """While a past run is shown, every editing and steering action is off and says
+        why (what they were is put back by Back to the live run)."""
+        past = self.past_run
+        if past is None or not hasattr(self, "act_relayout"):
+            return
+        why = f"Run {past.run} is shown read-only: Back to the live run to change anything"
+        for action in self._steering_actions():
+            if action not in self._past_actions:
+                self._past_actions[action] = (
+                    action.isEnabled(),
+                    action.toolTip(),
+                    action.statusTip(),
+                )
+            action.setEnabled(False)
+            action.setToolTip(why)
+            action.setStatusTip(why)
 
     def _choose_attempt(self, tid: str, run: int, number: int) -> None:
         """A cell of the Runs view: the task selected, that attempt in the inspector."""
@@ -636,6 +787,24 @@ class MainWindow(QMainWindow):
             self.select_tasks([tid], centre=True)
         self.inspector_dock.show()
         self.inspector.choose_attempt(tid, run, number)
+
+    def _relabel_recurring(self, change) -> None:
+        if change is not None and change.changed:
+            self.timeline.forget_recurrence(change.changed)
+
+    def _recurrence_text(self, tid: str) -> str | None:
+        """ "every 10 s" or the cron expression: a recurring task's band on the timeline."""
+        try:
+            definition = self.scheduler.definition(tid)
+        except (KeyError, RuntimeError, AttributeError):
+            return None
+        kind = definition.schedule_kind
+        if kind == "every":
+            mode = " after each end" if str(definition.mode) == "fixed_delay" else ""
+            return f"every {short_duration(definition.every)}{mode}"
+        if kind == "cron":
+            return f"cron “{definition.cron}” {definition.timezone or 'UTC'}"
+        return None
 
     def _file_definition(self, tid: str):
         """(the workflow file's definition of ``tid``, its folder), or None."""
@@ -695,6 +864,7 @@ class MainWindow(QMainWindow):
         self.started = started
         self.act_start.setEnabled(not started)
         self.act_start.setVisible(not started)
+        self._apply_past_run()
         self.start_bar.set_text(self._title, resumed)
         self.start_bar.setVisible(not started)
         self.notices.update_tray()
@@ -731,7 +901,11 @@ class MainWindow(QMainWindow):
 
     def _on_selection(self, ids: list) -> None:
         self.selected = list(ids)
-        self.inspector.show_task(ids[0] if ids else None)
+        last = self.past_run.last(ids[0]) if self.past_run is not None and ids else None
+        if last is not None:  # that run's attempt, from the store
+            self.inspector.choose_attempt(ids[0], self.past_run.run, last.number)
+        else:
+            self.inspector.show_task(ids[0] if ids else None)
         self._pace_inspector()
         self.timeline.select(ids[0] if ids else None)
         self.task_list.select(ids[0] if ids else None)
@@ -757,11 +931,13 @@ class MainWindow(QMainWindow):
         self._update_run_again([info.id for info in infos], allowed)
         self.act_delete_edge.setEnabled(self.scene.selected_edge is not None or bool(infos))
         self._apply_refusal()
+        self._apply_past_run()
 
     def _refuse_undo(self, _can: bool = False) -> None:
         # The stack may still signal while the window's actions are being deleted.
         if shiboken6.isValid(self.act_undo) and shiboken6.isValid(self.act_redo):
             self._apply_refusal()
+            self._apply_past_run()
 
     def _apply_refusal(self) -> None:
         """A window that only watches a run (another process owns it) disables what it
@@ -819,6 +995,7 @@ class MainWindow(QMainWindow):
         self.act_retry_failed.setEnabled(
             any(i.state is S.FAILED for i in self.bridge.tasks.values())
         )
+        self._apply_past_run()
 
     def _task_menu(self, global_pos) -> None:
         menu = QMenu(self)
@@ -848,7 +1025,7 @@ class MainWindow(QMainWindow):
 
     def _show_paused(self, paused: bool) -> None:
         """The graph says when nothing starts: a banner, and ready cards read "paused"."""
-        self.pause_bar.setVisible(paused)
+        self.pause_bar.setVisible(paused and self.past_run is None)
         self.scene.set_dispatcher_paused(paused)
 
     def _on_paused_changed(self, paused: bool) -> None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from PySide6.QtCore import QTimer, Signal
+from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtGui import QBrush, QColor
 from PySide6.QtWidgets import QAbstractItemView, QTableWidget, QTableWidgetItem
 
@@ -84,6 +84,7 @@ class RunsView(QTableWidget):
     """Rows: the window's tasks; columns: runs, oldest to newest (the current last)."""
 
     attemptChosen = Signal(str, int, int)  # (task, run, attempt number)
+    runChosen = Signal(int)  # a run's column header: open that run (read-only if past)
 
     def __init__(self, window, reader, parent=None):
         super().__init__(parent)
@@ -100,6 +101,7 @@ class RunsView(QTableWidget):
         self.horizontalHeader().setDefaultSectionSize(74)
         self.cellClicked.connect(self._clicked)
         self.cellActivated.connect(self._clicked)
+        self.horizontalHeader().sectionClicked.connect(self._header_clicked)
         if reader is not None:
             reader.gridRead.connect(self._answered)
         self._timer = QTimer(self)
@@ -138,6 +140,8 @@ class RunsView(QTableWidget):
             head.setToolTip(
                 f"run {run}: {duration_text(grid.took.get(run, 0.0))} from first start to last end"
                 + (f", {failed} failed" if failed else "")
+                + "\nClick (or Ctrl+Enter on its cells) to open this run in the graph and"
+                " the timeline, read-only"
             )
             self.setHorizontalHeaderItem(column, head)
         for row, tid in enumerate(tasks):
@@ -169,6 +173,19 @@ class RunsView(QTableWidget):
         cell = self.grid.cells.get((tid, run))
         if cell is not None:
             self.attemptChosen.emit(tid, run, cell.number)
+
+    def keyPressEvent(self, event) -> None:
+        """Ctrl+Enter opens the current cell's run (its header from the keyboard)."""
+        enter = event.key() in (Qt.Key.Key_Return, Qt.Key.Key_Enter)
+        if enter and event.modifiers() & Qt.KeyboardModifier.ControlModifier:
+            self._header_clicked(self.currentColumn())
+            event.accept()
+            return
+        super().keyPressEvent(event)
+
+    def _header_clicked(self, column: int) -> None:
+        if self.grid is not None and 0 <= column < len(self.grid.runs):
+            self.runChosen.emit(self.grid.runs[column])
 
     def close_view(self) -> None:
         self._timer.stop()

@@ -27,6 +27,7 @@ from collections import deque
 from PySide6.QtCore import QPointF, QRectF, QSize, Qt, QTimer, Signal
 from PySide6.QtGui import (
     QAction,
+    QBrush,
     QColor,
     QFont,
     QFontMetrics,
@@ -71,6 +72,7 @@ MIN_TICK_MS = 100  # the timeline redraws at most ten times a second
 MAX_TICK_MS = 3_600_000  # a tick an hour at least, whatever the zoom
 GROUP_LANE = "\x01lane:"  # the lane of a group collapsed in the graph: its tasks' bars
 GROUP_BARS = 400  # the newest attempts a group's lane keeps
+TICK_GAP = 4  # px: a recurring band's occurrences closer than this are not drawn one by one
 
 
 class TimelineModel:
@@ -104,6 +106,15 @@ class TimelineModel:
         self.ghosts: dict[str, list[tuple[float, float, bool]]] = {}
         # The forecast's collisions: tid -> [(at, kind, detail)], drawn as warnings.
         self.collisions: dict[str, list[tuple[float, str, str]]] = {}
+        # Recurring tasks: tid -> "every 10 s" (or its cron), drawn as one band with
+        # its occurrences as ticks, not a marker and a ghost bar per occurrence.
+        self.recurring: dict[str, str] = {}
+        # Where the forecast's ghosts end (scheduler clock), whether a forecast that may
+        # reach further is being computed, and why they end there (a look-ahead of a
+        # week must not stop silently at +2 d).
+        self.forecast_reach: float | None = None
+        self.forecast_filling = False
+        self.forecast_end_note = ""
 
     def visible_lanes(self) -> list[str]:
         if self.by_worker:
@@ -249,6 +260,7 @@ class TimelineModel:
             self.bars.pop(tid, None)
             self.entries.pop(tid, None)
             self.later.pop(tid, None)
+            self.recurring.pop(tid, None)
 
     def set_upcoming(self, entries) -> None:
         grouped: dict[str, list[Entry]] = {}
@@ -309,6 +321,8 @@ class TimelineCanvas(QWidget):
         self.start = 0.0  # the left edge on the scheduler clock, while not following
         self.selected: str | None = None
         self._hits: list[tuple[QRectF, str, str]] = []  # (rect, task, tooltip)
+        self.bands: list[tuple[str, QRectF, str]] = []  # recurring bands drawn: (task, rect, label)
+        self.reach_region: QRectF | None = None  # past where the forecast's ghosts end
         self._press: tuple[float, float] | None = None  # (x, left edge) at the mouse press
         self._dragging = False
         self.setMouseTracking(True)
@@ -423,6 +437,8 @@ class TimelineCanvas(QWidget):
         by_worker = self.model.by_worker
         last = min(len(lanes), clip.bottom() // LANE_HEIGHT + 1)
         self._hits = []
+        self.bands = []
+        self.reach_region = None
         metrics = QFontMetrics(self.font())
         right = self.width() - 8
         for row in range(first, last):
@@ -462,9 +478,12 @@ class TimelineCanvas(QWidget):
                 continue
             self._paint_stored(painter, tid, top, now, (left, right_t), right)
             self._paint_bars(painter, tid, top, now, (left, right_t), right)
+            if tid in self.model.recurring:
+                self._paint_band(painter, tid, top, now, (left, right_t), right)
             self._paint_ghosts(painter, tid, top, now, (left, right_t), right)
             self._paint_entries(painter, tid, top, now, (left, right_t), right)
         self._paint_run_starts(painter, now, (left, right_t), clip)
+        self._paint_reach(painter, now, (left, right_t), clip, right)
         if left <= now <= right_t:
             x_now = self.x_of(now, now)
             painter.setPen(QPen(palette.color(QPalette.ColorRole.Highlight), 2))
@@ -576,7 +595,8 @@ class TimelineCanvas(QWidget):
         """The forecast of what has not run yet: hollow dashed bars after now, so no one
         takes them for attempts; the critical path's in its own colour."""
         left, right_t = window
-        for start, end, critical in self.model.ghosts.get(tid, ()):
+        ghosts = () if tid in self.model.recurring else self.model.ghosts.get(tid, ())
+        for start, end, critical in ghosts:  # (a recurring task's are its band's ticks)
             start = max(start, now)
             if end <= start or end < left or start > right_t:
                 continue
@@ -609,6 +629,74 @@ class TimelineCanvas(QWidget):
             tip = f"{tid} at ~{when}: {kind}, {detail}"
             self._hits.append((mark.boundingRect().adjusted(-3, -3, 3, 3), tid, tip))
 
+    def _paint_band(self, painter, tid, top, now, window, right) -> None:
+        """A recurring task: one band from its next occurrence to its last one known
+        (the forecast's, or the definition's), labelled "every 10 s", its occurrences
+        as thin ticks while they are at least TICK_GAP px apart (a comb of markers and
+        ghost bars said nothing more)."""
+        left, right_t = window
+        model = self.model
+        times = {g[0] for g in model.ghosts.get(tid, ()) if g[0] >= now}
+        times.update(e.run_at for e in model.later.get(tid, ()))
+        times.update(e.run_at for e in model.entries.get(tid, ()) if e.kind == "recurring")
+        ahead = sorted(t for t in times if t >= min(now, left))
+        if not ahead or ahead[0] > right_t or ahead[-1] < left:
+            return
+        first, last = ahead[0], ahead[-1]
+        x0 = max(LABEL_WIDTH, self.x_of(first, now))
+        x1 = min(right, max(x0 + 6, self.x_of(last, now)))
+        rect = QRectF(x0, top + 5, x1 - x0, LANE_HEIGHT - 10)
+        colour = QColor(ENTRY_COLOURS.get("recurring", "#888888"))
+        fill = QColor(colour)
+        fill.setAlpha(45)
+        edge = QColor(colour)
+        edge.setAlpha(150)
+        painter.setPen(QPen(edge, 1))
+        painter.setBrush(fill)
+        painter.drawRoundedRect(rect, 3, 3)
+        xs = sorted({round(self.x_of(t, now)) for t in ahead if left <= t <= right_t})
+        dense = any(b - a < TICK_GAP for a, b in zip(xs, xs[1:], strict=False))
+        if not dense:
+            painter.setPen(QPen(edge, 1))
+            for x in xs:
+                painter.drawLine(QPointF(x, rect.top() + 2), QPointF(x, rect.bottom() - 2))
+        label = model.recurring[tid]
+        metrics = QFontMetrics(self.font())
+        room = rect.width() - 26  # right of the next occurrence's marker and glyph
+        if room > 30:
+            painter.setPen(self.palette().color(QPalette.ColorRole.Text))
+            painter.drawText(
+                QRectF(rect.left() + 22, rect.top(), room, rect.height()),
+                Qt.AlignmentFlag.AlignVCenter | Qt.AlignmentFlag.AlignLeft,
+                metrics.elidedText(label, Qt.TextElideMode.ElideRight, int(room)),
+            )
+        offset = self.wall_offset()
+        shown = sum(1 for t in ahead if left <= t <= right_t)
+        when = time.strftime("%H:%M:%S", time.localtime(first + offset))
+        tip = f"{tid}: {label}, next at {when}; {shown:,} occurrences in view"
+        self._hits.append((rect.adjusted(-2, -4, 2, 4), tid, tip))
+        self.bands.append((tid, rect, label))
+
+    def _paint_reach(self, painter, now, window, clip, right) -> None:
+        """Past where the forecast's ghosts end: hatched, and the axis says "filling…"
+        while a forecast that may reach further is computed, else where it ends."""
+        left, right_t = window
+        model = self.model
+        reach = model.forecast_reach
+        if reach is None or reach >= right_t or not (model.recurring or model.forecast_filling):
+            return
+        x = max(LABEL_WIDTH, self.x_of(max(reach, now, left), now))
+        if x >= right:
+            return
+        region = QRectF(x, clip.top(), right - x, clip.height() + 1)
+        grey = QColor(GHOST_COLOUR)
+        grey.setAlpha(70)
+        painter.fillRect(region, QBrush(grey, Qt.BrushStyle.BDiagPattern))
+        painter.setPen(QPen(GHOST_COLOUR, 1, Qt.PenStyle.DashLine))
+        painter.drawLine(QPointF(x, clip.top()), QPointF(x, clip.bottom() + 1))
+        self._hits.insert(0, (region, "", reach_text(model, now)[1]))  # under every bar
+        self.reach_region = region
+
     def _paint_worker_bars(self, painter, worker, top, now, window, right) -> None:
         left, right_t = window
         for start, end, outcome, attempt, tid in self.model.worker_bars.get(worker, ()):
@@ -624,7 +712,8 @@ class TimelineCanvas(QWidget):
     def _paint_entries(self, painter, tid, top, now, window, right) -> None:
         left, right_t = window
         mid = top + LANE_HEIGHT / 2
-        for entry in self.model.later.get(tid, ()):  # later occurrences: faint, no text
+        later = () if tid in self.model.recurring else self.model.later.get(tid, ())
+        for entry in later:  # later occurrences: faint, no text (a band for recurring tasks)
             x = self.x_of(entry.run_at, now)
             if x <= right and left <= entry.run_at:
                 colour = QColor(ENTRY_COLOURS.get(entry.kind, "#888888"))
@@ -701,7 +790,7 @@ class TimelineCanvas(QWidget):
             pos = event.position()
             if self.model.by_worker:  # a lane is a worker: select the task of the bar
                 for rect, tid, _tip in reversed(self._hits):
-                    if rect.contains(pos):
+                    if rect.contains(pos) and tid:  # (not the forecast's end)
                         self.taskClicked.emit(tid)
                         return
                 return
@@ -758,6 +847,7 @@ class TimelineAxis(QWidget):
         self.now_button.setGeometry(2, 1, 44, AXIS_HEIGHT - 2)
         self.now_button.clicked.connect(canvas.follow_now)
         self.now_button.setVisible(False)
+        self.reach_label = ""  # where the forecast's ghosts end, as last painted
 
     def paintEvent(self, event) -> None:
         self.now_button.setVisible(not self.canvas.following)
@@ -784,6 +874,7 @@ class TimelineAxis(QWidget):
         caption_end = cell.left() + QFontMetrics(small).horizontalAdvance(caption) + 6
         metrics = QFontMetrics(small)
         self.label_rects = []
+        reach = self._reach_box(now, (left, right), metrics)
         for t, label in _ticks(left, right, now, step, offset, canvas.following):
             x = canvas.x_of(t, now)
             painter.drawLine(QPointF(x, AXIS_HEIGHT - 6), QPointF(x, AXIS_HEIGHT))
@@ -792,15 +883,40 @@ class TimelineAxis(QWidget):
             box = QRectF(x - width / 2, 0, width, AXIS_HEIGHT - 6)
             if box.left() < LABEL_WIDTH or box.right() > self.width() - 2:
                 continue
+            if reach is not None and box.intersects(reach[0]):
+                continue  # where the forecast ends says more than a tick's time
             painter.drawText(box, Qt.AlignmentFlag.AlignCenter, label)
             self.label_rects.append((t, box))
         taken = [box for _t, box in self.label_rects]
+        self.reach_label = ""
+        if reach is not None:
+            painter.save()
+            painter.setPen(GHOST_COLOUR)
+            painter.drawText(reach[0], Qt.AlignmentFlag.AlignCenter, reach[1])
+            painter.restore()
+            taken.append(reach[0])
+            self.reach_label = reach[1]
         self._paint_run_labels(painter, now, (left, right), taken, caption_end)
         if left <= now <= right:
             painter.setPen(QPen(self.palette().color(QPalette.ColorRole.Highlight), 2))
             x_now = canvas.x_of(now, now)
             painter.drawLine(QPointF(x_now, AXIS_HEIGHT - 8), QPointF(x_now, AXIS_HEIGHT))
         painter.end()
+
+    def _reach_box(self, now, window, metrics) -> tuple[QRectF, str] | None:
+        """Where the forecast's ghosts end, as (box, label): "filling…" or "ghosts end
+        +2.3 d", right of the line (tick labels under it are left out)."""
+        canvas = self.canvas
+        model = canvas.model
+        reach = model.forecast_reach
+        left, right = window
+        if reach is None or reach >= right or not (model.recurring or model.forecast_filling):
+            return None
+        label = reach_text(model, now)[0]
+        x = max(LABEL_WIDTH, canvas.x_of(max(reach, now, left), now))
+        width = metrics.horizontalAdvance(label) + 8
+        box = QRectF(min(x + 2, self.width() - width - 2), 0, width, AXIS_HEIGHT - 6)
+        return box, label
 
     def _paint_run_labels(self, painter, now, window, taken: list[QRectF], free_from) -> None:
         """'run N' beside each stored run's start line (right of it, else left of it),
@@ -830,6 +946,18 @@ class TimelineAxis(QWidget):
                     break
 
 
+def reach_text(model: TimelineModel, now: float) -> tuple[str, str]:
+    """(axis label, tooltip) for where the forecast's ghosts end."""
+    ahead = _short(max(0.0, model.forecast_reach - now)) if model.forecast_reach else "0 s"
+    if model.forecast_filling:
+        return (
+            f"filling… (+{ahead} so far)",
+            f"The forecast is being computed this far ahead; it has runs up to +{ahead}.",
+        )
+    note = model.forecast_end_note or "the forecast stops here"
+    return f"ghosts end +{ahead}", f"No forecast past +{ahead}: {note}."
+
+
 def run_starts_in(model, left: float, right: float, with_runs: bool = False):
     """Start times of stored runs inside [left, right], oldest first."""
     history = model.history
@@ -842,6 +970,7 @@ def run_starts_in(model, left: float, right: float, with_runs: bool = False):
 
 class Timeline(QWidget):
     taskClicked = Signal(str)
+    lookAheadChanged = Signal()  # a look-ahead was chosen: the forecast should reach it
 
     def __init__(self, clock_now, attempts_of=None, parent=None):
         super().__init__(parent)
@@ -887,6 +1016,9 @@ class Timeline(QWidget):
         self._timer.setSingleShot(True)
         self._timer.timeout.connect(self._tick)
         self._news = True  # attempts may have come since the store was last read
+        self.past = None  # past_run.PastRun shown instead of the live run, if any
+        self._recurring_ids = set()
+        self._live_view: tuple | None = None  # the live view's settings, while it is
         self.ticks = 0  # ticks run (tests count them: a window at rest has few)
         self._timer.start(0)
 
@@ -926,7 +1058,7 @@ class Timeline(QWidget):
             return  # wake() ticks again when it is seen
         self.ticks += 1
         canvas = self.canvas
-        history = self.model.history
+        history = self.model.history if self.past is None else None
         read_later = False
         if history is not None and history.needs_read(*canvas.window(), news=self._news):
             if history.due():
@@ -1026,6 +1158,7 @@ class Timeline(QWidget):
         self._touch()
         before = len(self.model.lanes)
         self.model.set_tasks(tasks)
+        self._label_recurring(tasks)
         if len(self.model.lanes) != before:
             self.canvas.update_height()
         if self.model.order_dirty and not self._order_timer.isActive():
@@ -1038,6 +1171,7 @@ class Timeline(QWidget):
 
     def remove_tasks(self, ids) -> None:
         self._touch()
+        self._recurring_ids.difference_update(ids)
         self.model.remove(ids)
         if self.model.lane_group is not None:
             self.model._fold_groups()
@@ -1051,6 +1185,23 @@ class Timeline(QWidget):
         self._touch()
 
     later_occurrences = None  # entries -> recurring tasks' occurrences after the next
+    _recurring_ids: set[str]  # tasks known to recur (their labels are read again)
+    recurrence_text = None  # tid -> "every 10 s" (or its cron), None if not recurring
+
+    def _label_recurring(self, tasks) -> None:
+        """Each recurring task's band label, read once per task (again after
+        ``forget_recurrence``); a task that stopped recurring loses its band."""
+        labels = self.model.recurring
+        for tid, info in tasks.items():
+            if not info.recurring:
+                labels.pop(tid, None)
+                self._recurring_ids.discard(tid)
+                continue
+            self._recurring_ids.add(tid)
+            if tid not in labels and self.recurrence_text is not None:
+                text = self.recurrence_text(tid)
+                if text:
+                    labels[tid] = text
 
     def set_upcoming(self, entries) -> None:
         self._touch()
@@ -1070,6 +1221,31 @@ class Timeline(QWidget):
         if self.model.refresh_active(self.canvas.selected):
             self.canvas.update_height()
 
+    def forget_recurrence(self, ids=None) -> None:
+        """Definitions changed (of ``ids``; None: any): their labels are read again."""
+        ids = set(self._recurring_ids if ids is None else ids) & self._recurring_ids
+        for tid in ids:
+            self.model.recurring.pop(tid, None)
+        if self.recurrence_text is not None:
+            for tid in ids:
+                text = self.recurrence_text(tid)
+                if text:
+                    self.model.recurring[tid] = text
+        self._touch()
+
+    def set_forecast_reach(self, reach: float | None, filling: bool, note: str = "") -> None:
+        """Where the forecast's ghosts end (scheduler clock), whether one that may reach
+        further is being computed, and why they end there."""
+        model = self.model
+        if (model.forecast_reach, model.forecast_filling, model.forecast_end_note) == (
+            reach,
+            filling,
+            note,
+        ):
+            return
+        model.forecast_reach, model.forecast_filling, model.forecast_end_note = reach, filling, note
+        self._touch()
+
     def add_events(self, events) -> None:
         self._touch()
         self._news = True
@@ -1078,11 +1254,59 @@ class Timeline(QWidget):
         if len(self.model.workers) != workers:
             self.canvas.update_height()
 
+    def show_past_run(self, past, offset: float) -> None:
+        """Show a past run's attempts (``past_run.PastRun``, wall clock = scheduler
+        clock + ``offset``) instead of the live ones, fitted to the run, nothing ahead;
+        the live model goes on taking events. ``show_live`` goes back."""
+        canvas = self.canvas
+        if self._live_view is None:
+            self._live_view = (canvas.following, canvas.auto_fit, canvas.span, canvas.start)
+        model = TimelineModel()
+        model.lanes = list(self.model.lanes)
+        for tid in past.attempts:
+            if tid not in model.lanes:
+                model.lanes.append(tid)
+        model.lane_index = {tid: i for i, tid in enumerate(model.lanes)}
+        for tid, attempts in past.attempts.items():
+            model.bars[tid] = deque(
+                [
+                    a.started - offset,
+                    (a.started if a.ended is None else a.ended) - offset,
+                    "lost" if a.ended is None else a.outcome,
+                    a.number,
+                ]
+                for a in attempts
+            )
+        model.refresh_active(canvas.selected)
+        self.past = past
+        canvas.model = model
+        canvas.following = canvas.auto_fit = False
+        if past.started is not None and past.ended is not None:
+            span = max(SPANS[0], min(SPANS[-1], (past.ended - past.started) / (1 - 2 * FIT_PAD)))
+            canvas.span = span
+            canvas.start = past.started - offset - FIT_PAD * span
+        canvas.update_height()
+        canvas._changed()
+        self.wake()
+
+    def show_live(self) -> None:
+        """Back to the live run, the view as it was before the past run was shown."""
+        if self._live_view is None:
+            return
+        canvas = self.canvas
+        canvas.following, canvas.auto_fit, canvas.span, canvas.start = self._live_view
+        self._live_view = None
+        self.past = None
+        canvas.model = self.model
+        canvas.update_height()
+        canvas._changed()
+        self.wake()
+
     def select(self, tid: str | None) -> None:
         self.canvas.selected = tid
-        if self.model.refresh_active(tid):
+        if self.canvas.model.refresh_active(tid):
             self.canvas.update_height()
-        lanes = self.model.visible_lanes()
+        lanes = self.canvas.model.visible_lanes()
         row = lanes.index(tid) if tid in lanes else None
         if row is not None:
             self.scroll.ensureVisible(0, row * LANE_HEIGHT + LANE_HEIGHT // 2, 0, LANE_HEIGHT)
@@ -1098,6 +1322,7 @@ class Timeline(QWidget):
         """Follow now and show ``seconds`` after it (the forecast's ghosts fill it)."""
         self.canvas.follow_now()
         self.canvas.set_span(seconds / (1 - NOW_AT))
+        self.lookAheadChanged.emit()
 
 
 def _ticks(left, right, now, step, offset, following):
@@ -1153,3 +1378,6 @@ def _short(seconds: float) -> str:
                 f"{value:.0f} {unit}" if abs(value - round(value)) < 0.05 else f"{value:.1f} {unit}"
             )
     return f"{seconds:.0f} s"
+
+
+short_duration = _short  # "10 s", "2.3 d": the timeline's words for a length of time

@@ -40,7 +40,9 @@ class WatchStatus(QWidget):
         layout.addWidget(self.take_over)
         self.owner_gone = False
         owner = run.owner.describe() if run.owner else "another process"
-        self.label.setText(f"◉ Watching the run of {owner}")
+        self._watching = f"◉ Watching the run of {owner}"
+        self._answering = True
+        self.label.setText(self._watching)
         self.label.setToolTip(
             "This window follows a run another process owns. Run control (cancel, retry, "
             "run now, pause) is sent to the owner; graph edits are refused."
@@ -61,8 +63,21 @@ class WatchStatus(QWidget):
                 ("⚠ " if error else "") + prefix + (text or f"{action} {tid}"),
                 8000 if error else 3000,
             )
-        if not self.owner_gone and not self.run.owner_alive:
+        if self.owner_gone:
+            return
+        if not self.run.owner_alive:
             self.stopped()
+        else:
+            answering = getattr(self.run, "owner_answering", True)
+            if answering != self._answering:  # its heartbeat stopped, or came back
+                self._answering = answering
+                owner = self.run.owner
+                who = f"{owner.program} (pid {owner.pid} on {owner.host})" if owner else "The owner"
+                self.label.setText(
+                    self._watching
+                    if answering
+                    else f"⏸ {who} is not answering (stopped or frozen): requests wait for it"
+                )
         awaited = getattr(self.run, "awaiting_answers", True)
         self._timer.setInterval(CHECK_MS if awaited else IDLE_CHECK_MS)
 

@@ -169,7 +169,9 @@ class WorkflowSession:
         self.db_path = None if db_path is None else Path(db_path)
         self.log_dir = None if log_dir is None else Path(log_dir)
         if log_dir is not None:
-            Path(log_dir).mkdir(parents=True, exist_ok=True)
+            from taskloom.engine.store import private_folder
+
+            private_folder(log_dir, "log folder")  # 0700, ours (UnsafeFile, an OSError)
         self.feed = None  # publishes the run for windows that watch it
         self.pruner = None  # keeps a long run's store bounded (runs.AttemptPruner)
         self.hooks = None  # the workflow's hooks and notify sinks (taskloom/hooks.py)
@@ -564,9 +566,12 @@ class Sessions:
                     decide=decide,
                     start=start,
                 )
-            except StoreBusy:
+            except StoreBusy as busy:
+                # The workflow's owner may run it on another store (another --db, a
+                # cron job's data folder): its lock says which; watch that one.
+                store = getattr(busy.owner, "store", "") or db_path
                 try:
-                    return WatchSession(workflow, self.settings, db_path=db_path)
+                    return WatchSession(workflow, self.settings, db_path=Path(store))
                 except OwnerGone:
                     continue
         return WorkflowSession(

@@ -2,7 +2,7 @@
 
     taskloom run FILE [--workers N] [--for DURATION] [--executor threads|processes|dask://H:P]
                       [--task NAME [--with-upstream]] [--dry-run]
-    taskloom validate FILE [--json]
+    taskloom validate FILE [--json] [--no-import]
     taskloom list FILE [--json]          tasks, triggers, dependencies, next fire times
     taskloom next FILE [-n N] [--json]   the next fire times across tasks
     taskloom history FILE [--json]
@@ -256,9 +256,22 @@ def _command_parser() -> argparse.ArgumentParser:
     _json_argument(history)
 
     validate = sub.add_parser(
-        "validate", help="check a workflow file and list every problem", parents=each
+        "validate",
+        help="check a workflow file and list every problem",
+        description="Check a workflow file and list every problem. By default each "
+        "'call' module is imported (which runs its top-level code) to check that it "
+        "names a callable; --no-import checks an untrusted file without importing or "
+        "running anything.",
+        parents=each,
     )
     validate.add_argument("file", type=Path, help="workflow file (TOML)")
+    validate.add_argument(
+        "--no-import",
+        dest="imports",
+        action="store_false",
+        help="do not import the calls' modules (default: import them, running their "
+        "top-level code); nothing in the file is run",
+    )
     _json_argument(validate)
 
     ahead = sub.add_parser(
@@ -487,7 +500,7 @@ def _command(args) -> int:
         return EXIT_OK
     if args.command == "help":
         return show_help(args.topic)
-    return validate_workflow(args.file, quiet=args.quiet, as_json=args.json)
+    return validate_workflow(args.file, quiet=args.quiet, as_json=args.json, imports=args.imports)
 
 
 def command_summaries() -> list[tuple[str, str]]:
@@ -536,13 +549,17 @@ def _mistyped_command(word: str) -> bool:
 
 
 # ---------------------------------------------------------------------- validate, window
-def validate_workflow(path: Path, quiet: bool = False, as_json: bool = False) -> int:
+def validate_workflow(
+    path: Path, quiet: bool = False, as_json: bool = False, imports: bool = True
+) -> int:
+    """``taskloom validate``: with ``imports`` (the default) each call's module is
+    imported, running its top-level code; without, nothing of the file is run."""
     from taskloom.engine.workflow import WorkflowError, load
 
     if as_json:
         from taskloom import listing
 
-        return listing.validate_json(path)
+        return listing.validate_json(path, imports)
     try:
         workflow = load(path)
     except WorkflowError as exc:
@@ -552,7 +569,7 @@ def validate_workflow(path: Path, quiet: bool = False, as_json: bool = False) ->
         return _print_problems(path, exc.problems)
     from taskloom.imports import call_problems
 
-    problems = call_problems(workflow)  # each call imports, beside the file too
+    problems = call_problems(workflow) if imports else []  # each call imports, beside the file
     if problems:
         return _print_problems(path, problems)
     if not quiet:
@@ -760,6 +777,7 @@ def _run_workflow(args, stop_signals: StopSignals) -> int:
             db_path,
             fresh=args.fresh or bool(args.tasks),
             params=params,
+            lock_kind="tasks" if args.tasks else "workflow",
             workers=workers,
             executor=executor,
             log_dir=str(log_dir),
@@ -778,10 +796,15 @@ def _run_workflow(args, stop_signals: StopSignals) -> int:
         _stop(scheduler, executor)
         opened.store.close()
         return EXIT_SIGNAL_BASE + stop_signals.signal_number
+    from taskloom import logs
+    from taskloom.engine.store import UnsafeFile, private_folder
+
     try:
-        log_dir.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        print(f"taskloom: cannot make the log folder {log_dir}: {exc}", file=sys.stderr)
+        private_folder(log_dir, "log folder")  # 0700, ours: others can plant nothing there
+        logs.check_file(log_dir / "taskloom.log")  # written from once the commands run
+    except (OSError, UnsafeFile) as exc:
+        why = exc if isinstance(exc, UnsafeFile) else f"cannot make the log folder {log_dir}: {exc}"
+        print(f"taskloom: {why}", file=sys.stderr)
         _stop(scheduler, executor)
         opened.store.close()
         return EXIT_INVALID

@@ -10,14 +10,16 @@ is called once by the command line, after its arguments are parsed:
 - ``-vv`` (2): debug records, and errors with their tracebacks.
 
 ``log_to_file(path)`` (``taskloom run``) also writes every record, tracebacks
-included, to a file beside the task logs. At the default verbosity the terminal
-then gets none of them: the run's own lines say what matters (the store failed)
-and the summary names the folder.
+included, to a file beside the task logs: 0600, opened without following a
+symbolic link, refused (``UnsafeFile``) if another user owns it. At the default
+verbosity the terminal then gets none of them: the run's own lines say what
+matters (the store failed) and the summary names the folder.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import sys
 from pathlib import Path
 
@@ -71,18 +73,36 @@ def configure(verbosity: int = 0) -> None:
     logger.taskloom_verbosity = verbosity  # type: ignore[attr-defined]
 
 
-def _quiet_file_handler():
+def _private_handler():
     from logging.handlers import RotatingFileHandler
 
-    class QuietFileHandler(RotatingFileHandler):
-        """A record that cannot be written (a full disk, a folder made read-only) is
+    class PrivateLog(RotatingFileHandler):
+        """A log file that is this user's alone (0600, whatever the umask), never
+        opened through a symbolic link or when another user owns it (safe_files).
+        A record that cannot be written (a full disk, a folder made read-only) is
         dropped: the run says what went wrong in its own one line, and logging's
         "--- Logging error ---" traceback on stderr would bury it."""
+
+        def _open(self):
+            from taskloom.engine.store import open_private
+
+            fd = open_private(self.baseFilename, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
+            return os.fdopen(fd, "a", encoding=self.encoding or "utf-8", errors=self.errors)
 
         def handleError(self, record: logging.LogRecord) -> None:
             pass
 
-    return QuietFileHandler
+    return PrivateLog
+
+
+def check_file(path: Path) -> None:
+    """``UnsafeFile`` (an ``OSError``) now, not at the first record, for a log file
+    that is a symbolic link or another user's; an own one readable by others is
+    made 0600."""
+    if os.path.lexists(path):
+        from taskloom.engine.store import open_private
+
+        os.close(open_private(path, os.O_WRONLY | os.O_APPEND))
 
 
 def log_to_file(path: Path) -> None:
@@ -90,8 +110,10 @@ def log_to_file(path: Path) -> None:
     verbosity the terminal then gets none (see the module's docstring)."""
     logger = logging.getLogger(ROOT)
     verbosity = getattr(logger, "taskloom_verbosity", 0)
+    _PrivateLog = _private_handler()
     # Appended run after run: rotated, so that it is bounded like the rest.
-    handler = _quiet_file_handler()(path, maxBytes=MAX_LOG_BYTES, backupCount=1, delay=True)
+    check_file(path)
+    handler = _PrivateLog(path, maxBytes=MAX_LOG_BYTES, backupCount=1, delay=True)
     handler.setFormatter(logging.Formatter("%(asctime)s %(name)s %(levelname)s %(message)s"))
     setattr(handler, _OURS, True)
     logger.addHandler(handler)

@@ -12,11 +12,17 @@ finish, when ``fresh`` is asked for, or when the file no longer has a task the
 run has, a new run starts. Past attempts are kept for ``taskloom history``
 either way.
 
+One process runs a workflow file at a time, whatever the store: the owner also
+holds a per-user lock keyed by the file's resolved path (``WorkflowLock``), so a
+cron or systemd start whose ``XDG_DATA_HOME`` (or ``--db``) differs is refused
+with ``StoreBusy`` naming the owner and its store.
+
 The file is the truth: a resumed task whose definition changed in the file
 (command, call, args, env, cwd, deps, triggers, ...) is defined anew from the
-file and runs with it, with its downstream tasks that were skipped because of
-it. A task whose success is already on disk is kept as it is: a resumed run
-never runs a succeeded task again (start a fresh run for that).
+file and runs with it; so is one whose stored definition differs from the file
+(a store somebody edited: what runs is what the file says), with its downstream
+tasks that were skipped because of it. A task whose success is already on disk
+is kept as it is: a resumed run never runs a succeeded task again (start a fresh run for that).
 """
 
 from __future__ import annotations
@@ -86,6 +92,7 @@ def open_run(
     before_tasks=None,
     retention=None,
     params: dict | None = None,
+    lock_kind: str = "workflow",
     **scheduler_kwargs,
 ) -> OpenedRun:
     """A scheduler on ``db_path`` with the workflow's tasks, not yet started.
@@ -105,12 +112,25 @@ def open_run(
     its last runs and deletes the pruned runs' task logs, only those inside the
     ``log_dir`` scheduler argument (a folder Taskloom manages).
 
-    Raises ``engine.store.StoreError`` for a store that cannot be used, and
-    ``engine.store.StoreBusy`` when another live process owns it.
-    """
-    from taskloom.engine.store import SQLiteStore
+    ``lock_kind`` names the per-workflow lock taken (``WorkflowLock``): runs of
+    selected tasks (``taskloom run --task``) take one of their own.
 
-    store = SQLiteStore(db_path)
+    Raises ``engine.store.StoreError`` for a store that cannot be used, and
+    ``engine.store.StoreBusy`` when another live process owns it or runs the file.
+    """
+    from taskloom.engine.store import SQLiteStore, WorkflowLock
+
+    lock = None
+    if workflow.path is not None:
+        lock = WorkflowLock.acquire(workflow.path, Path(db_path).expanduser(), lock_kind)
+    try:
+        store = SQLiteStore(db_path)
+    except BaseException:
+        if lock is not None:
+            lock.release()
+        raise
+    if lock is not None:
+        store.hold(lock)
     try:
         opened = _open(workflow, store, fresh, scheduler_kwargs, decide, before_tasks, params)
         if retention is not None:

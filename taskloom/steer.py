@@ -75,7 +75,15 @@ def _open_file(args):
     except WorkflowError as exc:
         _fail(str(exc))
         return None, EXIT_INVALID
-    return (workflow, Path(args.db) if args.db else default_db_path(workflow)), EXIT_OK
+    if args.db:
+        return (workflow, Path(args.db)), EXIT_OK
+    from taskloom.engine.store import workflow_owner
+
+    # The file may be run now on another store (another --db, cron's data folder):
+    # its owner's lock names that store.
+    owner = workflow_owner(workflow.path) if workflow.path is not None else None
+    store = Path(owner.store) if owner is not None and owner.store else None
+    return (workflow, store or default_db_path(workflow)), EXIT_OK
 
 
 # ---------------------------------------------------------------------- what is seen

@@ -265,11 +265,15 @@ class GraphView(QGraphicsView):
                 return parent.data(ROLE_ID), "node"
         return None, None
 
+    read_only = False  # a past run is shown: no connecting, moving or deleting
+
     def mousePressEvent(self, event: QMouseEvent) -> None:
         if event.button() != Qt.MouseButton.LeftButton:
             super().mousePressEvent(event)
             return
         tid, kind = self._hit(event.position().toPoint())
+        if kind == "port" and self.read_only:
+            kind = "node"  # select the task; no edge is drawn
         if kind == "port":
             self._start_connect(tid)
             event.accept()
@@ -289,7 +293,7 @@ class GraphView(QGraphicsView):
             elif tid not in ids:
                 ids = [tid]  # pressing on a selected node keeps the group, to drag it
             self.select(ids)
-            if tid in ids:
+            if tid in ids and not self.read_only:
                 self._move = _NodeDrag(self, event.position().toPoint(), ids)
             event.accept()
             return
@@ -394,6 +398,9 @@ class GraphView(QGraphicsView):
             self._move.cancel()
             self._move = None
             event.accept()
+            return
+        if key in (Qt.Key.Key_Delete, Qt.Key.Key_Backspace) and self.read_only:
+            event.accept()  # nothing is removed from a past run
             return
         if key in (Qt.Key.Key_Delete, Qt.Key.Key_Backspace) and self.graph_scene.selected_edge:
             self.deleteEdgeRequested.emit(*self.graph_scene.selected_edge)

@@ -176,8 +176,12 @@ def _reader_outcome(db: Path, task: str) -> str:
 @pytest.mark.timeout(60)
 def test_history_shows_an_end_recorded_after_the_owner_died(files, tmp_path):
     db, ledger, gate = files
-    workflow = tmp_path / "flow.toml"
     kill_owner(start_owner(owner_script(db, ledger, gate, code=3), ledger))
+    workflow = tmp_path / "flow.toml"  # what `taskloom history` is given: any file of that name
+    workflow.write_text('[workflow]\nname = "flow"\n[tasks.cmd]\ncommand = ["true"]\n')
+    history = [PY, "-m", "taskloom", "history", str(workflow), "--db", str(db)]
+    before = subprocess.run(history, cwd=ROOT, capture_output=True, text=True, check=True)
+    assert "still running under its supervisor" in before.stdout
     gate.touch()
     wait_for(lambda: _reader_outcome(db, "cmd") == "failed", what="the recorded end")
     reader = SQLiteStore.reader(db)
@@ -188,7 +192,9 @@ def test_history_shows_an_end_recorded_after_the_owner_died(files, tmp_path):
     assert row["exit_code"] == 3
     assert row["error"].startswith("exit code 3")
     assert "recorded by its supervisor" in row["error"]
-    del workflow
+    after = subprocess.run(history, cwd=ROOT, capture_output=True, text=True, check=True)
+    line = next(line for line in after.stdout.splitlines() if " cmd " in line)
+    assert "failed" in line and "exit code 3" in line, after.stdout
 
 
 @pytest.mark.timeout(60)

@@ -398,6 +398,45 @@ def test_file_open_of_a_workflow_run_elsewhere_watches_it(qtbot, tmp_path, owner
         s.close()
 
 
+def test_a_stopped_owner_is_shown_not_answering_then_watched_again(
+    qtbot, tmp_path, owners, sessions
+):
+    path = tmp_path / "steer.toml"
+    path.write_text(STEER)
+    db = tmp_path / "run.db"
+    owner = owners(path, db)
+    wait_started(qtbot, owner)
+    s = sessions(db)
+    assert s.open(path)
+    status = s.current.status
+    watching = status.label.text()
+    try:
+        owner.process.send_signal(signal.SIGSTOP)  # alive, but its heartbeat stops
+        qtbot.waitUntil(lambda: "not answering" in status.label.text(), timeout=15000)
+        assert f"pid {owner.process.pid}" in status.label.text()
+        assert not status.take_over.isVisible()  # frozen is not gone: nothing to take over
+    finally:
+        owner.process.send_signal(signal.SIGCONT)
+    qtbot.waitUntil(lambda: status.label.text() == watching, timeout=15000)
+
+
+def test_a_window_on_a_file_run_on_another_store_watches_that_store(
+    qtbot, tmp_path, owners, sessions
+):
+    path = tmp_path / "steer.toml"
+    path.write_text(STEER)
+    elsewhere = tmp_path / "cron-data" / "run.db"  # a cron job's own data folder
+    owner = owners(path, elsewhere)
+    wait_started(qtbot, owner)
+    s = sessions(tmp_path / "run.db")
+    assert s.open(path)
+    watch = s.current
+    assert isinstance(watch, WatchSession) and watch.db_path == elsewhere
+    assert f"pid {owner.process.pid}" in watch.window.windowTitle()
+    qtbot.waitUntil(lambda: watch.window.bridge.tasks["slow"].state is S.RUNNING, timeout=30000)
+    assert not (tmp_path / "run.db").exists()  # no second store, no second run
+
+
 RECURRING = """
 [workflow]
 name = "beat"

@@ -127,8 +127,10 @@ class EngineBridge(QObject):
         self._reread_later: dict[str, None] = {}  # tasks to re-read, over the budget (in order)
         self._counts: dict[TaskState, int] | None = None  # state_counts, until tasks change
 
-        # Before subscribing: a worker's event may come at once, and posts a wake.
+        # Before subscribing: an event may come at once (a worker's, or a watched run's
+        # replay on this thread) and post a wake, which does nothing until we are built.
         self._wake_posted = False  # a wake is on its way to the GUI thread (under _lock)
+        self._unsubscribe = None
         relay.install()
         # Subscribe before the snapshot so nothing falls between the two; events
         # the snapshot already covers (seq <= its seq) are dropped.

@@ -148,10 +148,6 @@ class EngineBridge(QObject):
         self._timer.setSingleShot(True)
         self._timer.setInterval(interval_ms)
         self._timer.timeout.connect(self.drain)
-        with self._lock:
-            woken = self._wake_posted
-        if woken:  # a watched run replays its recent events on this thread, in subscribe
-            self._timer.start()
         self._timer.start()  # a first drain: the early recorder's events
         # The heap only changes with events; re-read it at most 4 times a second, and
         # only after a drain applied some.
@@ -185,8 +181,6 @@ class EngineBridge(QObject):
     # -- GUI thread ---------------------------------------------------------------
     def _wake(self) -> None:
         """Events arrived: drain them a moment from now, with whatever else comes."""
-        if getattr(self, "_timer", None) is None:
-            return  # posted from this thread while subscribing: __init__ starts the timer
         if self._unsubscribe is not None and not self._timer.isActive():
             self._timer.start()
 

@@ -95,8 +95,11 @@ class Command:
 
         run = current_run()
         log_path = _new_log_path(run, self.__name__)
-        # TASKLOOM_* of the attempt and the run's env (context.attempt_env), then its own
-        env = {**os.environ, **attempt_env(run), **self.env}
+        # TASKLOOM_* of the attempt and the run's env (context.attempt_env), then its own.
+        # Sent as the environment most commands share (sent again only when it changes)
+        # and the few variables of this attempt.
+        env = {**os.environ, **self.env}
+        extra = {k: v for k, v in attempt_env(run).items() if k not in self.env}
         if run is not None:
             run.log_path = str(log_path)
         request: dict = {
@@ -104,6 +107,7 @@ class Command:
             "shell": self.shell,
             "cwd": self.cwd,
             "env": env,
+            "env_extra": extra,
             "log": str(log_path),
             "max_log_bytes": MAX_LOG_BYTES,
             "tail_bytes": TAIL_BYTES,

@@ -449,7 +449,7 @@ class Supervisor:
         if request.get("env") is not None:  # sent when it changed, else the last one
             self.env = dict(request["env"])
             self.env[MARK] = self.token  # what a later owner finds survivors by (survivors.py)
-        env = self.env
+        env = {**self.env, **request["env_extra"]} if request.get("env_extra") else self.env
         self.commands[command.id] = command
         self.spawners.submit(command, request, env)
 

@@ -32,6 +32,7 @@ KINDS = tuple(s.value for s in TaskState) + OTHER_KINDS
 COLUMNS = ("seq", "time", "task", "event", "#", "detail")
 TASK_COLUMN_WIDTHS = (64, 140)  # the task column shares what is left with the detail
 DETAIL_MIN_WIDTH = 70
+TASK_NARROWEST = 36  # the task column in the narrowest log, before a scroll bar shows
 # Short labels where a kind's name is long ("• dependency removed" was cut to "• …");
 # the event column fits the longest label shown.
 SHORT_LABELS = {"dependency_added": "+ dependency", "dependency_removed": "− dependency"}
@@ -274,9 +275,16 @@ class EventLog(QWidget):
         if table.horizontalScrollBarPolicy() != policy:
             table.setHorizontalScrollBarPolicy(policy)
         fixed = sum(table.columnWidth(c) for c in SAMPLE_TEXT if not table.isColumnHidden(c))
-        room = table.viewport().width() - fixed - DETAIL_MIN_WIDTH
         low, high = TASK_COLUMN_WIDTHS
-        self.table.setColumnWidth(2, max(low, min(high, room)))
+        # Narrower still (an 820 px window's dock): the detail goes too (its tooltip and
+        # the inspector keep it), so that the event column is whole.
+        no_detail = narrow and outer - fixed - low < DETAIL_MIN_WIDTH
+        detail = COLUMNS.index("detail")
+        if table.isColumnHidden(detail) != no_detail:
+            table.setColumnHidden(detail, no_detail)
+        room = outer - fixed - (0 if no_detail else DETAIL_MIN_WIDTH)
+        # Without the detail, the task column gives way (elided) before the event does.
+        self.table.setColumnWidth(2, max(TASK_NARROWEST if no_detail else low, min(high, room)))
 
     def eventFilter(self, watched, event) -> bool:
         if watched is self.table.viewport() and event.type() == QEvent.Type.Resize:

@@ -231,3 +231,28 @@ def test_a_recurring_band_follows_an_edit_of_its_interval(qtbot, make_window, ma
     definition = manual_scheduler.definition("tick")
     manual_scheduler.update("tick", dataclasses.replace(definition, every=20.0))
     qtbot.waitUntil(lambda: labels.get("tick") == "every 20 s", timeout=5000)
+
+
+def test_a_narrow_event_log_shows_its_event_column_whole(qtbot):
+    """At an 820 px window's dock width the visible columns fit the view (issue 24:
+    the event column was cut off at the edge)."""
+    from taskloom.engine import Event, TaskState
+    from taskloom.gui.event_log import COLUMNS, EventLog
+
+    log = EventLog(lambda at: "12:00:00.000")
+    qtbot.addWidget(log)
+    log.add_events(
+        [
+            Event(i, "running", f"task{i}", TaskState.RUNNING, float(i), 1, None, None)
+            for i in range(5)
+        ]
+    )
+    log.show()
+    for width in (260, 300, 340, 420, 700):
+        log.resize(width, 160)
+        QApplication.processEvents()
+        table = log.table
+        shown = [c for c in range(len(COLUMNS)) if not table.isColumnHidden(c)]
+        assert COLUMNS.index("event") in shown
+        right = max(table.columnViewportPosition(c) + table.columnWidth(c) for c in shown)
+        assert right <= table.viewport().width() + 1, (width, right, table.viewport().width())

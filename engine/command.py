@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ._jobs.context import RunContext, attempt_env, current_run
-from .errors import TaskCancelled
+from .errors import CommandLost, TaskCancelled
 
 if TYPE_CHECKING:  # loaded on the first command: defining tasks needs none of it
     from ._jobs import supervision
@@ -160,7 +160,7 @@ def command_outcome(run: RunContext | None, end: dict, name: str) -> None:
     if end.get("detached"):
         raise CommandDetached(name)
     if end.get("lost"):
-        raise CommandFailed("its supervisor was killed: the command's end is unknown")
+        raise CommandLost("lost: its supervisor was killed before the command's end was recorded")
     if run is not None:
         run.exit_code = end.get("rc")
         run.output = end.get("tail") or None
@@ -240,6 +240,8 @@ def adopted_command(attempt: supervision.SupervisedAttempt, name: str):
             run.on_cancel(lambda: None if run.detached else _stop_adopted(attempt))
         stopped = (lambda: run.detached) if run is not None else (lambda: False)
         end = supervision.wait_end(attempt, stopped)
+        if end.get("lost"):  # nobody supervises it now: it must not run on unrecorded
+            _stop_adopted(attempt)
         return command_outcome(run, end, name)
 
     return wait_end

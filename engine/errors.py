@@ -41,3 +41,9 @@ class TaskTimeout(Exception):
 
 class TaskCancelled(Exception):
     """Raised by cooperative task code that noticed its cancellation."""
+
+
+class CommandLost(Exception):
+    """A command's supervisor died before it recorded the command's end: the end is
+    unknown, the group is ended, and the attempt is ``lost`` (it runs again, using no
+    retry budget), as when a crash takes a command's supervisor with its owner."""

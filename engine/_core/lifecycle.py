@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from .._schedule.recurrence import RUN_ALL_CAP, CronRecurrence, IntervalRecurrence, Recurrence
 from .._schedule.timers import TimerQueue
 from ..clock import Clock
-from ..errors import CycleError, InvalidArgument, TaskTimeout
+from ..errors import CommandLost, CycleError, InvalidArgument, TaskTimeout
 from ..models import Action, Attempt, RetryPolicy
 from ..options import Misfire, Mode, Outcome, Overlap, TriggerRule
 from ..states import NOT_STARTED, TaskState, check_transition
@@ -790,11 +790,16 @@ class Lifecycle:
         task = run.task
         task.drop_run(run)
         self._timers.discard(run.timeout_entry)
-        interrupted = self._core.interrupting and error is not None and not task.cancel_requested
+        lost = error is not None and error.__class__ is CommandLost and not task.cancel_requested
+        interrupted = lost or (
+            self._core.interrupting and error is not None and not task.cancel_requested
+        )
         if task.cancel_requested:
             outcome = Outcome.CANCELLED
         elif error is None:
             outcome = Outcome.SUCCEEDED
+        elif lost:  # not the task's failure: it runs again, as after a crash
+            outcome = Outcome.LOST
         else:
             outcome = Outcome.INTERRUPTED if interrupted else Outcome.FAILED
         text = None if error is None else error_text(error)

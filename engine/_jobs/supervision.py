@@ -216,7 +216,7 @@ class SupervisorClient:
         for each in pending:
             if each.pgid is not None and _same_process(each.pid, each.proc_started):
                 _script.signal_group(each.pgid, signal.SIGKILL)
-            each.end = {"error": "its supervisor was killed: the command's end is unknown"}
+            each.end = {"lost": True}  # the attempt is lost: it runs again
             each.ended.set()
         try:
             self.process.wait(timeout=1.0)

@@ -253,6 +253,7 @@ def test_a_command_whose_supervisor_was_killed_too_is_lost_and_ended(files):
     pid = command_pid(ledger)
     kill_owner(proc)  # first: a living owner ends the commands of a supervisor killed alone
     os.kill(supervisor, signal.SIGKILL)
+    wait_for(lambda: not alive(supervisor), what="the supervisor's end")  # as a restart sees it
     assert alive(pid)  # unsupervised now, until the next owner ends it
 
     store = SQLiteStore(db)
@@ -485,6 +486,31 @@ def test_an_owner_that_never_starts_leaves_adopted_commands_to_the_next(files):
         gate.touch()
         assert s.wait(20)
         assert [(a.number, a.outcome.value) for a in s.attempts("cmd")] == [(1, "succeeded")]
+        s.shutdown()
+    finally:
+        store.close()
+
+
+@pytest.mark.timeout(60)
+def test_a_live_owners_supervisor_killed_alone_loses_the_attempt_which_runs_again(files):
+    """The owner lives but its supervisor was killed: the command is ended (nobody would
+    record it), its attempt is lost (not failed) and the task runs again."""
+    db, ledger, gate = files
+    store = SQLiteStore(db)
+    try:
+        s = Scheduler(store=store)
+        s.add(Command([PY, "-c", gated_body(ledger, gate)]), name="cmd")
+        s.start()
+        wait_for(lambda: _started(ledger), what="the command's start")
+        first = command_pid(ledger)
+        supervisor = supervision.client().pid
+        os.kill(supervisor, signal.SIGKILL)
+        wait_for(lambda: not alive(first), what="the unsupervised command's end")
+        wait_for(lambda: len(ledger_lines(ledger)) == 2, what="the second attempt's start")
+        gate.touch()
+        assert s.wait(20)
+        outcomes = [(a.number, a.outcome.value) for a in s.attempts("cmd")]
+        assert outcomes == [(1, "lost"), (2, "succeeded")]
         s.shutdown()
     finally:
         store.close()

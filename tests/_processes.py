@@ -12,3 +12,23 @@ def group_exists(pgid: int) -> bool:
     except ProcessLookupError:
         return False
     return True
+
+
+def wait_for(predicate, timeout: float = 20.0, what: str = "condition") -> None:
+    """Poll ``predicate`` (a real process's doing: no event to wait on) until true."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.01)
+
+
+def alive(pid: int) -> bool:
+    """Whether process ``pid`` runs: there, and not a zombie."""
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            return handle.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+    except OSError:
+        return False

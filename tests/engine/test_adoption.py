@@ -22,25 +22,10 @@ from taskloom.engine import Scheduler, TaskState
 from taskloom.engine._jobs import supervision
 from taskloom.engine.command import Command
 from taskloom.engine.store import SQLiteStore
+from tests._processes import alive, wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
 PY = sys.executable
-
-
-def wait_for(predicate, timeout: float = 20.0, what: str = "condition") -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.01)
-
-
-def alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as handle:
-            return handle.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
-    except OSError:
-        return False
 
 
 def gated_body(ledger: Path, gate: Path, code: int = 0) -> str:

@@ -19,25 +19,9 @@ from taskloom.engine import Scheduler, TaskState
 from taskloom.engine._jobs.reaper import ENV_KEY
 from taskloom.engine._store.lock import read_owner
 from taskloom.engine.store import SQLiteStore, StoreBusy
+from tests._processes import alive, wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def wait_for(predicate, timeout: float = 20.0, what: str = "condition") -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.02)
-
-
-def alive(pid: int) -> bool:
-    """Running, not a zombie."""
-    try:
-        with open(f"/proc/{pid}/stat") as handle:
-            return handle.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
-    except OSError:
-        return False
 
 
 def owner_script(db: Path, pids: Path, *, extra: str = "") -> str:

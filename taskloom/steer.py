@@ -113,6 +113,9 @@ class RunView:
     running: list[dict] = field(default_factory=list)  # task, attempt, started (wall)
     failures: list[dict] = field(default_factory=list)  # newest first
     upcoming: list[dict] = field(default_factory=list)  # task, at (wall), kind
+    # With no owner: each task it left running, and what its command's supervisor says
+    # (still running, or its end: the next start adopts it), else it runs again.
+    left_running: list[dict] = field(default_factory=list)  # task, outcome, started
 
     def counts(self) -> dict[str, int]:
         counts: dict[str, int] = {}
@@ -207,6 +210,19 @@ def _stored_view(workflow, db_path: Path, reader) -> RunView:
          for t in tasks if t.next is not None),
         key=lambda e: e["at"],
     )  # fmt: skip
+    left_running = []
+    for task in tasks:
+        if task.state == "running":
+            rows = reader.attempts(task.id, limit=1)  # with what a supervisor recorded
+            newest = rows[0] if rows else {}
+            supervised = "supervisor" in (newest.get("error") or "") or (
+                newest.get("outcome") not in (None, "running")
+            )
+            left_running.append({
+                "task": task.id,
+                "outcome": newest.get("outcome") if supervised else None,
+                "started": newest.get("started"),
+            })  # fmt: skip
     return RunView(
         workflow.name,
         str(workflow.path),
@@ -219,6 +235,7 @@ def _stored_view(workflow, db_path: Path, reader) -> RunView:
         [],
         _failures(reader, reader.run),
         upcoming[:NEXT_SHOWN],
+        left_running,
     )
 
 
@@ -365,10 +382,25 @@ def _view_lines(view: RunView, zones: dict, now: float) -> list[str]:
         for r in view.running:
             took = "" if r["started"] is None else f" for {human.duration(now - r['started'])}"
             lines.append(f"  {r['task']}{took} (attempt {r['attempt']})")
-    elif not view.live and any(t.state == "running" for t in view.tasks):
-        stopped = [t.id for t in view.tasks if t.state == "running"]
-        lines.append("was running when its owner stopped (runs again at the next start): "
-                     + ", ".join(stopped))  # fmt: skip
+    elif not view.live and view.left_running:
+        going = [r for r in view.left_running if r["outcome"] == "running"]
+        ended = [r for r in view.left_running if r["outcome"] not in (None, "running")]
+        again = [r["task"] for r in view.left_running if r["outcome"] is None]
+        if going:
+            lines.append("still running under its supervisor (the next start adopts it):")
+            for r in going:
+                took = "" if r["started"] is None else f" for {human.duration(now - r['started'])}"
+                lines.append(f"  {r['task']}{took}")
+        for r in ended:
+            lines.append(
+                f"ended after its owner stopped: {r['task']} {r['outcome']} "
+                "(recorded at the next start)"
+            )
+        if again:
+            lines.append(
+                "was running when its owner stopped (runs again at the next start): "
+                + ", ".join(again)
+            )
     if view.failures:
         lines.append("recent failures:")
         for f in view.failures:

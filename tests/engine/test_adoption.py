@@ -167,6 +167,9 @@ def test_history_shows_an_end_recorded_after_the_owner_died(files, tmp_path):
     history = [PY, "-m", "taskloom", "history", str(workflow), "--db", str(db)]
     before = subprocess.run(history, cwd=ROOT, capture_output=True, text=True, check=True)
     assert "still running under its supervisor" in before.stdout
+    status = [PY, "-m", "taskloom", "status", str(workflow), "--db", str(db)]
+    told = subprocess.run(status, cwd=ROOT, capture_output=True, text=True)
+    assert "still running under its supervisor (the next start adopts it)" in told.stdout
     gate.touch()
     wait_for(lambda: _reader_outcome(db, "cmd") == "failed", what="the recorded end")
     reader = SQLiteStore.reader(db)
@@ -180,6 +183,9 @@ def test_history_shows_an_end_recorded_after_the_owner_died(files, tmp_path):
     after = subprocess.run(history, cwd=ROOT, capture_output=True, text=True, check=True)
     line = next(line for line in after.stdout.splitlines() if " cmd " in line)
     assert "failed" in line and "exit code 3" in line, after.stdout
+    status = [PY, "-m", "taskloom", "status", str(workflow), "--db", str(db)]
+    told = subprocess.run(status, cwd=ROOT, capture_output=True, text=True)
+    assert "ended after its owner stopped: cmd failed" in told.stdout, told.stdout + told.stderr
 
 
 @pytest.mark.timeout(60)

@@ -23,9 +23,7 @@ Writes ``results/cli.json`` and ``results/cli.md``. Timings are never asserted.
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import platform
 import shutil
 import statistics
 import subprocess
@@ -33,6 +31,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+from .report import machine_now, write_results
 
 RESULTS = Path(__file__).resolve().parent / "results"
 ROOT = Path(__file__).resolve().parents[1]
@@ -222,19 +222,12 @@ def main(argv=None) -> int:
         "cpu_medians_s": cpu,
         "all_s": {t.label: t.times for t in trees},
         "imports_ms": imports,
-        "machine": {
-            "cpus": os.cpu_count(),
-            "python": platform.python_version(),
-            "load_average": os.getloadavg(),
-            "when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-        },
+        "machine": machine_now(),
     }
     table = markdown(result)
     print(table)
     if not args.no_write:
-        args.out.mkdir(parents=True, exist_ok=True)
-        (args.out / "cli.json").write_text(json.dumps(result, indent=1) + "\n")
-        (args.out / "cli.md").write_text(table + "\n")
+        write_results(args.out, "cli", result, table)
     return 0
 
 

@@ -19,9 +19,7 @@ Timings are never asserted.
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import platform
 import shutil
 import signal
 import subprocess
@@ -29,6 +27,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+from .report import machine_now, write_results
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
@@ -168,19 +168,12 @@ def main(argv=None) -> int:
     result = {
         "seconds": seconds,
         "windows": {w.label: w.result for w in windows},
-        "machine": {
-            "cpus": os.cpu_count(),
-            "python": platform.python_version(),
-            "load_average": os.getloadavg(),
-            "when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-        },
+        "machine": machine_now(),
     }
     table = markdown(result)
     print(table)
     if not args.no_write:
-        args.out.mkdir(parents=True, exist_ok=True)
-        (args.out / "idle.json").write_text(json.dumps(result, indent=1) + "\n")
-        (args.out / "idle.md").write_text(table + "\n")
+        write_results(args.out, "idle", result, table)
     return 0
 
 

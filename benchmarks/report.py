@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import json
+import os
+import platform
 import statistics
+import time
+from pathlib import Path
 from typing import NamedTuple
 
 BASELINE = "taskloom"
@@ -144,3 +149,20 @@ def markdown(results: dict, systems: list[tuple[str, str]]) -> str:
     if errors:
         notes += ["", "Errors:", *errors]
     return "\n".join(lines + notes) + "\n"
+
+
+def machine_now() -> dict:
+    """This machine as a result records it: cores, Python, load, when (UTC)."""
+    return {
+        "cpus": os.cpu_count(),
+        "python": platform.python_version(),
+        "load_average": os.getloadavg(),
+        "when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+    }
+
+
+def write_results(out: Path, stem: str, result: dict, table: str) -> None:
+    """``<out>/<stem>.json`` and ``<out>/<stem>.md`` (the table as printed)."""
+    out.mkdir(parents=True, exist_ok=True)
+    (out / f"{stem}.json").write_text(json.dumps(result, indent=1) + "\n")
+    (out / f"{stem}.md").write_text(table + "\n")

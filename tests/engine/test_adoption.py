@@ -83,6 +83,21 @@ def command_pid(ledger: Path) -> int:
     return int(ledger_lines(ledger)[0].split()[1])
 
 
+def assert_next_owner_records_one_success(db: Path, gate: Path) -> None:
+    """As the store's next owner: open the gate, and the adopted command's one attempt
+    ends as the run's one success of ``cmd``."""
+    store = SQLiteStore(db)
+    try:
+        s = Scheduler(store=store)
+        s.start()
+        gate.touch()
+        assert s.wait(20)
+        assert [(a.number, a.outcome.value) for a in s.attempts("cmd")] == [(1, "succeeded")]
+        s.shutdown()
+    finally:
+        store.close()
+
+
 @pytest.fixture
 def files(tmp_path):
     ledger = tmp_path / "ledger"
@@ -410,16 +425,7 @@ def test_a_command_whose_owner_is_killed_three_times_is_never_lost(files):
         assert owner.poll() is None, "the next owner did not adopt the command"
         kill_owner(owner)
         assert alive(pid)
-    store = SQLiteStore(db)
-    try:
-        s = Scheduler(store=store)
-        s.start()
-        gate.touch()
-        assert s.wait(20)
-        assert [(a.number, a.outcome.value) for a in s.attempts("cmd")] == [(1, "succeeded")]
-        s.shutdown()
-    finally:
-        store.close()
+    assert_next_owner_records_one_success(db, gate)
     assert ledger_lines(ledger) == [f"start {pid}", "end", "after"]
 
 
@@ -470,16 +476,7 @@ def test_an_owner_that_never_starts_leaves_adopted_commands_to_the_next(files):
     s.shutdown(wait=True)  # returns at once: nothing of this scheduler ran
     store.close()
     assert alive(pid)
-    store = SQLiteStore(db)
-    try:
-        s = Scheduler(store=store)
-        s.start()
-        gate.touch()
-        assert s.wait(20)
-        assert [(a.number, a.outcome.value) for a in s.attempts("cmd")] == [(1, "succeeded")]
-        s.shutdown()
-    finally:
-        store.close()
+    assert_next_owner_records_one_success(db, gate)
 
 
 @pytest.mark.timeout(60)

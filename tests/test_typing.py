@@ -11,6 +11,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(600)
 def test_mypy_finds_no_errors_in_the_engine(tmp_path):
     result = subprocess.run(

@@ -92,6 +92,7 @@ def drive(expr, tz, start_wall, mono_start, skew, occurrences, rng) -> None:
     skew=st.floats(-MAX_SKEW, MAX_SKEW),
     rng=st.randoms(use_true_random=False),
 )
+@pytest.mark.slow
 def test_each_occurrence_runs_once_across_dst_with_wall_jitter(
     tz, which, expr, occurrences, before, mono_start, skew, rng
 ):

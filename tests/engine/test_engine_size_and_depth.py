@@ -60,6 +60,7 @@ def _assert_is_cycle(path, edges: set[tuple[str, str]]) -> None:
 
 
 # ------------------------------------------------------------------ adding, any order
+@pytest.mark.slow
 @pytest.mark.timeout(90)
 def test_100k_chain_added_dependents_first():
     n = 100_000
@@ -73,6 +74,7 @@ def test_100k_chain_added_dependents_first():
     s.start()  # nothing is missing any more
 
 
+@pytest.mark.slow
 def test_adding_a_chain_is_linear_in_both_orders():
     for leaf_first in (False, True):
 
@@ -227,6 +229,7 @@ def test_a_5000_deep_chain_restores(tmp_path):
     _assert_restored(path, graph, states, repeats)
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(60)
 def test_a_20000_task_random_dag_restores(tmp_path):
     graph = {"r": [], **_local_dag(20_000)}
@@ -238,6 +241,7 @@ def test_a_20000_task_random_dag_restores(tmp_path):
     _assert_restored(path, graph, states, repeats)
 
 
+@pytest.mark.slow
 def test_restore_time_is_linear(tmp_path):
     took = {}
     for n in (2_000, 8_000):

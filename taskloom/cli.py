@@ -812,7 +812,7 @@ def _run_workflow(args, stop_signals: StopSignals) -> int:
 
     # Subscribed before the engine starts, so that neither misses an event; the
     # monitor holds its lines until the report exists, and the feed's thread starts
-    # once the first commands have (docs/design.md 7, "Quick to answer").
+    # once the first commands have (docs/cli.md 7, "Quick to answer").
     feed = FeedWriter(scheduler, opened.store)  # for windows that watch this run
     monitor = RunMonitor(workflow, counted_tasks(workflow))
     scheduler.subscribe(monitor.on_event)

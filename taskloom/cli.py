@@ -118,7 +118,7 @@ class _VersionAction(argparse.Action):
         kwargs.setdefault("help", "show program's version number and exit")
         super().__init__(option_strings, dest=dest, default=argparse.SUPPRESS, nargs=0, **kwargs)
 
-    def __call__(self, parser, namespace, values, option_string=None):
+    def __call__(self, parser, _namespace, _values, _option_string=None):
         print(f"taskloom {_version()}")  # to stdout, as argparse's own "version" action
         parser.exit()
 

@@ -304,6 +304,8 @@ def _written_outside(path) -> str | None:
         return None
     if f"{os.sep}__pycache__{os.sep}" in full:  # Python's own byte-code cache
         return None
+    if f"{os.sep}.pytest_cache{os.sep}" in full:  # pytest's own (and its plugins')
+        return None
     return full
 
 
@@ -328,8 +330,8 @@ def _audit(event: str, args: tuple) -> None:
 
 
 def _repo_changes() -> set[str]:
-    """The repository's untracked and changed files (ignored ones too, but not the
-    virtualenv, byte-code and tool caches the run itself makes)."""
+    """The repository's untracked files (ignored ones too, but not the virtualenv,
+    byte-code and tool caches the run itself makes)."""
     try:
         out = subprocess.run(
             ["git", "status", "--porcelain", "--ignored", "--untracked-files=all"],
@@ -341,10 +343,13 @@ def _repo_changes() -> set[str]:
     except OSError:  # no git: nothing to compare
         return set()
     skip = (".venv/", ".pytest_cache/", ".mypy_cache/", ".ruff_cache/", ".hypothesis/")
-    return {
+    return {  # new files only: a tracked file edited while the tests run is someone's work
         line
         for line in out.splitlines()
-        if not line[3:].startswith(skip) and "__pycache__/" not in line and ".egg-info/" not in line
+        if line[:2] in ("??", "!!")
+        and not line[3:].startswith(skip)
+        and "__pycache__/" not in line
+        and ".egg-info/" not in line
     }
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.slow  # real processes / builds (minutes in all)
+pytestmark = pytest.mark.slow  # real shells started per completion
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "resources" / "examples"

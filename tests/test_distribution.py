@@ -16,7 +16,7 @@ import pytest
 import taskloom
 import taskloom.engine
 
-pytestmark = pytest.mark.slow  # real processes / builds (minutes in all)
+pytestmark = pytest.mark.slow  # builds a wheel or an sdist (a minute)
 
 ROOT = Path(__file__).resolve().parents[1]
 

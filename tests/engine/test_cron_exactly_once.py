@@ -102,6 +102,7 @@ def test_each_occurrence_runs_once_across_dst_with_wall_jitter(
     drive(expr, tz, start, mono_start, skew, occurrences, rng)
 
 
+@pytest.mark.slow
 def test_ten_thousand_minutes_each_run_once():
     # A week of "* * * * *" across Berlin's fall-back, minute by minute with jitter.
     start = datetime(2026, 10, 21, 11, 59, 13, 250000, tzinfo=UTC)

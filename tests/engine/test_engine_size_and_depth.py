@@ -216,6 +216,7 @@ def _assert_restored(path, graph, states, repeats):
         store.close()
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(60)
 def test_a_5000_deep_chain_restores(tmp_path):
     n = 5_000

@@ -99,6 +99,7 @@ def test_run_window_refuses_a_bad_file(qtbot, tmp_path, capsys):
     assert not (tmp_path / "no.png").exists()
 
 
+@pytest.mark.slow
 def test_taskloom_command_takes_a_screenshot_headless(tmp_path):
     path = write_workflow(tmp_path, '[tasks.only]\ncommand = ["PY", "-c", "print(1)"]\n')
     picture = tmp_path / "cli.png"

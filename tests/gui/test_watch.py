@@ -20,6 +20,8 @@ from taskloom.engine.watched_run import WatchOnly
 from taskloom.engine.workflow import load
 from taskloom.watching import WatchSession
 
+pytestmark = pytest.mark.slow  # real processes: owners, watchers, signals, kills
+
 ROOT = Path(__file__).resolve().parents[2]
 LINE = re.compile(r"^\s*[\d.]+s\s+(\S*)\s+(\w+)")
 S = TaskState

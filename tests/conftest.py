@@ -293,6 +293,8 @@ _outside: list[str] = []  # paths this process wrote outside the temp folders
 def _written_outside(path) -> str | None:
     if isinstance(path, int):
         return None
+    if isinstance(path, os.PathLike):
+        path = os.fspath(path)
     if isinstance(path, bytes):
         path = os.fsdecode(path)
     if not isinstance(path, str) or not path or path.startswith(("file:", ":memory:")):

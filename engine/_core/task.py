@@ -15,6 +15,7 @@ from operator import attrgetter
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
+from ..models import TaskInfo
 from ..options import Misfire, Overlap, TriggerRule
 from ..states import TaskState
 
@@ -303,3 +304,20 @@ class Run:
         # A command started by an earlier owner of the store, adopted by recovery:
         # what waits for its end (instead of the task's code); None for our own runs.
         self.adopted: Callable[[], Any] | None = None
+
+
+def task_info(t: Task) -> TaskInfo:
+    """The task as a frozen ``TaskInfo`` (what ``Scheduler.task`` answers)."""
+    return TaskInfo(
+        t.id,
+        t.id,
+        t.state,
+        tuple(t.deps),
+        tuple(t.dependents),
+        t.priority,
+        t.attempt,
+        t.run_at,
+        t.recurrence is not None,
+        t.paused,
+        t.error,
+    )

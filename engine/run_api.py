@@ -1,0 +1,201 @@
+"""The run interface: everything the window and the command line ask of a run.
+
+Two classes implement ``RunInterface``: ``Scheduler`` (a run this process owns) and
+``watched_run.WatchedRun`` (a run another process owns, followed through its
+store). A caller typed against ``RunInterface`` never needs to know which one it
+has: what a watched run cannot do (graph edits) it refuses with ``Refused``, whose
+message says why, never with ``AttributeError``; and ``why_not`` tells, for each
+``Action``, why it cannot be done now, in the words a window shows.
+
+The rules themselves stay where they are applied (``_core.lifecycle``); this module
+holds the words (``refusal_text``) and the one walk of ``clear``'s downstream rule
+(``clear_plan``), shared by the owner and the watcher, so no caller restates them.
+mypy checks that both classes implement the whole interface (tests/test_run_api_types.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable, Iterable, Mapping
+from typing import TYPE_CHECKING, Protocol, TypeVar
+
+from .models import Action, Attempt, Entry, Event, TaskInfo
+from .states import TaskState
+
+if TYPE_CHECKING:
+    from .clock import Clock
+    from .definitions import TaskDefinition
+    from .store import SQLiteStore
+
+S = TaskState
+
+
+class Refused(RuntimeError):
+    """An action this run does not do at all (a graph edit asked of a watched run):
+    the message says why and what to do instead."""
+
+
+class RunInterface(Protocol):
+    """What the window and the command line ask of a run, owned or watched."""
+
+    # -- what the run is ---------------------------------------------------------
+    def snapshot(self) -> tuple[int, list[TaskInfo], list[Entry]]: ...
+    def tasks(self) -> list[TaskInfo]: ...
+    def task(self, task_id: str) -> TaskInfo: ...
+    def definition(self, task_id: str) -> TaskDefinition: ...
+    def upcoming(self, limit: int = 100) -> list[Entry]: ...
+    def attempts(self, task_id: str) -> list[Attempt]: ...
+    def live_log(self, task_id: str) -> str | None: ...
+    def would_close_cycle(self, task_id: str, dep_id: str) -> list[str] | None: ...
+
+    @property
+    def paused(self) -> bool: ...
+    @property
+    def clock(self) -> Clock: ...
+    @property
+    def workers(self) -> int | None: ...
+    @property
+    def busy(self) -> int | None: ...
+    @property
+    def store(self) -> SQLiteStore | None: ...
+    @property
+    def run(self) -> int | None: ...
+    @property
+    def owner_alive(self) -> bool: ...
+    @property
+    def edit_refusal(self) -> str | None: ...
+
+    # -- listening ---------------------------------------------------------------
+    def subscribe(self, callback: Callable[[Event], object]) -> Callable[[], None]: ...
+    def on(self, kind: str, callback: Callable[[Event], object]) -> Callable[[], None]: ...
+    def on_attempts(self, callback: Callable[[str], object]) -> Callable[[], None]: ...
+
+    # -- what may be done, and why not -------------------------------------------
+    def allowed_actions(self, task_id: str) -> frozenset[Action]: ...
+    def why_not(self, task_id: str, action: Action) -> str | None: ...
+    def clear_plan(self, task_ids: str | Iterable[str], downstream: bool = False) -> list[str]: ...
+
+    # -- steering ----------------------------------------------------------------
+    def cancel(self, task_id: str) -> bool: ...
+    def retry(self, task_id: str) -> bool: ...
+    def run_now(self, task_id: str) -> bool: ...
+    def clear(self, task_ids: str | Iterable[str], downstream: bool = False) -> list[str]: ...
+    def pause(self, task_id: str | None = None) -> None: ...
+    def resume(self, task_id: str | None = None) -> None: ...
+
+    # -- graph edits (a watched run refuses them: ``Refused``); new tasks come
+    # through ``TaskDefinition.submit(run)``, which a watched run refuses too ----
+    def add_dependency(self, task_id: str, dep_id: str) -> None: ...
+    def remove_dependency(self, task_id: str, dep_id: str) -> None: ...
+    def remove(self, task_id: str) -> bool: ...
+    def restore(self, task_id: str) -> list[str]: ...
+    def update(self, task_id: str, definition: TaskDefinition) -> None: ...
+
+    # -- the end -----------------------------------------------------------------
+    def start(self) -> None: ...
+    def shutdown(self, wait: bool = True, *, cancel_running: bool = False) -> None: ...
+
+
+# -- the words for "why not" ----------------------------------------------------------
+def refusal_text(
+    info: TaskInfo,
+    action: Action,
+    *,
+    in_flight: bool = False,
+    cancelling: bool = False,
+    upstream_rules_out: bool = False,
+) -> str:
+    """Why ``action`` cannot be done to the task ``info`` shows, given that it cannot:
+    ``in_flight`` an attempt of it still runs, ``cancelling`` a cancel is pending,
+    ``upstream_rules_out`` its dependencies would skip it again (see
+    ``Scheduler.allowed_actions`` for the rules)."""
+    tid, state = info.id, info.state
+    name = state.name.lower()
+    if action is Action.CANCEL:
+        if cancelling:
+            return f"{tid} is being cancelled already"
+        return f"{tid} is {name}: only a task that has not finished can be cancelled"
+    if action is Action.RETRY:
+        if state is S.SKIPPED and not in_flight:
+            return f"{tid} was skipped because an upstream task failed: retry that one"
+        if state in (S.FAILED, S.CANCELLED) and not in_flight and upstream_rules_out:
+            return f"{tid} would be skipped again: an upstream task did not succeed, retry that one"
+        if in_flight and state.settled:
+            return f"{tid} has an attempt still running: wait until it has ended"
+        return f"{tid} is {name}: only a failed, skipped or cancelled task can be retried"
+    if action is Action.RUN_NOW:
+        if cancelling:
+            return f"{tid} is being cancelled: nothing of it can start"
+        if info.recurring and in_flight:
+            return f"{tid} runs now and its overlap policy skips extra runs"
+        return f"{tid} is {name}: nothing waits for a time that Run now could bring forward"
+    if action is Action.CLEAR:
+        if info.recurring:
+            return f"{tid} is recurring: use Run now for an extra run"
+        if in_flight and state.settled:
+            return f"{tid} has an attempt still running: wait until it has ended"
+        return f"{tid} is {name}: only a finished task can run again"
+    if action is Action.PAUSE:
+        return f"{tid} is paused already"
+    if action is Action.RESUME:
+        return f"{tid} is not paused"
+    if action is Action.REMOVE:
+        return f"{tid} is running: cancel it, or wait until it has finished"
+    if action is Action.EDIT:
+        if in_flight:
+            return f"{tid} is running: edit it before it starts or once it has settled"
+        return f"{tid} is {name}: edit it before it starts or once it has settled"
+    return (  # ADD_DEPENDENCY
+        f"{tid} is {name}: only a task that has not started, or a recurring one, "
+        "can wait for another"
+    )
+
+
+# -- the one walk of clear's rule ------------------------------------------------------
+T = TypeVar("T", bound=Hashable)
+
+
+def clear_plan(
+    roots: Iterable[T],
+    downstream: bool,
+    dependents: Callable[[T], Iterable[T]],
+    recurring: Callable[[T], bool],
+    clearable: Callable[[T], bool],
+) -> set[T]:
+    """What ``clear(roots, downstream)`` resets: the roots and, with ``downstream``,
+    every ``clearable`` (settled, nothing in flight) one-shot task below them; the
+    walk goes through unclearable one-shot tasks and stops at recurring ones."""
+    chosen = set(roots)
+    if downstream:
+        stack = [d for root in chosen for d in dependents(root)]
+        while stack:
+            task = stack.pop()
+            if task in chosen or recurring(task):
+                continue
+            if clearable(task):
+                chosen.add(task)
+            stack.extend(dependents(task))
+    return chosen
+
+
+def ordered_clear_plan(
+    tasks: Mapping[str, TaskInfo],
+    task_ids: str | Iterable[str],
+    downstream: bool,
+    clearable: Callable[[str], bool],
+) -> list[str]:
+    """``clear_plan`` over task snapshots (a watched run's), in the run's order;
+    ``KeyError`` for an unknown id, ``ValueError`` for one ``clear`` refuses."""
+    ids = [task_ids] if isinstance(task_ids, str) else list(task_ids)
+    for tid in ids:
+        info = tasks[tid]
+        if not clearable(tid):
+            what = "recurring" if info.recurring else info.state.name
+            raise ValueError(f"task {tid!r} is {what}: only a settled one-shot task can be cleared")
+    chosen = clear_plan(
+        ids,
+        downstream,
+        lambda tid: [d for d in tasks[tid].dependents if d in tasks],
+        lambda tid: tasks[tid].recurring,
+        clearable,
+    )
+    return [tid for tid in tasks if tid in chosen]

@@ -160,7 +160,7 @@ class Controller(QObject):
 
     def edit_refusal(self) -> str | None:
         """Why no graph edit is possible at all (a run watched, not owned), or None."""
-        return getattr(self.scheduler, "edit_refusal", None) or None
+        return self.scheduler.edit_refusal or None
 
     def can_edit(self, tid: str) -> str | None:
         """Why ``tid`` cannot be edited now, or None if it can."""

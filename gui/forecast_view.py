@@ -133,7 +133,7 @@ class ForecastView:
         owner alive; then whether anything is left to do."""
         if not getattr(self.window, "started", True):
             return False
-        if not getattr(self.window.scheduler, "owner_alive", True):
+        if not self.window.scheduler.owner_alive:
             return False
         counts = self.window.bridge.state_counts()
         return any(counts[s] for s in (*WAITING, TaskState.RUNNING))
@@ -172,7 +172,7 @@ class ForecastView:
 
     # -- answers ----------------------------------------------------------------------
     def show(self, live: Live | None) -> None:
-        if not getattr(self.window.scheduler, "owner_alive", True):
+        if not self.window.scheduler.owner_alive:
             live = None  # a watched run whose owner died: nothing runs it, nothing to tell
         self.live = live
         self.show_eta()

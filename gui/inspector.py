@@ -326,8 +326,8 @@ class Inspector(QWidget):
                 self.bridge.tasks,
                 dispatcher_paused=bool(self.dispatcher_paused()),
                 clock_now=now,
-                busy=getattr(scheduler, "busy", None),
-                workers=getattr(scheduler, "workers", None),
+                busy=scheduler.busy,
+                workers=scheduler.workers,
                 retry_at=retry_at,
             )
             or "—"

@@ -649,11 +649,7 @@ class MainWindow(QMainWindow):
 
     # -- a past run, read-only ----------------------------------------------------------
     def live_run_id(self) -> int | None:
-        run = getattr(self.scheduler, "run", None)  # a watched run says it itself
-        if not isinstance(run, int):
-            store = getattr(self.scheduler, "store", None)
-            run = getattr(store, "run", None) if store is not None else None
-        return run if isinstance(run, int) else None
+        return self.scheduler.run
 
     def open_past_run(self, run: int) -> None:
         """Show stored run ``run`` read-only (read off the GUI thread); the live run's
@@ -959,9 +955,9 @@ class MainWindow(QMainWindow):
             action.setToolTip(refusal)
 
     def _update_run_again(self, ids, allowed) -> None:
-        """Run again follows the tasks' states; Retry and Run now the engine's answer,
-        and each says why when it cannot act."""
-        why = why_not(self.bridge.tasks, ids)
+        """Run again, Retry and Run now follow the engine's answer, and each says why
+        (the engine's words) when it cannot act."""
+        why = why_not(self.scheduler, ids)
         for action, tip in (
             (self.act_clear, "Run the selected finished tasks again in this run (Clear)"),
             (self.act_clear_downstream, "Run them and everything after them again (Clear)"),
@@ -969,8 +965,9 @@ class MainWindow(QMainWindow):
             action.setEnabled(why is None)
             action.setStatusTip(why or tip)
             action.setToolTip(why or tip)
+        tasks = self.bridge.tasks  # only a settled task can be cleared: ask about those
         self.act_clear_all.setEnabled(
-            any(why_not(self.bridge.tasks, [t]) is None for t in self.bridge.tasks)
+            any(why_not(self.scheduler, [t]) is None for t in tasks if tasks[t].state.settled)
         )
         for action, kind, tip in (
             (self.act_retry, Action.RETRY, "Run the selected failed, skipped or cancelled tasks"),
@@ -983,13 +980,10 @@ class MainWindow(QMainWindow):
     def _why_not_action(self, ids, kind) -> str:
         if not ids:
             return "Select a task first"
-        info = self.document.tasks[ids[0]]
-        state = info.state.name.lower()
-        if kind is Action.RETRY:
-            if info.state in (S.SKIPPED,):
-                return f"{info.id} was skipped because an upstream task failed: retry that one"
-            return f"{info.id} is {state}: only a failed, skipped or cancelled task can be retried"
-        return f"{info.id} is {state}: nothing waits for a time that Run now could bring forward"
+        try:
+            return self.scheduler.why_not(ids[0], kind) or ""
+        except KeyError:  # gone since the window last heard of it
+            return f"{ids[0]} is gone"
 
     def _update_retry_failed(self) -> None:
         self.act_retry_failed.setEnabled(

@@ -15,11 +15,13 @@ import time
 from typing import NamedTuple
 
 from taskloom.engine import Attempt
+from taskloom.engine.run_api import RunInterface
+from taskloom.engine.store import SQLiteStore
 
 
-def store_of(scheduler):
-    """The scheduler's store, or None (a scheduler without one, or an older engine)."""
-    return getattr(scheduler, "store", None)
+def store_of(scheduler: RunInterface) -> SQLiteStore | None:
+    """The run's store, or None (a scheduler without one)."""
+    return scheduler.store
 
 
 def wall_offset(clock) -> float:

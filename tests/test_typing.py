@@ -33,3 +33,44 @@ def test_mypy_is_configured_for_the_engine_without_blanket_ignores():
     assert "ignore_errors" not in config
     for override in config.get("overrides", []):
         assert "ignore_errors" not in override, override
+
+
+def staged_package(folder: Path) -> Path:
+    """The installed layout (taskloom, taskloom.engine, taskloom.gui) as links under
+    ``folder``: the editable install maps the package names at import time, which
+    mypy cannot follow."""
+    package = folder / "taskloom"
+    package.mkdir(parents=True)
+    for module in (ROOT / "taskloom").glob("*.py"):
+        (package / module.name).symlink_to(module)
+    (package / "engine").symlink_to(ROOT / "engine")
+    (package / "gui").symlink_to(ROOT / "gui")
+    return folder
+
+
+@pytest.mark.timeout(600)
+def test_scheduler_and_watched_run_implement_the_whole_run_interface(tmp_path):
+    """tests/engine/run_api_types.py assigns both classes to ``RunInterface``: mypy
+    refuses a class that lacks a member or has one of another type."""
+    stage = staged_package(tmp_path / "stage")
+    (stage / "run_api_types.py").symlink_to(ROOT / "tests" / "engine" / "run_api_types.py")
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "mypy",
+            "--cache-dir",
+            str(tmp_path / "mypy-cache"),
+            "--config-file",
+            str(ROOT / "pyproject.toml"),
+            "--follow-imports=silent",
+            "-m",
+            "run_api_types",
+        ],
+        cwd=stage,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "no issues found" in result.stdout, result.stdout

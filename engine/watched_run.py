@@ -64,6 +64,7 @@ OWNER_CHECK = 0.25  # seconds between looks at whether the owner still holds the
 ATTACH_TIMEOUT = 5.0  # seconds to wait for the owner to notice us and publish its run
 STALE_BEATS = 4  # owner heartbeats missed before it counts as not answering
 REPLAY = 500  # events a new listener is handed first
+WANTED_ROUNDS = 50  # rounds an incomplete read of a task's attempts is tried again
 SEND_WAIT = 0.25  # seconds one try to write a request waits for the store's write lock
 SEND_TIMEOUT = 10.0  # seconds a request is tried before its answer says it was not sent
 # What a watching window cannot do here: the owner's graph is edited in the file.
@@ -205,9 +206,10 @@ class WatchedRun:
         self._tasks: dict[str, TaskInfo] = {}
         self._actions: dict[str, frozenset[Action]] = {}
         # Each task's attempts as last read, oldest first, with the task row they were
-        # read for: read when asked for, again once the row changed (reading every
-        # changed task's attempts each round was half a watcher's work under load).
-        self._attempts: dict[str, tuple[TaskInfo, list[Attempt]]] = {}
+        # read for and whether they show all it says: read when asked for, again once
+        # the row changed (reading every changed task's attempts each round was half a
+        # watcher's work under load).
+        self._attempts: dict[str, tuple[TaskInfo, list[Attempt], bool]] = {}
         self._told: dict[str, tuple] = {}  # tid -> (state, attempt, paused) listeners know
         self._upcoming: list[Entry] = []
         self._paused = False
@@ -222,7 +224,8 @@ class WatchedRun:
         self._outbox: deque[tuple[str, str, float]] = deque()
         # Tasks whose attempts a caller asked for: the watcher's thread keeps them read.
         self._followed: set[str] = set()
-        self._wanted: set[str] = set()  # of those, the ones to read (or read again)
+        # Tasks whose attempts are to be read (again) on that thread -> rounds tried.
+        self._wanted: dict[str, int] = {}
         self._attempt_listeners: list[Callable[[str], object]] = []
         self.owner_alive = True
         # False while the owner is alive but misses its heartbeats (stopped with
@@ -647,17 +650,17 @@ class WatchedRun:
                 raise KeyError(task_id)
             self._followed.add(task_id)
             known = self._attempts.get(task_id)
-            if known is not None and known[0] is info:
+            if known is not None and known[0] is info and (known[2] or self.answer_from_memory):
                 return list(known[1])
             if info.attempt == 0:  # nothing to read
-                self._attempts[task_id] = (info, [])
+                self._attempts[task_id] = (info, [], True)
                 return []
             if self.answer_from_memory:
-                self._wanted.add(task_id)
+                self._wanted.setdefault(task_id, 0)
         if not self.answer_from_memory:  # a command line: read here, now
             self._read_attempts(task_id, info)
             with self._lock:
-                return list(self._attempts.get(task_id, (info, []))[1])
+                return list(self._attempts.get(task_id, (info, [], False))[1])
         self._hurry.set()
         return [] if known is None else list(known[1])
 
@@ -676,8 +679,10 @@ class WatchedRun:
         return stop
 
     def _read_attempts(self, task_id: str, info: TaskInfo) -> bool:
-        """Read the task's attempts for ``info`` (on the watcher's thread) into memory;
-        whether they show all ``info`` says (else they are read again next round)."""
+        """Read the task's attempts for ``info`` into memory; whether they differ from
+        the ones held. Attempts that do not show all ``info`` says (the feed commits
+        ahead of the engine's rows: an attempt it mentions may not be on disk, or not
+        ended, yet) are read again on the watcher's thread, for ``WANTED_ROUNDS``."""
         with self._lock:
             run, offset = self._run, self.clock.offset
         rows = self._reader.attempts(run, task_id)
@@ -691,47 +696,54 @@ class WatchedRun:
             ]
         complete = _complete(info, found)
         with self._lock:
-            if self._tasks.get(task_id, info) is info:
-                # The feed commits ahead of the engine's rows: an attempt it mentions may
-                # not be on disk yet, or not ended yet; then it is read again next round.
-                self._attempts[task_id] = (info, found)
-                if complete:
-                    self._wanted.discard(task_id)
-                else:
-                    self._wanted.add(task_id)
-        return complete
+            if self._tasks.get(task_id, info) is not info:
+                return False  # changed meanwhile: read again when asked
+            before = self._attempts.get(task_id)
+            self._attempts[task_id] = (info, found, complete)
+            if complete:
+                self._wanted.pop(task_id, None)
+            elif self.answer_from_memory:
+                self._wanted.setdefault(task_id, 0)
+        return before is None or before[1] != found
 
     def _read_ahead(self, read: FeedRead) -> None:
         """Before the events of a read are delivered: the attempts of the changed tasks
         a caller follows, so that a listener asking for them gets them from memory."""
         if read.reload:
             with self._lock:
-                self._wanted.update(self._followed)
+                for tid in self._followed:
+                    self._wanted.setdefault(tid, 0)
             return
         with self._lock:
             changed = [
                 (tid, info)
                 for tid, _order, info, _actions, _changed in read.tasks
-                if info is not None and tid in self._followed
+                if info is not None and info.attempt and tid in self._followed
             ]
         for tid, info in changed:
-            if info.attempt:
-                self._read_attempts(tid, info)
+            self._read_attempts(tid, info)
 
     def _read_wanted(self) -> None:
-        """Read the attempts callers asked for and did not get; tell the listeners."""
+        """Read the attempts asked for and not held, or not complete yet; tell the
+        listeners about the ones that changed."""
         with self._lock:
-            wanted = [(tid, self._tasks[tid]) for tid in self._wanted if tid in self._tasks]
-            self._wanted.intersection_update(self._tasks)
-        read = []
+            for tid in [tid for tid in self._wanted if tid not in self._tasks]:
+                del self._wanted[tid]
+            wanted = [(tid, self._tasks[tid]) for tid in self._wanted]
+        changed = []
         for tid, info in wanted:
-            self._read_attempts(tid, info)
-            read.append(tid)
-        if not read:
+            if self._read_attempts(tid, info):
+                changed.append(tid)
+            with self._lock:
+                if tid in self._wanted:  # still incomplete: once more, up to a limit
+                    self._wanted[tid] += 1
+                    if self._wanted[tid] >= WANTED_ROUNDS:
+                        del self._wanted[tid]
+        if not changed:
             return
         with self._lock:
             listeners = list(self._attempt_listeners)
-        for tid in read:
+        for tid in changed:
             for listener in listeners:
                 try:
                     listener(tid)

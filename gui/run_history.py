@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import inspect
 import time
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from taskloom.engine import Attempt
-from taskloom.engine.run_api import RunInterface
-from taskloom.engine.store import SQLiteStore
+
+if TYPE_CHECKING:
+    from taskloom.engine.run_api import RunInterface
+    from taskloom.engine.store import SQLiteStore
 
 
 def store_of(scheduler: RunInterface) -> SQLiteStore | None:

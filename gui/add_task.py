@@ -10,7 +10,7 @@ from __future__ import annotations
 import shlex
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from PySide6.QtCore import QDateTime, Qt, Signal
 from PySide6.QtWidgets import (
@@ -335,7 +335,7 @@ class AddTaskDialog(QDialog):
             for i in range(self.deps.count())
             if self.deps.item(i).checkState() == Qt.CheckState.Checked
         )
-        fields = dict(
+        fields: dict[str, Any] = dict(
             id=name,
             action=target,
             priority=self.priority.value(),
@@ -368,7 +368,7 @@ class AddTaskDialog(QDialog):
         now = datetime.now(UTC)
         try:
             if kind == "at":
-                at = self.at.dateTime().toPython().astimezone()
+                at = _aware(self.at.dateTime())
                 if at < now:
                     problems["schedule"] = "this time has passed; it would run at once"
                 return {"at": at}, _times([at], now)
@@ -442,6 +442,11 @@ class AddTaskDialog(QDialog):
         label = self.errors.get(key, self.errors["submit"])
         label.setText(why)
         label.show()
+
+
+def _aware(moment: QDateTime) -> datetime:
+    """A QDateTime (local time) as an aware datetime in the local zone."""
+    return datetime.fromtimestamp(moment.toMSecsSinceEpoch() / 1000).astimezone()
 
 
 def local_zone() -> str:

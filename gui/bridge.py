@@ -14,6 +14,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 
 from PySide6.QtCore import QCoreApplication, QObject, QThread, QTimer, Signal
 
@@ -41,7 +42,7 @@ class EarlyEvents:
         self._lock = threading.Lock()
         self._events: deque[Event] = deque(maxlen=limit)  # the log keeps no more
         self.last_seq = 0
-        self._unsubscribe = None
+        self._unsubscribe: Callable[[], object] | None = None
 
     def attach(self, scheduler) -> None:
         self._unsubscribe = scheduler.subscribe(self._on_event)

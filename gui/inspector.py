@@ -372,10 +372,11 @@ class Inspector(QWidget):
             self._show_note("earlier runs unavailable")
             return
         if self._asked is None or self._asked[1] != tid:
-            run = self.store.run
-            known = {(run, a.number) for a in self.bridge.attempts(tid)}
+            reader, store = self.reader, self.store
+            assert reader is not None and store is not None  # _wants_history() said so
+            known = {(store.run, a.number) for a in self.bridge.attempts(tid)}
             offset = wall_offset(self.bridge.scheduler.clock)
-            rid = self.reader.request_attempts(tid, known, EARLIER_KEPT, offset)
+            rid = reader.request_attempts(tid, known, EARLIER_KEPT, offset)
             if not rid:  # the reader stopped with the session: this run only
                 self._show_note("")
                 return
@@ -452,7 +453,9 @@ class Inspector(QWidget):
                 select = index
         if attempts:
             row = select if select is not None else len(attempts) - 1
-            self.attempt_list.setCurrentItem(self.attempt_list.topLevelItem(row))
+            current = self.attempt_list.topLevelItem(row)
+            if current is not None:
+                self.attempt_list.setCurrentItem(current)
         else:
             self.output.clear()
 

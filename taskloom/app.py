@@ -750,7 +750,7 @@ def _graph_drawn(sessions, then) -> bool:
 
 
 def run_window(
-    path: str | None,
+    path: str | Path | None,
     screenshot: str | None = None,
     quit_after: float | None = None,
     db: str | Path | None = None,

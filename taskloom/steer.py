@@ -26,8 +26,12 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from taskloom import human
+
+if TYPE_CHECKING:
+    from taskloom.engine._store.lock import Owner
 
 EXIT_OK, EXIT_REFUSED, EXIT_INVALID, EXIT_BUSY = 0, 1, 2, 75
 JSON_VERSION = 1
@@ -106,7 +110,7 @@ class RunView:
     file: str
     store: str
     run: int
-    owner: object | None  # _store.lock.Owner
+    owner: Owner | None
     live: bool
     paused: bool
     tasks: list[TaskView]
@@ -208,7 +212,7 @@ def _stored_view(workflow, db_path: Path, reader) -> RunView:
     upcoming = sorted(
         ({"task": t.id, "at": t.next, "kind": "recurring" if t.recurring else t.state}
          for t in tasks if t.next is not None),
-        key=lambda e: e["at"],
+        key=_at,
     )  # fmt: skip
     left_running = []
     for task in tasks:
@@ -355,6 +359,10 @@ def _view_json(view: RunView, now: float) -> dict:
             for e in view.upcoming
         ],  # fmt: skip
     }
+
+
+def _at(entry: dict[str, Any]) -> float:
+    return entry["at"]
 
 
 def _view_lines(view: RunView, zones: dict, now: float) -> list[str]:

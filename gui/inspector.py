@@ -11,6 +11,7 @@ the read answers ("loading earlier runs…" until then).
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 
 from PySide6.QtCore import Qt, QTimer, QUrl, Signal
 from PySide6.QtGui import QColor, QDesktopServices, QFont, QPalette
@@ -100,7 +101,8 @@ class Inspector(QWidget):
             form.addRow(key.capitalize() + ("?" if key == "why not" else ""), label)
         # (definition, base folder) of the task as the workflow file says, or None:
         # the window sets it; a live definition that differs is flagged.
-        self.file_definition = None
+        # tid -> (the file's definition, its folder) or None; the window's
+        self.file_definition: Callable[[str], tuple | None] | None = None
         self.dispatcher_paused = lambda: False  # the window's
         self.attempt_list = QTreeWidget()
         self.attempt_list.setObjectName("attempts")
@@ -227,7 +229,8 @@ class Inspector(QWidget):
 
     # A past run shown read-only (the window's): info -> (the task as that run left
     # it, the run's number), or None while the live run is shown.
-    past_info = None
+    # the task as a past run shown left it, with that run's number, or None: the window's
+    past_info: Callable[[TaskInfo], tuple[TaskInfo, int] | None] | None = None
 
     def refresh(self) -> None:
         info = self.bridge.tasks.get(self.task_id) if self.task_id else None

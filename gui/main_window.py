@@ -21,6 +21,7 @@ from PySide6.QtCore import (
 )
 from PySide6.QtGui import QAction, QGuiApplication, QKeySequence
 from PySide6.QtWidgets import (
+    QBoxLayout,
     QCompleter,
     QDockWidget,
     QFileDialog,
@@ -29,6 +30,7 @@ from PySide6.QtWidgets import (
     QMenu,
     QMessageBox,
     QSizePolicy,
+    QToolButton,
     QVBoxLayout,
     QWidget,
 )
@@ -71,6 +73,9 @@ class MainWindow(QMainWindow):
     newRunRequested = Signal()  # Run again as a new run: the session starts it
     newRequested = Signal()  # File > New: an empty workflow
     startRequested = Signal()  # Start: the owner of the run starts its schedule
+    # Made in __init__ after the lambdas that use them (for the checker):
+    timeline: Timeline
+    act_pause_all: QAction
 
     def __init__(
         self,
@@ -137,7 +142,7 @@ class MainWindow(QMainWindow):
         self.pause_bar = PauseBar(lambda: self.act_pause_all.setChecked(False))
         central_layout.addWidget(self.pause_bar)
         # A past run opened read-only from the Runs view (past_run.py).
-        self.past_run = None
+        self.past_run: PastRun | None = None
         self._past_request = 0
         self._past_actions: dict = {}  # action -> (enabled, tip, status tip) before
         self.past_run_bar = PastRunBar(self.back_to_live)
@@ -153,7 +158,9 @@ class MainWindow(QMainWindow):
         from .run_header import RunHeader
 
         self.run_header = RunHeader(self)
-        self.filter_bar.layout().addWidget(self.run_header, 2)
+        row = self.filter_bar.layout()
+        assert isinstance(row, QBoxLayout)  # FilterBar's row
+        row.addWidget(self.run_header, 2)
         central_layout.addWidget(self.graph_view, 1)
         self.setCentralWidget(central)
 
@@ -469,13 +476,13 @@ class MainWindow(QMainWindow):
             self.act_undo,
             self.act_redo,
         ):
-            bar.widgetForAction(action).setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonIconOnly)
+            _icon_only(bar.widgetForAction(action))
         spacer = QWidget()
         spacer.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Preferred)
         bar.addWidget(spacer)
         for action in (self.act_relayout, self.act_zoom_out, self.act_zoom_in, self.act_fit):
             bar.addAction(action)
-            bar.widgetForAction(action).setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonIconOnly)
+            _icon_only(bar.widgetForAction(action))
         self.search = QLineEdit()
         self.search.setObjectName("search")
         self.search.setPlaceholderText("Find task (Ctrl+F)")
@@ -686,6 +693,8 @@ class MainWindow(QMainWindow):
     def _colour_past_run(self) -> None:
         """The graph's cards as the past run left them (its last attempts)."""
         past = self.past_run
+        if past is None:
+            return
         tasks = self.document.tasks
         states = {tid: past.state_of(tid) for tid in tasks}
         # A task that did not run after an upstream that failed was skipped.
@@ -897,9 +906,10 @@ class MainWindow(QMainWindow):
 
     def _on_selection(self, ids: list) -> None:
         self.selected = list(ids)
-        last = self.past_run.last(ids[0]) if self.past_run is not None and ids else None
-        if last is not None:  # that run's attempt, from the store
-            self.inspector.choose_attempt(ids[0], self.past_run.run, last.number)
+        past = self.past_run
+        last = past.last(ids[0]) if past is not None and ids else None
+        if past is not None and last is not None:  # that run's attempt, from the store
+            self.inspector.choose_attempt(ids[0], past.run, last.number)
         else:
             self.inspector.show_task(ids[0] if ids else None)
         self._pace_inspector()
@@ -1218,9 +1228,11 @@ class MainWindow(QMainWindow):
         folder = path.resolve().parent if path is not None else Path.cwd()
         stem = path.stem if path is not None else self.document.name
         start = str(folder / f"{stem}-copy.toml")
-        path, _ = QFileDialog.getSaveFileName(self, "Save workflow as", start, "Workflows (*.toml)")
-        if path:
-            self.save_workflow(path)
+        chosen, _ = QFileDialog.getSaveFileName(
+            self, "Save workflow as", start, "Workflows (*.toml)"
+        )
+        if chosen:
+            self.save_workflow(chosen)
 
     # -- the workflow file ---------------------------------------------------------------
     @property
@@ -1287,9 +1299,10 @@ class MainWindow(QMainWindow):
         self._show_message(f"{Path(path).name} has {len(problems)} problem(s): see Problems", True)
 
     def _jump_to_problem(self, task: str) -> None:
-        path = self.document.path
-        same_file = path is not None and self.problems.path is not None
-        same_file = same_file and Path(self.problems.path).resolve() == path.resolve()
+        path, shown = self.document.path, self.problems.path
+        same_file = (
+            path is not None and shown is not None and Path(shown).resolve() == path.resolve()
+        )
         if same_file and task in self.bridge.tasks:
             self.select_tasks([task], centre=True)
             return
@@ -1371,3 +1384,8 @@ class MainWindow(QMainWindow):
         self.forecast_view.close()  # it reads the store's durations too
         if self.history_reader is not None:
             self.history_reader.close()
+
+
+def _icon_only(button: QWidget | None) -> None:
+    if isinstance(button, QToolButton):  # a toolbar's button for an action
+        button.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonIconOnly)

@@ -19,6 +19,7 @@ from collections.abc import Callable
 from PySide6.QtCore import QCoreApplication, QObject, QThread, QTimer, Signal
 
 from taskloom.engine import Event, TaskInfo, TaskState
+from taskloom.engine.run_api import RunInterface
 
 from . import relay
 
@@ -102,7 +103,7 @@ class EngineBridge(QObject):
 
     def __init__(
         self,
-        scheduler,
+        scheduler: RunInterface,
         parent: QObject | None = None,
         interval_ms: int = 33,
         max_events: int = 2000,

@@ -36,6 +36,7 @@ from PySide6.QtWidgets import (
 )
 
 from taskloom.engine import Action, Outcome, TaskState
+from taskloom.engine.run_api import RunInterface
 
 from .accessibility import GraphDescription, label_window
 from .app_settings import user_settings
@@ -79,7 +80,7 @@ class MainWindow(QMainWindow):
 
     def __init__(
         self,
-        scheduler,
+        scheduler: RunInterface,
         parent=None,
         settings: QSettings | None = None,
         title: str = "",
@@ -801,10 +802,10 @@ class MainWindow(QMainWindow):
         """ "every 10 s" or the cron expression: a recurring task's band on the timeline."""
         try:
             definition = self.scheduler.definition(tid)
-        except (KeyError, RuntimeError, AttributeError):
+        except (KeyError, RuntimeError):
             return None
         kind = definition.schedule_kind
-        if kind == "every":
+        if kind == "every" and definition.every is not None:
             mode = " after each end" if str(definition.mode) == "fixed_delay" else ""
             return f"every {short_duration(definition.every)}{mode}"
         if kind == "cron":

@@ -31,7 +31,10 @@ from typing import TYPE_CHECKING, Any
 from taskloom import human
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from taskloom.engine._store.lock import Owner
+    from taskloom.engine.run_api import RunInterface
 
 EXIT_OK, EXIT_REFUSED, EXIT_INVALID, EXIT_BUSY = 0, 1, 2, 75
 JSON_VERSION = 1
@@ -678,11 +681,18 @@ def _wait_settled(scheduler, tasks: set[str], timeout: float = 30.0) -> None:
         unsubscribe()
 
 
-def _apply(scheduler, action: str, tid: str) -> str:
+def _apply(scheduler: RunInterface, action: str, tid: str) -> str:
     if action in ("clear", "clear_downstream"):
         cleared = scheduler.clear(tid, downstream=action == "clear_downstream")
         return "cleared " + ", ".join(cleared)
-    getattr(scheduler, action)(tid)
+    steer: dict[str, Callable[[str], object]] = {
+        "cancel": scheduler.cancel,
+        "retry": scheduler.retry,
+        "run_now": scheduler.run_now,
+        "pause": scheduler.pause,
+        "resume": scheduler.resume,
+    }
+    steer[action](tid)
     return _done_text(action, tid)
 
 

@@ -131,6 +131,8 @@ class Recovery:
             run_at=None if rec["next_wall"] is None else rec["next_wall"] - offset,
         )
         task.definition = definition
+        if definition.pool is not None or definition.jitter is not None:
+            task.pool, task.jitter = definition.pool, definition.jitter
         task.recurrence = definition.recurrence()
         if task.recurrence is not None:
             task.overlap = definition.overlap

@@ -37,7 +37,7 @@ from .hooks import (
 from .models import RetryPolicy
 from .options import Misfire, Mode, Overlap, TriggerRule, values
 
-TOP_KEYS = ("workflow", "tasks")
+TOP_KEYS = ("workflow", "tasks", "pools")
 WORKFLOW_KEYS = ("name", "workers", "executor", *WORKFLOW_HOOK_KEYS, "notify")
 TASK_KEYS = (
     "command",
@@ -63,6 +63,8 @@ TASK_KEYS = (
     "expected",
     "pos",
     "group",
+    "pool",
+    "jitter",
 )
 RETRY_KEYS = ("max_attempts", "base", "factor", "max_delay", "jitter")
 TIME_KEYS = ("at", "after", "every", "cron")
@@ -149,6 +151,8 @@ class Workflow:
     positions: dict[str, tuple[float, float]] = field(default_factory=dict)
     # What runs when tasks fail, retry or succeed and when the run ends (engine/hooks.py)
     hooks: HookSettings = field(default_factory=HookSettings)
+    # Shared limits ([pools] name = N): at most N runs of tasks with pool = "name" at once
+    pools: dict[str, int] = field(default_factory=dict)
 
     def __post_init__(self):
         self.positions = {tid: (float(x), float(y)) for tid, (x, y) in self.positions.items()}
@@ -352,6 +356,7 @@ class _Checker:
         settings = self.table(None, "workflow", self.data.get("workflow", {}))
         name, workers, executor = self.settings(settings)
         hook_fields = self.workflow_hooks(settings)
+        self.pools = self.pool_limits(self.table(None, "pools", self.data.get("pools", {})))
         tasks_table = self.table(None, "tasks", self.data.get("tasks", {}))
         if not tasks_table:
             self.problem(None, "tasks", "no tasks: add a [tasks.NAME] table")
@@ -369,7 +374,21 @@ class _Checker:
             raise WorkflowError(self.problems)
         task_hooks = {tid: own for tid, own in self.task_hooks.items() if own}
         hooks = HookSettings(**hook_fields, task_commands=task_hooks)
-        return Workflow(name, workers, executor, tasks, self.path, self.positions, hooks)
+        return Workflow(
+            name, workers, executor, tasks, self.path, self.positions, hooks, self.pools
+        )
+
+    def pool_limits(self, table: dict) -> dict[str, int]:
+        """``[pools]``: each a name and how many of its tasks may run at once."""
+        pools = {}
+        for name, limit in table.items():
+            if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+                self.problem(
+                    None, f"pools.{toml_key(name)}", f"must be an integer >= 1, got {limit!r}"
+                )
+            else:
+                pools[name] = limit
+        return pools
 
     def table(self, task, key, value) -> dict:
         if isinstance(value, dict):
@@ -780,6 +799,18 @@ class _Checker:
             return None
         return value
 
+    def check_pool(self, tid, key, value, table):
+        pools = self.data.get("pools")
+        pools = pools if isinstance(pools, dict) else {}
+        if not isinstance(value, str) or value not in pools:
+            known = ", ".join(map(repr, pools)) or "none: add a [pools] table"
+            self.problem(tid, key, f"must name a pool of [pools] ({known}), got {value!r}")
+            return None
+        return value
+
+    def check_jitter(self, tid, key, value, table):
+        return self.duration(tid, key, value, allow_zero=True)
+
     def check_pos(self, tid, key, value, table):
         if (
             not isinstance(value, list)
@@ -913,6 +944,8 @@ def dumps(workflow: Workflow, base_dir=None) -> str:
         notify["events"] = list(hooks.notify_events)
     if notify:
         lines.append(f"notify = {_literal(notify)}")
+    if workflow.pools:
+        lines += ["", "[pools]"] + [f"{toml_key(n)} = {v}" for n, v in workflow.pools.items()]
     base = workflow.base_dir if base_dir is None else Path(base_dir)
     for tid, task in workflow.tasks.items():
         lines += ["", f"[tasks.{toml_key(tid)}]"]
@@ -928,7 +961,7 @@ def dumps(workflow: Workflow, base_dir=None) -> str:
 
 
 def _render(key: str, value) -> str:
-    if key in ("after", "every", "timeout", "misfire_grace", "expected"):
+    if key in ("after", "every", "timeout", "misfire_grace", "expected", "jitter"):
         return _literal(format_duration(value))
     if key == "retry":
         durations = ("base", "max_delay")

@@ -145,6 +145,10 @@ def locate(text: str, task: str | None, key: str | None) -> tuple[int, int] | No
         if key and key.startswith("tasks.") and len(key) > 6:  # a task that is no table
             name = key[6:].strip("\"'")
             return _mentioned(lines, name) or _top_level(lines, "tasks")
+        if key and key.startswith("pools.") and _header(lines, "pools") is not None:
+            table = _header(lines, "pools")  # a [pools] limit: its key in the table
+            assert table is not None
+            return _key_in(lines, table, key[6:].strip("\"'")) or (table + 1, 1)
         if key and not key.startswith("workflow."):  # not a [workflow] key: top level
             return _top_level(lines, key.split(".")[0])
         if name and (name == "notify" or name.startswith("notify.")):  # [workflow.notify]

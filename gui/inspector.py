@@ -320,6 +320,12 @@ class Inspector(QWidget):
         scheduler = self.bridge.scheduler
         now = self.bridge.clock_now()
         retry_at = self._retry_at(info.id)
+        pool_wait = None
+        if info.state is TaskState.READY and hasattr(scheduler, "pool_wait"):
+            try:
+                pool_wait = scheduler.pool_wait(info.id)
+            except (KeyError, RuntimeError):
+                pass
         self.fields["why not"].setText(
             why_not_running(
                 info,
@@ -329,6 +335,7 @@ class Inspector(QWidget):
                 busy=getattr(scheduler, "busy", None),
                 workers=getattr(scheduler, "workers", None),
                 retry_at=retry_at,
+                pool_wait=pool_wait,
             )
             or "—"
         )

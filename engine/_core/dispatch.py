@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 from .._jobs.context import RemoteResult, RunContext, _current, run_in_context
 from .._jobs.supervision import SUPERVISED_WORKER
 from .._schedule.timers import TimerQueue
+from ..actions import Call
 from ..clock import Clock
 from ..command import Command, CommandDetached
 from ..errors import TaskCancelled
@@ -399,16 +400,23 @@ class Dispatcher:
             if task.jittered is not None:  # the delay this occurrence waited
                 jitter, task.jittered = task.jittered, None
         tasks = self._graph.tasks
+        inputs = None
         for dep_id in task.deps:  # record which upstream successes this run used
             dep = tasks.get(dep_id)
             if dep is not None and dep.repeats:
                 if task.consumed is None:
                     task.consumed = {}
                 task.consumed[dep_id] = dep.successes
+            if dep is not None and dep.outputs is not None:  # given to this attempt
+                if inputs is None:
+                    inputs = {}
+                inputs[dep_id] = dep.outputs
         task.attempt += 1
         now = self._clock.now()
         ctx = RunContext(task.id, task.attempt, self._log_dir)
         ctx.env = self.env
+        if inputs is not None:
+            ctx.inputs = inputs
         if scheduled is not None:
             ctx.scheduled_at = scheduled
         elif task.run_at is not None and not task.repeats:  # a one-shot's time
@@ -464,6 +472,17 @@ class Dispatcher:
             self.push_ready(task)
         return run
 
+    def _keep_outputs(self, run: Run) -> None:
+        """A run succeeded with outputs: its task gives them to its dependents' next
+        attempts, and the store keeps them with the attempt (engine/outputs.py)."""
+        ctx = run.ctx
+        outputs, ctx._outputs = ctx._outputs, None
+        run.task.outputs = outputs
+        if self._store is not None:
+            from ..outputs import encode
+
+            self._store.put_outputs(run.task.id, run.attempt, encode(outputs))
+
     def forget_durable(self, run: Run) -> None:
         """The run failed for another reason: no commit will finish it."""
         self.durable.discard(run)
@@ -488,6 +507,8 @@ class Dispatcher:
             self._free_slot(run)
         if self.running == 0:
             self._core.notify_settled()
+        if run.ctx._outputs is not None and error is None and not run.done:
+            self._keep_outputs(run)
         task = run.task
         if error is not None and error.__class__ is CommandDetached:
             if run.adopted is not None and self.executor is None:
@@ -522,6 +543,8 @@ class Dispatcher:
         self._timers.discard(run.timeout_entry)
         run.timeout_entry = None
         ctx = run.ctx
+        if ctx._outputs is not None:  # queued before the success: the same commit, mostly
+            self._keep_outputs(run)
         ended = self._clock.now()
         if run.adopted is not None:  # it may have ended before this owner came
             ended = self.adopted_end(run, ended)
@@ -649,7 +672,12 @@ class Dispatcher:
         outer = getattr(local, "run", None)
         local.run = run
         try:
-            return run.task.fn()
+            result = run.task.fn()
+            if result is not None and type(run.task.fn) is Call:  # its return value
+                from ..outputs import outputs_of_value
+
+                run.ctx._outputs = outputs_of_value(result)
+            return result
         finally:
             local.run = outer
             _current.reset(token)

@@ -893,6 +893,13 @@ class Scheduler:
                 for name, limit in slots.limits.items()
             }
 
+    def outputs(self, task_id: str) -> dict[str, Any] | None:
+        """What the task's latest success gave its dependents (``TASKLOOM_OUTPUT``, a
+        call's return value; engine/outputs.py), or None. ``KeyError`` if unknown."""
+        with self._core.lock:
+            outputs = self._graph.get(task_id).outputs
+            return None if outputs is None else dict(outputs)
+
     def jitter_delays(self, task_id: str) -> dict[int, float]:
         """The random delay (seconds) each recent attempt's occurrence waited before it
         started (``jitter``), by attempt number; retries wait none. ``KeyError`` if

@@ -81,6 +81,7 @@ COLD_DEFAULTS: dict[str, Any] = {
     "jitter_timer": None,
     "jittered": None,
     "jitters": None,  # dict[int, float]: attempt number -> the delay it waited
+    "outputs": None,  # what its latest success gave its dependents (engine/outputs.py)
 }
 
 
@@ -119,6 +120,7 @@ class _Cold:
         self.jitter_timer: list | None = None
         self.jittered: float | None = None
         self.jitters: dict[int, float] | None = None
+        self.outputs: dict[str, Any] | None = None
 
 
 SHARED_COLD = _Cold()  # never written: a task writes its own copy
@@ -197,6 +199,7 @@ class Task:
         jitter_timer: _Field[list | None] = _Field()
         jittered: _Field[float | None] = _Field()
         jitters: _Field[dict[int, float] | None] = _Field()
+        outputs: _Field[dict[str, Any] | None] = _Field()
     else:
         for _name, _default in COLD_DEFAULTS.items():
             locals()[_name] = _cold_field(_name, _default)

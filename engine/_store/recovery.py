@@ -23,6 +23,7 @@ what ``snapshot()`` shows first, and a resume writes no event rows for it.
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -108,6 +109,11 @@ class Recovery:
                 # An attempt row can reach the disk in a commit before its task's row
                 # does: never number a new attempt like one already recorded.
                 restored.attempt = max(restored.attempt, stored[-1]["number"])
+
+        for task_id, kept in store.outputs().items():  # a resumed run keeps its outputs
+            restored = tasks.get(task_id)
+            if restored is not None and restored.successes:
+                restored.outputs = json.loads(kept[max(kept)])  # its latest success's
 
         pending: list[str] = []
         for rec in records:

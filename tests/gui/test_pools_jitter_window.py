@@ -6,6 +6,7 @@ from __future__ import annotations
 import threading
 
 from taskloom.engine import Scheduler, TaskState
+from taskloom.engine.durations import format_duration
 
 S = TaskState
 
@@ -42,3 +43,24 @@ def test_the_window_shows_a_pool_wait_and_a_jitter_window(qtbot, make_window):
     finally:
         gate.set()
         scheduler.shutdown(wait=True)
+
+
+def give():
+    return {"rows": 17}
+
+
+def test_the_inspector_shows_an_attempts_jitter_delay_and_its_outputs(
+    qtbot, make_window, manual_scheduler
+):
+    s, clock = manual_scheduler, manual_scheduler.clock
+    s.schedule_after(f"{__name__}:give", 10.0, name="extract", jitter=60.0)
+    s.start()
+    clock.advance(10.0)  # due: waits its random delay
+    clock.advance(s.next_due() - clock.now())
+    assert s.task("extract").state is S.SUCCEEDED
+    delay = s.jitter_delays("extract")[1]
+    window = make_window(s)
+    window.select_tasks(["extract"])
+    qtbot.waitUntil(lambda: "outputs: rows=17" in window.inspector.output.toPlainText())
+    text = window.inspector.output.toPlainText()
+    assert f"jitter: started {format_duration(round(delay, 3))} after its time" in text

@@ -477,6 +477,7 @@ class Dispatcher:
         attempts, and the store keeps them with the attempt (engine/outputs.py)."""
         ctx = run.ctx
         outputs, ctx._outputs = ctx._outputs, None
+        assert outputs is not None
         run.task.outputs = outputs
         if self._store is not None:
             from ..outputs import encode

@@ -125,15 +125,17 @@ MIGRATIONS: dict[int, list[str]] = {
     # where there was one per task; feed_tasks takes them in every second or so.
     3: ["CREATE TABLE feed_log (id INTEGER PRIMARY KEY, body TEXT NOT NULL)"],
     # What a succeeded attempt gave its dependents (TASKLOOM_OUTPUT, a call's return
-    # value): a JSON object, engine/outputs.py.
+    # value): a JSON object, engine/outputs.py; and the random delay an attempt's
+    # occurrence waited before it started (jitter).
     4: [
+        "ALTER TABLE attempts ADD COLUMN jitter REAL",
         """CREATE TABLE outputs (
             run INTEGER NOT NULL,
             task_id TEXT NOT NULL,
             number INTEGER NOT NULL,
             data TEXT NOT NULL,
             PRIMARY KEY (run, task_id, number)
-        )"""
+        )""",
     ],
 }
 
@@ -579,6 +581,23 @@ class SQLiteStore:
         """What attempt ``number`` of ``task_id`` gave its dependents (a JSON object)."""
         self._put(("outputs", (task_id, number, data)))
 
+    def put_jitter(self, task_id: str, number: int, delay: float) -> None:
+        """The random delay (seconds) attempt ``number`` of ``task_id`` waited (jitter);
+        queued after the attempt's row."""
+        self._put(("jitter", (delay, task_id, number)))
+
+    def jitter_delays(self, run: int | None = None) -> dict[str, dict[int, float]]:
+        """The jitter delays of a run's attempts (default: this run): task -> {attempt: s}."""
+        found: dict[str, dict[int, float]] = {}
+        with self._read_lock:
+            rows = self._conn.execute(
+                "SELECT task_id, number, jitter FROM attempts WHERE run = ? AND jitter IS NOT NULL",
+                (self.run if run is None else run,),
+            ).fetchall()
+        for task_id, number, delay in rows:
+            found.setdefault(task_id, {})[number] = delay
+        return found
+
     def outputs(self, run: int | None = None) -> dict[str, dict[int, str]]:
         """The outputs kept for a run (default: this one): task id -> {attempt: JSON}."""
         found: dict[str, dict[int, str]] = {}
@@ -781,6 +800,7 @@ class SQLiteStore:
         processes: list[tuple] = []
         feeds: list = []
         outputs: list[tuple] = []
+        jitters: list[tuple] = []
         for op in batch:  # coalesce: the latest row per task and per attempt wins
             kind = op[0]
             if kind == "update":
@@ -800,6 +820,8 @@ class SQLiteStore:
                 feeds.append(op[1])
             elif kind == "outputs":
                 outputs.append(op[1])
+            elif kind == "jitter":
+                jitters.append(op[1])
             else:
                 deletes[op[1]] = None
                 tasks.pop(op[1], None)
@@ -830,6 +852,11 @@ class SQLiteStore:
                         "UPDATE attempts SET pid=?, pgid=?, proc_started=?"
                         " WHERE run=? AND task_id=? AND number=?",
                         processes,
+                    )
+                if jitters:  # after the attempts' rows: their start rows come first
+                    conn.executemany(
+                        "UPDATE attempts SET jitter=? WHERE run=? AND task_id=? AND number=?",
+                        [(delay, run, task_id, number) for delay, task_id, number in jitters],
                     )
                 if outputs:
                     conn.executemany(

@@ -461,6 +461,8 @@ class Dispatcher:
         task.history.append(record)
         if journal is not None:
             row = journal.put_attempt(task, record)
+            if jitter is not None:
+                journal.store.put_jitter(task.id, task.attempt, jitter)
             if not _needs_durable_start(run):
                 run.start_row = row
             journal.record_processes(run)

@@ -110,6 +110,10 @@ class Recovery:
                 # does: never number a new attempt like one already recorded.
                 restored.attempt = max(restored.attempt, stored[-1]["number"])
 
+        for task_id, delays in store.jitter_delays().items():
+            restored = tasks.get(task_id)
+            if restored is not None:
+                restored.jitters = delays
         for task_id, kept in store.outputs().items():  # a resumed run keeps its outputs
             restored = tasks.get(task_id)
             if restored is not None and restored.successes:

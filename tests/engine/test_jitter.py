@@ -76,3 +76,27 @@ def test_a_bad_jitter_is_refused(make_sched):
             s.add("json:dumps", name="x", jitter=bad)
     assert s.tasks() == []
     s.shutdown()
+
+
+def test_the_delay_is_stored_with_the_attempt_and_read_back_by_a_resumed_run(tmp_path):
+    from datetime import UTC, datetime
+
+    from taskloom.engine import ManualClock, Scheduler, SyncExecutor
+    from taskloom.engine.store import SQLiteStore
+
+    db, wall = tmp_path / "run.db", datetime(2026, 12, 1, 2, 0, tzinfo=UTC)
+    clock = ManualClock(wall=wall)
+    s = Scheduler(clock=clock, executor=SyncExecutor(), store=SQLiteStore(db), seed=5)
+    s.schedule_after("json:dumps", 0.0, name="once", jitter=90.0)
+    s.start()
+    clock.advance(0.0)
+    clock.advance(s.next_due() - clock.now())
+    delay = s.jitter_delays("once")[1]
+    assert 0.0 <= delay <= 90.0
+    s.shutdown()
+    assert s.store.jitter_delays() == {"once": {1: pytest.approx(delay)}}
+    s.store.close()
+    again = Scheduler(clock=ManualClock(wall=wall), executor=SyncExecutor(), store=SQLiteStore(db))
+    assert again.jitter_delays("once") == {1: pytest.approx(delay)}
+    again.shutdown()
+    again.store.close()

@@ -28,7 +28,8 @@ def test_a_store_of_the_schema_before_gets_the_table(tmp_path):
     db = tmp_path / "old.db"
     SQLiteStore(db).close()
     conn = sqlite3.connect(db)
-    conn.execute("DROP TABLE outputs")
+    conn.execute("DROP TABLE outputs")  # as schema 4 had it
+    conn.execute("ALTER TABLE attempts DROP COLUMN jitter")
     conn.execute("PRAGMA user_version = 4")
     conn.commit()
     conn.close()
@@ -36,4 +37,5 @@ def test_a_store_of_the_schema_before_gets_the_table(tmp_path):
     store.put_outputs("a", 1, "{}")
     store.flush()
     assert store.outputs() == {"a": {1: "{}"}}
+    assert store.jitter_delays() == {}
     store.close()

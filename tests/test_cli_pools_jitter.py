@@ -100,3 +100,38 @@ def test_validate_names_bad_pool_and_jitter_keys(tmp_path):
     assert lines[0] == f"{path}:3:1: pools.db: must be an integer >= 1, got 0"
     assert lines[1].startswith(f"{path}:7:1: tasks.a.pool: must name a pool of [pools] ('db')")
     assert lines[2].startswith(f"{path}:8:1: tasks.a.jitter: bad duration 'soon'")
+
+
+def test_the_forecast_shows_pool_waits_as_collisions_and_jitter_as_a_window(tmp_path):
+    path = write(
+        tmp_path,
+        """
+        [workflow]
+        workers = 4
+
+        [pools]
+        one = 1
+
+        [tasks.a]
+        command = ["true"]
+        pool = "one"
+        after = "1m"
+        expected = "10m"
+
+        [tasks.b]
+        command = ["true"]
+        pool = "one"
+        after = "1m"
+        expected = "10m"
+
+        [tasks.nightly]
+        command = ["true"]
+        after = "2m"
+        jitter = "5m"
+        expected = "1s"
+        """,
+    )
+    result = taskloom("forecast", path)
+    assert result.returncode == 0, result.stderr
+    assert "pool     b: waits 10.0m for pool one: 1 of 1 busy" in result.stdout
+    assert "nightly (may start up to 5 min later: jitter)" in result.stdout

@@ -157,7 +157,8 @@ class Plan:
             if seconds is not None and definition.expected != seconds:
                 definition = replace(definition, expected=seconds)
             tasks.append(_planned(scheduler, info, definition, now, next_occurrence.get(info.id)))
-        pools = {name: usage[1] for name, usage in scheduler.pool_usage().items()}
+        usage = getattr(scheduler, "pool_usage", None)  # a watched run has no pools to tell
+        pools = {name: limits[1] for name, limits in (usage() if usage else {}).items()}
         return cls(tasks, scheduler.workers, wall, now, pools)
 
 
@@ -413,11 +414,12 @@ class _Pass:
             if d.schedule_kind != "deps":
                 self.timed.add(tid)
             self.overlap[tid] = d.overlap
-            if d.pool is not None:
+            if d.pool in self.plan.pools:
                 self.pool_of[tid] = d.pool
             kind = planned.kind
             # Jitter is left out: the pass starts each occurrence at the earliest it can.
-            sim = replace(d, action=_sim_action, jitter=None)
+            pool = d.pool if d.pool in self.plan.pools else None  # pools not told: no limit
+            sim = replace(d, action=_sim_action, jitter=None, pool=pool)
             if d.recurring:
                 sim_id = self._submit_recurring(sim, planned.delay)
                 if kind in (RUNNING, RELEASED):

@@ -119,3 +119,21 @@ def test_an_unknown_pool_or_a_bad_limit_is_refused(make_sched):
         with pytest.raises(InvalidArgument) as err:
             make_sched(start=False, pools=bad)
         assert err.value.field == "pools"
+
+
+def test_a_forecast_simulates_the_pools_and_ignores_pools_it_is_not_told(make_sched):
+    from dataclasses import replace
+
+    from taskloom.engine.forecast import Plan, forecast
+
+    s = make_sched(start=False, pools={"one": 1})
+    for name in ("a", "b"):
+        s.schedule_after("json:dumps", 60.0, name=name, pool="one")
+    plan = Plan.from_scheduler(s, expected={"a": 600.0, "b": 600.0})
+    assert plan.pools == {"one": 1}
+    limited = forecast(plan, horizon=3600.0)
+    assert sorted(r.start for r in limited.runs) == [60.0, 660.0]
+    assert [c.kind for c in limited.collisions] == ["pool"]
+    free = forecast(replace(plan, pools={}), horizon=3600.0)  # a watched run tells none
+    assert sorted(r.start for r in free.runs) == [60.0, 60.0]
+    s.shutdown()

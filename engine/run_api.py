@@ -16,7 +16,7 @@ mypy checks that both classes implement the whole interface (tests/test_run_api_
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Iterable, Mapping
-from typing import TYPE_CHECKING, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from .models import Action, Attempt, Entry, Event, TaskInfo
 from .states import TaskState
@@ -64,6 +64,22 @@ class RunInterface(Protocol):
 
     def live_log(self, task_id: str) -> str | None:
         """The log file the task's attempt in flight writes, or None."""
+        ...
+
+    def outputs(self, task_id: str) -> dict[str, Any] | None:
+        """What the task's latest success gave its dependents, or None (not told)."""
+        ...
+
+    def jitter_delays(self, task_id: str) -> dict[int, float]:
+        """The jitter delay each recent attempt waited, by number ({}: not told)."""
+        ...
+
+    def pool_wait(self, task_id: str) -> str | None:
+        """What a ready task waits for when its pool is full, or None (not told)."""
+        ...
+
+    def pool_usage(self) -> dict[str, tuple[int, int, list[str]]]:
+        """Each pool's runs in flight, limit and waiting tasks ({}: not told)."""
         ...
 
     def would_close_cycle(self, task_id: str, dep_id: str) -> list[str] | None:

@@ -758,6 +758,28 @@ class WatchedRun:
                 return attempt.log_path
         return None
 
+    def outputs(self, task_id: str) -> dict[str, Any] | None:
+        """None: the owner does not publish what a task's success gave its dependents.
+        ``KeyError`` if unknown."""
+        self.task(task_id)
+        return None
+
+    def pool_usage(self) -> dict[str, tuple[int, int, list[str]]]:
+        """{}: the owner does not publish its pools' use."""
+        return {}
+
+    def pool_wait(self, task_id: str) -> str | None:
+        """None: the owner does not publish what its ready tasks wait for.
+        ``KeyError`` if unknown."""
+        self.task(task_id)
+        return None
+
+    def jitter_delays(self, task_id: str) -> dict[int, float]:
+        """{}: the owner does not publish the jitter delays its attempts waited.
+        ``KeyError`` if unknown."""
+        self.task(task_id)
+        return {}
+
     def allowed_actions(self, task_id: str) -> frozenset[Action]:
         """What the owner allows (as of its last feed write), less the graph edits this
         process refuses (``GRAPH_EDITS``); nothing once the owner stopped."""

@@ -363,8 +363,7 @@ class EngineBridge(QObject):
 
     def clock_now(self) -> float:
         """Now on the scheduler's clock (the time base of run_at and event times)."""
-        clock = getattr(self.scheduler, "clock", None)
-        return clock.now() if clock is not None else time.monotonic()
+        return self.scheduler.clock.now()
 
     def clock_to_wall(self, at: float) -> float:
         """A scheduler-clock time as a POSIX timestamp, for display."""

@@ -314,7 +314,7 @@ class Inspector(QWidget):
         self.fields["error"].setText(info.error or "—")
 
     def _retry_at(self, tid: str) -> float | None:
-        for entry in getattr(self.bridge, "upcoming", ()):
+        for entry in self.bridge.upcoming:
             if entry.task_id == tid and entry.kind == "retry":
                 return entry.run_at
         return None
@@ -325,7 +325,7 @@ class Inspector(QWidget):
         now = self.bridge.clock_now()
         retry_at = self._retry_at(info.id)
         pool_wait = None
-        if info.state is TaskState.READY and hasattr(scheduler, "pool_wait"):
+        if info.state is TaskState.READY:
             try:
                 pool_wait = scheduler.pool_wait(info.id)
             except (KeyError, RuntimeError):
@@ -508,7 +508,8 @@ class Inspector(QWidget):
 
     def _jitter_and_outputs(self, attempt: Attempt) -> list[str]:
         """The attempt's jitter delay, and the outputs its success gave (the latest)."""
-        scheduler, tid, lines = self.bridge.scheduler, self.task_id, []
+        scheduler, tid = self.bridge.scheduler, self.task_id
+        lines: list[str] = []
         if tid is None or (attempt.run is not None and self.store is not None
                            and attempt.run != self.store.run):  # fmt: skip
             return lines
@@ -517,7 +518,7 @@ class Inspector(QWidget):
             succeeded = [a for a in self._attempts if a.outcome == Outcome.SUCCEEDED]
             latest = bool(succeeded) and succeeded[-1] is attempt
             outputs = scheduler.outputs(tid) if latest else None
-        except (AttributeError, KeyError, RuntimeError):  # a watched run: not told
+        except (KeyError, RuntimeError):  # gone, or the run has ended
             return lines
         if delay is not None:
             lines.append(f"jitter: started {format_duration(round(delay, 3))} after its time")

@@ -802,8 +802,8 @@ class MainWindow(QMainWindow):
     def _jitter_of(self, tid: str) -> float | None:
         """A task's jitter (seconds), for its window on the timeline; None without."""
         try:
-            return getattr(self.scheduler.definition(tid), "jitter", None)
-        except (KeyError, RuntimeError, AttributeError):
+            return self.scheduler.definition(tid).jitter
+        except (KeyError, RuntimeError):
             return None
 
     def _recurrence_text(self, tid: str) -> str | None:

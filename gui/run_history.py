@@ -111,7 +111,7 @@ class WindowHistory:
 
     @property
     def run(self) -> int | None:
-        return getattr(self.store, "run", None)
+        return None if self.store is None else self.store.run
 
     def needs_read(self, t0: float, t1: float, news: bool = True) -> bool:
         """Whether the window [t0, t1] is to be read; ``news``: whether attempts may

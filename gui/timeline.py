@@ -1224,7 +1224,7 @@ class Timeline(QWidget):
                 if text:
                     labels[tid] = text
 
-    jitter_of = None  # tid -> its jitter (seconds) or None
+    jitter_of: Callable[[str], float | None] | None = None  # tid -> its jitter (seconds)
 
     def set_upcoming(self, entries) -> None:
         self._touch()

@@ -33,7 +33,7 @@ from .models import RetryPolicy
 from .options import Misfire, Mode, Overlap, TriggerRule, values
 from .workflow_model import Problem, Workflow, WorkflowError, toml_key
 
-TOP_KEYS = ("workflow", "tasks")
+TOP_KEYS = ("workflow", "tasks", "pools")
 WORKFLOW_KEYS = ("name", "workers", "executor", *WORKFLOW_HOOK_KEYS, "notify")
 TASK_KEYS = (
     "command",
@@ -59,6 +59,8 @@ TASK_KEYS = (
     "expected",
     "pos",
     "group",
+    "pool",
+    "jitter",
 )
 RETRY_KEYS = ("max_attempts", "base", "factor", "max_delay", "jitter")
 TIME_KEYS = ("at", "after", "every", "cron")
@@ -224,6 +226,7 @@ class _Checker:
         settings = self.table(None, "workflow", self.data.get("workflow", {}))
         name, workers, executor = self.settings(settings)
         hook_fields = self.workflow_hooks(settings)
+        self.pools = self.pool_limits(self.table(None, "pools", self.data.get("pools", {})))
         tasks_table = self.table(None, "tasks", self.data.get("tasks", {}))
         if not tasks_table:
             self.problem(None, "tasks", "no tasks: add a [tasks.NAME] table")
@@ -241,7 +244,21 @@ class _Checker:
             raise WorkflowError(self.problems)
         task_hooks = {tid: own for tid, own in self.task_hooks.items() if own}
         hooks = HookSettings(**hook_fields, task_commands=task_hooks)
-        return Workflow(name, workers, executor, tasks, self.path, self.positions, hooks)
+        return Workflow(
+            name, workers, executor, tasks, self.path, self.positions, hooks, self.pools
+        )
+
+    def pool_limits(self, table: dict) -> dict[str, int]:
+        """``[pools]``: each a name and how many of its tasks may run at once."""
+        pools = {}
+        for name, limit in table.items():
+            if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+                self.problem(
+                    None, f"pools.{toml_key(name)}", f"must be an integer >= 1, got {limit!r}"
+                )
+            else:
+                pools[name] = limit
+        return pools
 
     def table(self, task, key, value) -> dict:
         if isinstance(value, dict):
@@ -651,6 +668,18 @@ class _Checker:
             self.problem(tid, key, "must not contain control characters")
             return None
         return value
+
+    def check_pool(self, tid, key, value, table):
+        pools = self.data.get("pools")
+        pools = pools if isinstance(pools, dict) else {}
+        if not isinstance(value, str) or value not in pools:
+            known = ", ".join(map(repr, pools)) or "none: add a [pools] table"
+            self.problem(tid, key, f"must name a pool of [pools] ({known}), got {value!r}")
+            return None
+        return value
+
+    def check_jitter(self, tid, key, value, table):
+        return self.duration(tid, key, value, allow_zero=True)
 
     def check_pos(self, tid, key, value, table):
         if (

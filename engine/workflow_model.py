@@ -82,6 +82,8 @@ class Workflow:
     positions: dict[str, tuple[float, float]] = field(default_factory=dict)
     # What runs when tasks fail, retry or succeed and when the run ends (engine/hooks.py)
     hooks: HookSettings = field(default_factory=HookSettings)
+    # Shared limits ([pools] name = N): at most N runs of tasks with pool = "name" at once
+    pools: dict[str, int] = field(default_factory=dict)
 
     def __post_init__(self):
         self.positions = {tid: (float(x), float(y)) for tid, (x, y) in self.positions.items()}

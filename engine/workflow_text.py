@@ -34,7 +34,7 @@ from .workflow_model import Workflow, toml_key
 if TYPE_CHECKING:
     from tomlkit.items import Table
 
-DURATION_KEYS = ("after", "every", "timeout", "misfire_grace")
+DURATION_KEYS = ("after", "every", "timeout", "misfire_grace", "jitter")
 SETTINGS = ("name", "workers", "executor")
 SETTING_DEFAULTS = {"workers": 4, "executor": "threads"}
 
@@ -169,6 +169,8 @@ def dumps(workflow: Workflow, base_dir=None) -> str:
         notify["events"] = list(hooks.notify_events)
     if notify:
         lines.append(f"notify = {_literal(notify)}")
+    if workflow.pools:
+        lines += ["", "[pools]"] + [f"{toml_key(n)} = {v}" for n, v in workflow.pools.items()]
     base = workflow.base_dir if base_dir is None else Path(base_dir)
     for tid, task in workflow.tasks.items():
         lines += ["", f"[tasks.{toml_key(tid)}]"]
@@ -184,7 +186,7 @@ def dumps(workflow: Workflow, base_dir=None) -> str:
 
 
 def _render(key: str, value) -> str:
-    if key in ("after", "every", "timeout", "misfire_grace", "expected"):
+    if key in ("after", "every", "timeout", "misfire_grace", "expected", "jitter"):
         return _literal(format_duration(value))
     if key == "retry":
         durations = ("base", "max_delay")
@@ -262,6 +264,10 @@ def locate(text: str, task: str | None, key: str | None) -> tuple[int, int] | No
         if key and key.startswith("tasks.") and len(key) > 6:  # a task that is no table
             name = key[6:].strip("\"'")
             return _mentioned(lines, name) or _top_level(lines, "tasks")
+        if key and key.startswith("pools.") and _header(lines, "pools") is not None:
+            table = _header(lines, "pools")  # a [pools] limit: its key in the table
+            assert table is not None
+            return _key_in(lines, table, key[6:].strip("\"'")) or (table + 1, 1)
         if key and not key.startswith("workflow."):  # not a [workflow] key: top level
             return _top_level(lines, key.split(".")[0])
         if name and (name == "notify" or name.startswith("notify.")):  # [workflow.notify]

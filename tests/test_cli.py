@@ -425,6 +425,7 @@ def test_a_second_run_of_a_running_workflow_is_refused_and_the_first_is_untouche
     assert "WorkerLost" not in out and "lost" not in out
 
 
+@pytest.mark.slow
 def test_workflows_with_one_name_in_two_folders_keep_separate_stores(tmp_path):
     one, two = tmp_path / "one", tmp_path / "two"
     for folder, word in ((one, "one"), (two, "two")):
@@ -493,6 +494,7 @@ def test_stop_signals_end_every_command_and_leave_the_run_resumable(tmp_path, si
     assert "resuming the unfinished run" in resumed.stdout
 
 
+@pytest.mark.slow
 def test_a_resumed_run_runs_what_the_file_says_now(tmp_path):
     ledger = tmp_path / "ledger"
     fifo = tmp_path / "announce"
@@ -646,6 +648,7 @@ def test_quiet_run_says_only_what_failed_on_stderr(tmp_path):
     assert len(lines) == 2
 
 
+@pytest.mark.slow
 def test_verbose_logs_the_store_and_log_folder_and_quiet_validate_is_silent(tmp_path):
     path = write(tmp_path, '[tasks.ok]\ncommand = ["true"]\n')
     ran = taskloom("run", path, "-v")

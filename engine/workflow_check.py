@@ -20,6 +20,7 @@ from .actions import Call
 from .cron import CronTrigger, zone
 from .definitions import TaskDefinition
 from .durations import MAX_DURATION, parse_duration
+from .envfile import EnvFileError, read_env_file
 from .hooks import (
     EVENTS,
     NOTIFY_KEYS,
@@ -34,7 +35,22 @@ from .options import Misfire, Mode, Overlap, TriggerRule, values
 from .workflow_model import Problem, Workflow, WorkflowError, toml_key
 
 TOP_KEYS = ("workflow", "tasks")
-WORKFLOW_KEYS = ("name", "workers", "executor", *WORKFLOW_HOOK_KEYS, "notify")
+WORKFLOW_KEYS = (
+    "name",
+    "workers",
+    "executor",
+    *WORKFLOW_HOOK_KEYS,
+    "notify",
+    "timeout",
+    "defaults",
+    "env_file",
+    "secret_env",
+)
+# [workflow.defaults]: what a task without its own key gets. pool and jitter are
+# accepted here and given to tasks once tasks take them (TASK_KEYS).
+DEFAULT_KEYS = ("retry", "timeout", "env", "cwd", "priority", "pool", "jitter")
+# Task keys that are no part of its definition: the workflow keeps them.
+TASK_SIDE_KEYS = ("env_file", "secret_env")
 TASK_KEYS = (
     "command",
     "call",
@@ -70,6 +86,7 @@ CHOICES = {
 }
 RECURRING_ONLY = ("overlap", "misfire", "misfire_grace")
 COMMAND_ONLY = ("shell", "cwd", "env")
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _DASK = re.compile(r"^dask://[^\s:/]+:\d{1,5}$")
 # The name prefixes the run's log folder and names its store: no path parts in it.
 _BAD_NAME = re.compile(r"[/\\\x00-\x1f\x7f-\x9f]")
@@ -212,6 +229,11 @@ class _Checker:
         self.problems: list[Problem] = []
         self.positions: dict[str, tuple[float, float]] = {}
         self.task_hooks: dict[str, dict[str, HookCommand]] = {}
+        self.task_secrets: dict[str, tuple[str, ...]] = {}
+        self.env_files: dict[str, str | None] = {}
+        self.defaults: dict = {}
+        self.file_env: dict[str, str] = {}
+        self.task_file_env: dict[str, dict[str, str]] = {}
 
     def problem(self, task, key, message) -> None:
         self.problems.append(Problem(self.file, task, key, message))
@@ -224,6 +246,15 @@ class _Checker:
         settings = self.table(None, "workflow", self.data.get("workflow", {}))
         name, workers, executor = self.settings(settings)
         hook_fields = self.workflow_hooks(settings)
+        timeout = None
+        if "timeout" in settings:
+            timeout = self.duration(None, "workflow.timeout", settings["timeout"], False)
+        secrets = self.secret_names(None, "workflow.secret_env", settings.get("secret_env", []))
+        file_env = {}
+        if "env_file" in settings:
+            file_env = self.env_file(None, "workflow.env_file", settings["env_file"]) or {}
+        self.defaults = self.check_defaults(settings.get("defaults", {}))
+        self.file_env = file_env
         tasks_table = self.table(None, "tasks", self.data.get("tasks", {}))
         if not tasks_table:
             self.problem(None, "tasks", "no tasks: add a [tasks.NAME] table")
@@ -241,7 +272,18 @@ class _Checker:
             raise WorkflowError(self.problems)
         task_hooks = {tid: own for tid, own in self.task_hooks.items() if own}
         hooks = HookSettings(**hook_fields, task_commands=task_hooks)
-        return Workflow(name, workers, executor, tasks, self.path, self.positions, hooks)
+        workflow = Workflow(name, workers, executor, tasks, self.path, self.positions, hooks)
+        workflow.timeout = timeout
+        workflow.secret_env = tuple(secrets or ())
+        workflow.task_secrets = {tid: names for tid, names in self.task_secrets.items() if names}
+        workflow.defaults = self.defaults
+        workflow.file_env = {tid: env for tid, env in self.task_file_env.items() if env}
+        if self.file_env:
+            workflow.file_env[""] = self.file_env
+        workflow.env_files = {tid: name for tid, name in self.env_files.items() if name is not None}
+        if "env_file" in settings:
+            workflow.env_files[""] = settings["env_file"]
+        return workflow
 
     def table(self, task, key, value) -> dict:
         if isinstance(value, dict):
@@ -359,6 +401,54 @@ class _Checker:
         self.problem(tid, key, f"must be a command string or an argv list, got {_type_name(value)}")
         return None
 
+    # -- defaults, env files and secrets
+    def check_defaults(self, value) -> dict:
+        """The [workflow.defaults] values that are good, as a task table would hold them."""
+        table = self.table(None, "workflow.defaults", value)
+        good = {}
+        for key, item in table.items():
+            where = f"workflow.defaults.{key}"
+            if key not in DEFAULT_KEYS:
+                self.problem(None, where, "unknown key" + _did_you_mean(key, DEFAULT_KEYS))
+                continue
+            if key not in TASK_KEYS:  # pool and jitter before tasks take them: kept as given
+                good[key] = item
+                continue
+            before = len(self.problems)
+            checked = getattr(self, "check_" + key)(None, where, item, table)
+            if checked is not None and len(self.problems) == before:
+                good[key] = item
+        return good
+
+    def secret_names(self, tid, key, value) -> list[str] | None:
+        """``secret_env``: names of variables taken from Taskloom's environment."""
+        if isinstance(value, str):
+            value = [value]
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            self.problem(tid, key, 'must be a list of variable names, like ["API_TOKEN"]')
+            return None
+        bad = [v for v in value if not _ENV_NAME.match(v)]
+        if bad:
+            self.problem(tid, key, f"{bad[0]!r} is not a variable name (letters, digits, _)")
+            return None
+        return list(dict.fromkeys(value))
+
+    def env_file(self, tid, key, value) -> dict[str, str] | None:
+        """The variables of an env file (relative to the workflow file's folder)."""
+        if not isinstance(value, str) or not value:
+            self.problem(tid, key, f'must be a file name like ".env", got {value!r}')
+            return None
+        path = self.base_dir / value
+        try:
+            return read_env_file(path)
+        except EnvFileError as exc:
+            self.problems.append(
+                Problem(exc.file, tid, key, f"env file: {exc.message}", exc.line, exc.column)
+            )
+        except OSError as exc:
+            self.problem(tid, key, f"cannot read {str(path)!r}: {exc.strerror or exc}")
+        return None
+
     # -- one task
     def task(self, tid: str, table: dict) -> tuple[TaskDefinition | None, list[str]]:
         """The task's definition (None if its table has problems) and its deps."""
@@ -368,9 +458,19 @@ class _Checker:
         for key in table:
             if key == "on_finish":
                 self.problem(tid, key, "is about the whole run: put it in [workflow]")
-            elif key not in TASK_KEYS and key not in TASK_HOOK_KEYS:
-                known = TASK_KEYS + TASK_HOOK_KEYS
+            elif key not in TASK_KEYS and key not in TASK_HOOK_KEYS and key not in TASK_SIDE_KEYS:
+                known = TASK_KEYS + TASK_HOOK_KEYS + TASK_SIDE_KEYS
                 self.problem(tid, key, "unknown key" + _did_you_mean(key, known))
+        self.task_secrets[tid] = tuple(
+            self.secret_names(tid, "secret_env", table.get("secret_env", [])) or ()
+        )
+        own_env: dict[str, str] = {}
+        self.env_files[tid] = None
+        if "env_file" in table:
+            own_env = self.env_file(tid, "env_file", table["env_file"]) or {}
+            self.env_files[tid] = table["env_file"]
+        self.task_file_env[tid] = own_env
+        table = expanded(table, self.defaults, self.file_env, own_env)
         own = {}
         for event in TASK_EVENTS:
             if f"on_{event}" in table:
@@ -502,7 +602,7 @@ class _Checker:
             return None
         bad = []
         for name, item in value.items():
-            where = f"env.{toml_key(name)}"
+            where = f"{key}.{toml_key(name)}"
             if not name or "=" in name or "\0" in name:
                 self.problem(tid, where, "a variable name must be non-empty, without '=' or NUL")
             elif not isinstance(item, str):
@@ -617,7 +717,7 @@ class _Checker:
             return None
         fields, ok = {}, True
         for name, item in value.items():
-            where = f"retry.{toml_key(name)}"
+            where = f"{key}.{toml_key(name)}"
             if name not in RETRY_KEYS:
                 self.problem(tid, where, "unknown key" + _did_you_mean(name, RETRY_KEYS))
                 ok = False
@@ -760,3 +860,30 @@ def _zone_names():
     from zoneinfo import available_timezones
 
     return sorted(available_timezones())
+
+
+def expanded(table: dict, defaults: dict, workflow_env: dict, file_env: dict) -> dict:
+    """What a task table means with the workflow's defaults and env files: a default
+    for each key the task does not give (``cwd`` and ``env`` only for a command; pool
+    and jitter once tasks take them), and ``env`` built as the workflow's env file,
+    then ``defaults.env``, then the task's env file, then its own ``env``."""
+    if not defaults and not workflow_env and not file_env:
+        return table
+    result = dict(table)
+    command = "call" not in table
+    for key, value in defaults.items():
+        if key == "env" or key not in TASK_KEYS or key in table:
+            continue
+        if key == "cwd" and not command:
+            continue
+        result[key] = value
+    if command:
+        own = table.get("env")
+        env = {**workflow_env, **defaults.get("env", {}), **file_env}
+        if isinstance(own, dict):
+            env.update(own)
+        elif own is not None:
+            return result  # not a table: the checker says so
+        if env:
+            result["env"] = env
+    return result

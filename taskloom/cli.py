@@ -822,8 +822,12 @@ def _run_workflow(args, stop_signals: StopSignals) -> int:
     hooks = attach_hooks(scheduler, workflow, opened.store, log_dir=log_dir, env=opened.env)
     monitor.on_output_lost = stop_signals.output_lost
     monitor.seed(scheduler.tasks())
+    deadline = None
     try:
         scheduler.start()
+        from .runs import start_deadline
+
+        deadline = start_deadline(workflow, scheduler, opened.store, hooks)  # [workflow] timeout
     except (ValueError, KeyError, TypeError) as exc:  # e.g. an 'at' the engine refuses
         with _report(args, scheduler, monitor) as reporter:
             reporter.note(opened.note)
@@ -851,9 +855,12 @@ def _run_workflow(args, stop_signals: StopSignals) -> int:
             return
         shut = True
         stop_signals.armed = False
+        if deadline is not None:
+            deadline.stop()
         store_error = _stop(scheduler, executor)
         if hooks is not None:  # on_finish runs while the summary is printed
-            hooks.finish(_run_outcome(monitor, interrupted, store_error))
+            expired = deadline is not None and deadline.expired
+            hooks.finish("failed" if expired else _run_outcome(monitor, interrupted, store_error))
         feed.close()  # watchers learn that the owner stopped
         if pruner is not None:
             pruner.stop()
@@ -901,7 +908,11 @@ def _run_workflow(args, stop_signals: StopSignals) -> int:
                 if stop_signals.reason is not None:  # came while the report was set up
                     raise KeyboardInterrupt
                 monitor.wait(
-                    args.run_for, stop=should_stop, until_idle=args.until_idle, on_idle=on_idle
+                    args.run_for,
+                    stop=should_stop,
+                    until_idle=args.until_idle,
+                    on_idle=on_idle,
+                    over=None if deadline is None else lambda: deadline.expired,
                 )
             except KeyboardInterrupt:
                 stopping(reporter)
@@ -923,6 +934,9 @@ def _run_workflow(args, stop_signals: StopSignals) -> int:
         print(f"taskloom: {store_error}; the run stopped", file=sys.stderr)
         return EXIT_INVALID
     code = reporter.summary(scheduler, log_dir, interrupted)
+    if deadline is not None and deadline.expired:
+        print(f"taskloom: {deadline.reason}; cancelled what was unfinished", file=sys.stderr)
+        code = EXIT_FAILED
     if hooks is not None:
         try:
             if not hooks.close():
@@ -1139,12 +1153,13 @@ class RunMonitor:
                     self.on_output_lost()
 
     def wait(
-        self, run_for: float | None, stop=None, until_idle: bool = False, on_idle=None
+        self, run_for: float | None, stop=None, until_idle: bool = False, on_idle=None, over=None
     ) -> None:
         """Until the one-shot tasks settle (no recurring ones) or ``run_for`` passes.
         With recurring tasks, ``on_idle()`` is called once when every one-shot task
         has settled, and ``until_idle`` returns then. Raises ``KeyboardInterrupt``
-        once ``stop()`` says so (output lost)."""
+        once ``stop()`` says so (output lost); returns once ``over()`` says so (the
+        run's deadline passed)."""
         deadline = None if run_for is None else time.monotonic() + run_for
         never = threading.Event()  # a recurring workflow runs until Ctrl-C or the deadline
         told = False
@@ -1160,6 +1175,8 @@ class RunMonitor:
                     return
             if stop is not None and stop():
                 raise KeyboardInterrupt
+            if over is not None and over():
+                return
             remaining = None if deadline is None else deadline - time.monotonic()
             if remaining is not None and remaining <= 0:
                 return

@@ -360,3 +360,46 @@ class AttemptPruner:
         self._stopping.set()
         self._thread.join()
         self.prune()
+
+
+DEADLINE_KEY = "deadline"  # store meta: {"run": N, "started": epoch} of a run with a timeout
+
+
+def start_deadline(workflow, scheduler, store, hooks=None):
+    """Arm the run's ``[workflow] timeout`` (engine/deadline.py); None without one.
+    It counts from the run's first start, kept in the store's meta, so a resumed run
+    keeps the deadline it had. When it passes, ``hooks`` (a ``HookRunner``) tell
+    ``on_failure`` why, for each task it cancelled."""
+    if workflow.timeout is None:
+        return None
+    from taskloom.engine.deadline import RunDeadline
+
+    run, now = getattr(store, "run", None), time.time()
+    started = now
+    if store is not None:
+        try:
+            stored = json.loads(store.meta(DEADLINE_KEY) or "null")
+        except ValueError:
+            stored = None
+        if isinstance(stored, dict) and stored.get("run") == run:
+            started = float(stored.get("started", now))
+        else:
+            store.set_meta(DEADLINE_KEY, json.dumps({"run": run, "started": now}))
+
+    def expired(reason: str, cancelled: list[str]) -> None:
+        import logging
+
+        logging.getLogger("taskloom.cli").warning(
+            "%s: cancelled %s", reason, ", ".join(cancelled) or "nothing"
+        )
+        if hooks is not None:
+            hooks.deadline_passed(reason, cancelled)
+
+    deadline = RunDeadline(
+        scheduler,
+        workflow.timeout,
+        elapsed=max(0.0, now - started),
+        on_expired=expired,
+        on_expiring=None if hooks is None else hooks.deadline_passing,
+    )
+    return deadline.start()

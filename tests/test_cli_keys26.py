@@ -1,0 +1,79 @@
+"""Issue 26 keys through real `taskloom run` processes: the run's deadline
+([workflow] timeout) and [workflow.defaults]."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+
+from tests.test_cli import taskloom, write
+
+PY = sys.executable
+KEEP = (
+    "import json, os, sys; name = sys.argv[1]; "
+    "json.dump({'stdin': json.loads(sys.stdin.read()), "
+    "'env': {k: v for k, v in os.environ.items() if k.startswith('TASKLOOM_')}}, "
+    "open(name + '.json', 'w'))"
+)
+
+
+def keep(name: str) -> str:
+    return json.dumps([PY, "-c", KEEP, name])
+
+
+def test_past_its_deadline_a_run_cancels_what_is_unfinished_and_fails(tmp_path):
+    path = write(
+        tmp_path,
+        f"""
+        [workflow]
+        name = "deadline"
+        timeout = "2s"
+        on_failure = {keep("failure")}
+        on_finish = {keep("finish")}
+
+        [tasks.quick]
+        command = ["true"]
+
+        [tasks.slow]
+        command = ["sleep", "60"]
+
+        [tasks.after]
+        command = ["true"]
+        deps = ["slow"]
+        """,
+    )
+    began = time.monotonic()
+    result = taskloom("run", path, XDG_DATA_HOME=str(tmp_path / "data"))
+    took = time.monotonic() - began
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert took < 30  # not the 60 s of sleep: it was ended
+    assert "the run passed its deadline: [workflow] timeout = 2s" in result.stderr
+    failure = json.loads((tmp_path / "failure.json").read_text())
+    finish = json.loads((tmp_path / "finish.json").read_text())
+    told = {failure["stdin"]["task"]}
+    assert told <= {"slow", "after"}
+    assert "passed its deadline" in failure["env"]["TASKLOOM_ERROR"]
+    assert finish["stdin"]["outcome"] == "failed"
+    assert "passed its deadline" in finish["stdin"]["reason"]
+    assert finish["stdin"]["counts"] == {"succeeded": 1, "cancelled": 2}
+
+
+def test_defaults_reach_a_real_command(tmp_path):
+    (tmp_path / "work").mkdir()
+    path = write(
+        tmp_path,
+        """
+        [workflow.defaults]
+        cwd = "work"
+        env = { GREETING = "hello", WHO = "defaults" }
+
+        [tasks.a]
+        command = "echo $GREETING $WHO > said.txt"
+        shell = true
+        env = { WHO = "task" }
+        """,
+    )
+    result = taskloom("run", path, XDG_DATA_HOME=str(tmp_path / "data"))
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert (tmp_path / "work" / "said.txt").read_text() == "hello task\n"

@@ -749,6 +749,12 @@ def _run_workflow(args, stop_signals: StopSignals) -> int:
             params[key] = value
     if args.dry_run:
         return dry_run(workflow, db_path, selected=bool(args.tasks))
+    from .runs import take_secrets
+
+    problem = take_secrets(workflow)  # secret_env: read now, masked in output, never stored
+    if problem is not None:
+        print(problem, file=sys.stderr)
+        return EXIT_INVALID
     from taskloom import places
 
     try:

@@ -403,3 +403,38 @@ def start_deadline(workflow, scheduler, store, hooks=None):
         on_expiring=None if hooks is None else hooks.deadline_passing,
     )
     return deadline.start()
+
+
+def take_secrets(workflow) -> str | None:
+    """Read the workflow's ``secret_env`` values from this process's environment,
+    give them to its commands as read now and mask them in every command's output
+    (engine/secret_env.py); the values stay in memory only. Returns the problem line
+    when one is not set (None: all are), with the place the first missing name is
+    given: ``flow.toml:3:1: workflow.secret_env: API_TOKEN is not set in Taskloom's
+    environment``."""
+    from taskloom.engine.secret_env import MissingSecrets, provide, read_secrets
+
+    try:
+        values = read_secrets(workflow.secret_names())
+    except MissingSecrets as exc:
+        first = exc.names[0]
+        task = next((t for t, names in workflow.task_secrets.items() if first in names), None)
+        if first in workflow.secret_env:
+            task = None
+        key = "secret_env" if task is not None else "workflow.secret_env"
+        where = f"tasks.{task}.secret_env" if task is not None else key
+        place = str(workflow.path) if workflow.path is not None else "<workflow>"
+        if workflow.path is not None:
+            from taskloom.engine.workflow_text import locate
+
+            try:
+                found = locate(workflow.path.read_text(encoding="utf-8"), task, key)
+            except (OSError, UnicodeDecodeError):
+                found = None
+            if found is not None:
+                place += f":{found[0]}:{found[1]}"
+        names = ", ".join(exc.names)
+        verb = "is" if len(exc.names) == 1 else "are"
+        return f"{place}: {where}: {names} {verb} not set in Taskloom's environment"
+    provide(values)
+    return None

@@ -209,3 +209,15 @@ def test_secret_env_names_are_checked(tmp_path):
         f"{path}:6:1: tasks.a.secret_env: 'not a list of names' is not a variable name "
         "(letters, digits, _)",
     ]
+
+
+def test_secrets_are_read_from_the_environment_and_masked_longest_first():
+    from taskloom.engine.secret_env import MissingSecrets, read_secrets, redact
+
+    environ = {"API_TOKEN": "abc123", "LONGER": "abc123-and-more"}
+    assert read_secrets(["API_TOKEN", "LONGER"], environ) == environ
+    with pytest.raises(MissingSecrets) as caught:
+        read_secrets(["API_TOKEN", "DB_PASSWORD", "GONE"], environ)
+    assert caught.value.names == ["DB_PASSWORD", "GONE"]
+    values = ["abc123-and-more", "abc123"]
+    assert redact("x abc123-and-more y abc123", values) == "x *** y ***"

@@ -50,7 +50,7 @@ WORKFLOW_KEYS = (
 # accepted here and given to tasks once tasks take them (TASK_KEYS).
 DEFAULT_KEYS = ("retry", "timeout", "env", "cwd", "priority", "pool", "jitter")
 # Task keys that are no part of its definition: the workflow keeps them.
-TASK_SIDE_KEYS = ("env_file", "secret_env")
+TASK_SIDE_KEYS = ("env_file", "secret_env", "calendar")
 TASK_KEYS = (
     "command",
     "call",
@@ -75,6 +75,7 @@ TASK_KEYS = (
     "expected",
     "pos",
     "group",
+    "skip",
 )
 RETRY_KEYS = ("max_attempts", "base", "factor", "max_delay", "jitter")
 TIME_KEYS = ("at", "after", "every", "cron")
@@ -84,7 +85,7 @@ CHOICES = {
     "overlap": values(Overlap),
     "misfire": values(Misfire),
 }
-RECURRING_ONLY = ("overlap", "misfire", "misfire_grace")
+RECURRING_ONLY = ("overlap", "misfire", "misfire_grace", "skip", "calendar")
 COMMAND_ONLY = ("shell", "cwd", "env")
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _DASK = re.compile(r"^dask://[^\s:/]+:\d{1,5}$")
@@ -234,6 +235,7 @@ class _Checker:
         self.defaults: dict = {}
         self.file_env: dict[str, str] = {}
         self.task_file_env: dict[str, dict[str, str]] = {}
+        self.calendar_days: dict[str, list] = {}
 
     def problem(self, task, key, message) -> None:
         self.problems.append(Problem(self.file, task, key, message))
@@ -278,6 +280,7 @@ class _Checker:
         workflow.task_secrets = {tid: names for tid, names in self.task_secrets.items() if names}
         workflow.defaults = self.defaults
         workflow.file_env = {tid: env for tid, env in self.task_file_env.items() if env}
+        workflow.calendar_days = {tid: days for tid, days in self.calendar_days.items() if days}
         if self.file_env:
             workflow.file_env[""] = self.file_env
         workflow.env_files = {tid: name for tid, name in self.env_files.items() if name is not None}
@@ -449,6 +452,51 @@ class _Checker:
             self.problem(tid, key, f"cannot read {str(path)!r}: {exc.strerror or exc}")
         return None
 
+    def calendar(self, tid, value) -> list | None:
+        """The days a calendar file skips (relative to the workflow file's folder)."""
+        from .calendars import parse_days, read_calendar
+
+        if not isinstance(value, str) or not value:
+            self.problem(tid, "calendar", f"must be a file name, got {value!r}")
+            return None
+        path = self.base_dir / value
+        try:
+            days = read_calendar(path)
+        except OSError as exc:
+            self.problem(tid, "calendar", f"cannot read {str(path)!r}: {exc.strerror or exc}")
+            return None
+        except ValueError as exc:
+            self.problems.append(Problem(str(path), None, None, f"calendar: {exc}", 1, 1))
+            return None
+        for item in days:
+            try:
+                parse_days([item])
+            except ValueError as exc:
+                # Where the item is written in the calendar, for file:line:column
+                text = path.read_text(encoding="utf-8")
+                at = text.find(str(item))
+                line = text.count("\n", 0, at) + 1 if at >= 0 else 1
+                column = at - text.rfind("\n", 0, at) if at >= 0 else 1
+                message = f"calendar: {exc}"
+                self.problems.append(Problem(str(path), None, "skip", message, line, column))
+                return None
+        return days
+
+    def check_skip(self, tid, key, value, table):
+        from .calendars import parse_days
+
+        if isinstance(value, (str, date)):
+            value = [value]
+        if not isinstance(value, list):
+            self.problem(tid, key, f"must be a list of dates and ranges, got {_type_name(value)}")
+            return None
+        try:
+            parse_days(value)
+        except ValueError as exc:
+            self.problem(tid, key, str(exc) + " (a date, or a range like '2026-12-25..2026-12-26')")
+            return None
+        return value
+
     # -- one task
     def task(self, tid: str, table: dict) -> tuple[TaskDefinition | None, list[str]]:
         """The task's definition (None if its table has problems) and its deps."""
@@ -470,7 +518,11 @@ class _Checker:
             own_env = self.env_file(tid, "env_file", table["env_file"]) or {}
             self.env_files[tid] = table["env_file"]
         self.task_file_env[tid] = own_env
-        table = expanded(table, self.defaults, self.file_env, own_env)
+        days: list = []
+        if "calendar" in table:
+            days = self.calendar(tid, table["calendar"]) or []
+            self.calendar_days[tid] = days
+        table = expanded(table, self.defaults, self.file_env, own_env, days)
         own = {}
         for event in TASK_EVENTS:
             if f"on_{event}" in table:
@@ -528,7 +580,8 @@ class _Checker:
         for key in RECURRING_ONLY:
             if key in table and not recurring:
                 self.problem(tid, key, "applies only to a recurring task (every or cron)")
-        if "timezone" in table and "cron" not in table and "at" not in table:
+        skipping = "every" in table and ("skip" in table or "calendar" in table)
+        if "timezone" in table and "cron" not in table and "at" not in table and not skipping:
             self.problem(tid, "timezone", "applies only to cron or at")
 
     # -- keys: each returns the normalised value, or None after reporting a problem
@@ -862,14 +915,17 @@ def _zone_names():
     return sorted(available_timezones())
 
 
-def expanded(table: dict, defaults: dict, workflow_env: dict, file_env: dict) -> dict:
+def expanded(table: dict, defaults: dict, workflow_env: dict, file_env: dict, calendar=()) -> dict:
     """What a task table means with the workflow's defaults and env files: a default
     for each key the task does not give (``cwd`` and ``env`` only for a command; pool
     and jitter once tasks take them), and ``env`` built as the workflow's env file,
     then ``defaults.env``, then the task's env file, then its own ``env``."""
-    if not defaults and not workflow_env and not file_env:
+    if not defaults and not workflow_env and not file_env and not calendar:
         return table
     result = dict(table)
+    if calendar:  # a calendar's days join the task's own skip list
+        own = table.get("skip", [])
+        result["skip"] = [*([own] if isinstance(own, str) else own), *calendar]
     command = "call" not in table
     for key, value in defaults.items():
         if key == "env" or key not in TASK_KEYS or key in table:

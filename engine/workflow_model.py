@@ -93,6 +93,7 @@ class Workflow:
     defaults: dict = field(default_factory=dict, compare=False)
     env_files: dict[str, str] = field(default_factory=dict, compare=False)  # "" = workflow's
     file_env: dict[str, dict[str, str]] = field(default_factory=dict, compare=False, repr=False)
+    calendar_days: dict[str, list] = field(default_factory=dict, compare=False, repr=False)
 
     def __post_init__(self):
         self.positions = {tid: (float(x), float(y)) for tid, (x, y) in self.positions.items()}

@@ -90,7 +90,8 @@ def _expander(workflow, tid: str):
     files = getattr(workflow, "file_env", {})
     workflow_env, own_env = files.get("", {}), files.get(tid, {})
     defaults = getattr(workflow, "defaults", {})
-    return lambda table: expanded(table, defaults, workflow_env, own_env)
+    days = getattr(workflow, "calendar_days", {}).get(tid, ())
+    return lambda table: expanded(table, defaults, workflow_env, own_env, days)
 
 
 def _meaning(tid: str, table: dict, base: Path, expand=None) -> dict | None:

@@ -1,6 +1,6 @@
 """Workflow files: a set of tasks in TOML, checked in full before anything runs.
 
-``load(path)`` reads a file (format in docs/design.md, "Workflow files") into a
+``load(path)`` reads a file (format in docs/workflow-file.md) into a
 ``Workflow``; every problem in it is reported at once, as a ``WorkflowError``
 whose lines read ``FILE: tasks.NAME.KEY: message``. ``save(workflow, path)``
 writes one back atomically, and ``load(save(w)) == w``.

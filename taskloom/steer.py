@@ -611,23 +611,63 @@ def _steer_stored(args, workflow, db_path: Path, action: str, tasks: list[str]) 
             if refusal is not None:
                 _fail(refusal)
                 return EXIT_REFUSED
-        done = []
-        for name, tid in requests:
-            done.append(_apply(scheduler, name, tid))
+        ended = _end_adopted_commands(scheduler, requests)
+        done = [(tid, _apply(scheduler, name, tid)) for name, tid in requests]
+        if ended:
+            _wait_settled(scheduler, ended)
     except (ValueError, KeyError, StoreError) as exc:
         _fail(f"taskloom {word}: {exc}")
         return EXIT_INVALID
     finally:
         try:
             if scheduler is not None:
-                scheduler.shutdown(wait=True)
+                scheduler.shutdown(wait=True, hand_over=True)
         finally:
             store.close()
-    for text in done:
+    for tid, text in done:
+        if tid in ended:
+            _say(
+                f"{word}: {text} in the stored run {store.run}: its command was ended "
+                "(it ran on under the supervisor of an owner that had stopped)",
+                args.quiet,
+            )
+            continue
         _say(f"{word}: {text} in the stored run {store.run} (no process runs "
              f"{workflow.name} now; the next 'taskloom run {args.file}' carries it out)",
              args.quiet)  # fmt: skip
     return EXIT_OK
+
+
+def _end_adopted_commands(scheduler, requests) -> set[str]:
+    """Cancelling a task whose command still runs under the supervisor of a stopped
+    owner must end that command now, and record it cancelled, or the next start would
+    adopt it and record its success. This process owns the store for the moment:
+    start the scheduler paused (nothing new starts) so that the adopted commands' ends
+    are followed; ``shutdown(hand_over=True)`` leaves the others to the next owner."""
+    adopted = set(scheduler.adopted_tasks())
+    ended = {tid for name, tid in requests if name == "cancel" and tid in adopted}
+    if ended:
+        scheduler.pause()
+        scheduler.start()
+    return ended
+
+
+def _wait_settled(scheduler, tasks: set[str], timeout: float = 30.0) -> None:
+    """Until each of ``tasks`` has settled (its ended command recorded), or ``timeout``."""
+    import threading
+
+    settled = threading.Event()
+
+    def check(_event=None) -> None:
+        if all(scheduler.task(tid).state.settled for tid in tasks):
+            settled.set()
+
+    unsubscribe = scheduler.subscribe(check)
+    try:
+        check()
+        settled.wait(timeout)
+    finally:
+        unsubscribe()
 
 
 def _apply(scheduler, action: str, tid: str) -> str:

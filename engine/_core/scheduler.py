@@ -12,7 +12,7 @@
   them to listeners;
 - ``Journal`` (_store/journal.py): rows for the optional store, and ``restore``.
 
-Concurrency (the whole contract is in docs/design.md, "Concurrency contract"):
+Concurrency (the whole contract is in docs/concurrency.md):
 one core lock (``Core.lock``, with three conditions on it) guards the graph, the
 queues, every ``Task`` and ``Run`` record and the run flags, so a transition that
 touches several parts is atomic. Other locks guard their own small state (event
@@ -135,7 +135,7 @@ REMOVED_KEPT = 64  # removed tasks restore() can put back (the newest ones)
 class Scheduler:
     """Runs callables when they are due: at a time, after a delay, on an interval or a
     cron schedule, and once their dependencies allow, with priorities, retries,
-    cancellation and events. The public API of the engine; see docs/design.md.
+    cancellation and events. The public API of the engine; see docs/engine.md.
 
     ``workers`` attempts run at once, on engine-owned threads or on ``executor``
     (any ``concurrent.futures.Executor``; ``SyncExecutor`` runs everything on the
@@ -478,7 +478,7 @@ class Scheduler:
     ) -> str:
         """Add a task at the times of a cron expression (5 fields, or 6 with seconds)
         in time zone ``tz`` (None: UTC); returns its id. Each occurrence runs once, at
-        its wall-clock time; daylight-saving days follow docs/design.md (Cron).
+        its wall-clock time; daylight-saving days follow docs/engine.md (3.8 Cron).
         ``overlap``, ``misfire`` and ``skip`` as in ``schedule_every``."""
         from ..cron import CronTrigger  # the cron library loads only when used
 

@@ -35,9 +35,6 @@ class IntervalRecurrence:
     def first_due(self, clock: Clock) -> float:
         return self._kept(clock.now() + self.interval, clock)
 
-    def following(self, due: float, clock: Clock) -> float:
-        return self._kept(due + self.interval, clock)
-
     def due_until(self, due: float, now: float, clock: Clock) -> tuple[list[float], float]:
         """Occurrences from ``due`` up to ``now`` (capped), and the first one after ``now``."""
         missed = int(math.floor((now - due) / self.interval)) + 1

@@ -161,3 +161,30 @@ def test_bad_skip_days_and_calendars_are_named_with_their_place(tmp_path):
         f"{path}:14:1: tasks.c.skip: applies only to a recurring task (every or cron)"
     )
     assert len(lines) == 3
+
+
+def test_next_shows_the_skipped_occurrences_as_skipped(tmp_path, capsys):
+    from taskloom.listing import next_fires
+
+    workflow = loads(
+        textwrap.dedent(
+            """
+            [tasks.nightly]
+            command = ["true"]
+            cron = "0 2 * * *"
+            timezone = "Europe/Berlin"
+            skip = ["2026-12-24..2026-12-25"]
+            """
+        ),
+        tmp_path / "flow.toml",
+    )
+    next_fires(workflow, 4, as_json=True, now=datetime(2026, 12, 23, 12, tzinfo=UTC))
+    import json
+
+    fires = json.loads(capsys.readouterr().out)["fires"]
+    berlin = ZoneInfo("Europe/Berlin")
+    days = [(datetime.fromisoformat(f["at"]).astimezone(berlin).day, f["skipped"]) for f in fires]
+    assert days == [(24, True), (25, True), (26, False), (27, False)]
+    next_fires(workflow, 3, as_json=False, now=datetime(2026, 12, 23, 12, tzinfo=UTC))
+    lines = capsys.readouterr().out.splitlines()
+    assert [line.endswith("skipped (calendar)") for line in lines] == [True, True, False]

@@ -77,3 +77,30 @@ def test_defaults_reach_a_real_command(tmp_path):
     result = taskloom("run", path, XDG_DATA_HOME=str(tmp_path / "data"))
     assert result.returncode == 0, result.stdout + result.stderr
     assert (tmp_path / "work" / "said.txt").read_text() == "hello task\n"
+
+
+def test_a_calendar_day_leaves_a_real_recurring_command_out(tmp_path):
+    from datetime import date, timedelta
+
+    today, tomorrow = date.today(), date.today() + timedelta(days=1)
+    # today in UTC and in the local zone, whichever the machine's day is
+    (tmp_path / "days.toml").write_text(f'skip = ["{today - timedelta(days=1)}..{tomorrow}"]\n')
+    path = write(
+        tmp_path,
+        """
+        [tasks.skipped]
+        command = "echo ran >> skipped.txt"
+        shell = true
+        every = "1s"
+        calendar = "days.toml"
+
+        [tasks.kept]
+        command = "echo ran >> kept.txt"
+        shell = true
+        every = "1s"
+        """,
+    )
+    result = taskloom("run", "--for", "3", path, XDG_DATA_HOME=str(tmp_path / "data"))
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert (tmp_path / "kept.txt").read_text().count("ran") >= 1
+    assert not (tmp_path / "skipped.txt").exists()

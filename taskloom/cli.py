@@ -57,6 +57,7 @@ SUBCOMMANDS = (
     "list",
     "next",
     "forecast",
+    "backfill",
     "install-desktop",
     "completion",
     "help",
@@ -231,6 +232,27 @@ def _command_parser() -> argparse.ArgumentParser:
     )
 
     _steering_parsers(sub, each)
+
+    backfill = sub.add_parser(
+        "backfill",
+        help="run the cron and interval occurrences of past days, in order, as one run",
+        parents=each,
+    )
+    backfill.add_argument("file", type=Path, help="workflow file (TOML)")
+    backfill.add_argument("--from", dest="first", required=True, metavar="YYYY-MM-DD")
+    backfill.add_argument("--to", dest="last", required=True, metavar="YYYY-MM-DD")
+    backfill.add_argument(
+        "--task",
+        dest="names",
+        action="append",
+        metavar="NAME",
+        help="only this recurring task (repeatable; default: every one)",
+    )
+    backfill.add_argument("--workers", type=_positive_int, help="at a time (default: the file's)")
+    _store_arguments(backfill)
+    backfill.add_argument(
+        "--dry-run", action="store_true", help="list the occurrences, in order; run nothing"
+    )
 
     listing = sub.add_parser(
         "list", help="the tasks of a workflow: trigger, dependencies, next fire", parents=each
@@ -471,6 +493,8 @@ def _command(args) -> int:
             return EXIT_INVALID
     if args.command == "run":
         return run_workflow(args)
+    if args.command == "backfill":
+        return run_backfill(args)
     if args.command == "history":
         return show_history(args)
     if args.command in ("list", "next"):
@@ -706,6 +730,42 @@ def run_workflow(args) -> int:
         return EXIT_SIGNAL_BASE + stop_signals.signal_number
 
 
+def run_backfill(args) -> int:
+    """``taskloom backfill``: the occurrences of past days (taskloom/backfill.py) as
+    one run of their own, in ``<store>.backfill.db`` beside the workflow's store."""
+    from taskloom import backfill
+
+    try:
+        first, last = backfill.parse_day(args.first), backfill.parse_day(args.last)
+    except backfill.BackfillError as exc:
+        print(f"taskloom backfill: {exc}", file=sys.stderr)
+        return EXIT_INVALID
+    make = lambda workflow: backfill.backfill_workflow(workflow, first, last, args.names or ())  # noqa: E731
+    if args.dry_run:
+        from taskloom.engine.workflow import WorkflowError, load
+
+        try:
+            made = make(load(args.file))
+        except WorkflowError as exc:
+            print(exc, file=sys.stderr)
+            return EXIT_INVALID
+        except backfill.BackfillError as exc:
+            print(f"taskloom backfill: {exc}", file=sys.stderr)
+            return EXIT_INVALID
+        count = len(made.tasks)
+        print(f"dry run of {made.name}: would run {count} occurrences from {first} to {last}, "
+              "in this order (nothing is run):")  # fmt: skip
+        print("\n".join(backfill.describe(made)))
+        return EXIT_OK
+    run_args = argparse.Namespace(**vars(args))
+    run_args.__dict__.update(
+        example=None, until_idle=False, run_for=None, executor=None, log_dir=None,
+        fresh=True, tasks=None, with_upstream=False, params=None, dry_run=False,
+        transform=make,
+    )  # fmt: skip
+    return run_workflow(run_args)
+
+
 def _run_workflow(args, stop_signals: StopSignals) -> int:
     from taskloom.engine.store import StoreBusy, StoreError
     from taskloom.engine.workflow import WorkflowError, load
@@ -722,12 +782,21 @@ def _run_workflow(args, stop_signals: StopSignals) -> int:
     except WorkflowError as exc:
         print(exc, file=sys.stderr)
         return EXIT_INVALID
+    transform = getattr(args, "transform", None)  # taskloom backfill's occurrences
+    if transform is not None:
+        try:
+            workflow = transform(workflow)
+        except ValueError as exc:
+            print(f"taskloom backfill: {exc}", file=sys.stderr)
+            return EXIT_INVALID
     if stop_signals.reason is not None:
         return EXIT_SIGNAL_BASE + stop_signals.signal_number
     if args.with_upstream and not args.tasks:
         print("taskloom run: --with-upstream needs --task NAME", file=sys.stderr)
         return EXIT_INVALID
     db_path = args.db or default_db_path(workflow)
+    if transform is not None:  # a store of its own: a backfill never resumes the run
+        db_path = args.db or db_path.with_name(db_path.stem + ".backfill.db")
     if args.tasks:
         from taskloom import plan
 

@@ -80,6 +80,21 @@ def next_fires(workflow, now: datetime, n: int) -> list[Fire]:
 RELATIVE = ("after", "every")
 
 
+def skipped_fires(workflow, now: datetime, until: datetime) -> list[Fire]:
+    """The occurrences from ``now`` to ``until`` that calendars leave out, earliest first
+    (for the forecast: what does not run, and why)."""
+    found = []
+    for tid, task in workflow.tasks.items():
+        if not task.skip or not task.recurring:
+            continue
+        for when, skipped in _fires(task, now):
+            if when > until:
+                break
+            if skipped:
+                found.append(Fire(when, tid, task.schedule_kind, task.every is not None, True))
+    return sorted(found, key=lambda fire: (fire.at, fire.task))
+
+
 def trigger_text(task) -> str:
     """How a task is triggered, in words: "cron 0 2 * * * (UTC)", "every 5s", ..."""
     from taskloom.engine.durations import format_duration

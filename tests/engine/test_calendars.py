@@ -188,3 +188,32 @@ def test_next_shows_the_skipped_occurrences_as_skipped(tmp_path, capsys):
     next_fires(workflow, 3, as_json=False, now=datetime(2026, 12, 23, 12, tzinfo=UTC))
     lines = capsys.readouterr().out.splitlines()
     assert [line.endswith("skipped (calendar)") for line in lines] == [True, True, False]
+
+
+def test_the_forecast_leaves_skipped_days_out_and_lists_them(tmp_path):
+    from taskloom.engine.forecast import Plan, forecast
+    from taskloom.forecasting import render_text, skipped
+
+    workflow = loads(
+        textwrap.dedent(
+            """
+            [tasks.nightly]
+            command = ["true"]
+            cron = "0 2 * * *"
+            timezone = "Europe/Berlin"
+            skip = ["2026-12-24"]
+            expected = "1m"
+            """
+        ),
+        tmp_path / "flow.toml",
+    )
+    start = datetime(2026, 12, 22, 12, tzinfo=UTC)
+    result = forecast(Plan.from_workflow(workflow, start), horizon=4 * 86400.0, budget=0)
+    berlin = ZoneInfo("Europe/Berlin")
+    ran = sorted(result.at(run.start).astimezone(berlin).day for run in result.runs)
+    assert ran == [23, 25, 26]
+    left_out = skipped(workflow, result)
+    assert [(f.task, f.at.astimezone(berlin).day) for f in left_out] == [("nightly", 24)]
+    from taskloom.engine.durations_model import DurationModel
+
+    assert "skipped (calendar): 1" in render_text(workflow, result, DurationModel(), "none")

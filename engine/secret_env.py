@@ -79,3 +79,10 @@ def redact(text: str, values: Iterable[str] | None = None) -> str:
         if value:
             text = text.replace(value, MASK)
     return text
+
+
+def forget() -> None:
+    """Mask nothing and give commands no secrets any more (tests; a process that is done)."""
+    global _values, _environment
+    with _lock:
+        _values, _environment = (), {}

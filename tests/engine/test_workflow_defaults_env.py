@@ -221,3 +221,29 @@ def test_secrets_are_read_from_the_environment_and_masked_longest_first():
     assert caught.value.names == ["DB_PASSWORD", "GONE"]
     values = ["abc123-and-more", "abc123"]
     assert redact("x abc123-and-more y abc123", values) == "x *** y ***"
+
+
+def test_a_secret_never_reaches_an_attempts_record(sched, clock):
+    """A call task's error, traceback and output are masked as the store would get them."""
+    import os
+
+    from taskloom.engine import current_run, secret_env
+
+    value = "tl-secret-" + os.urandom(6).hex()
+
+    def leaky():
+        run = current_run()
+        assert run is not None
+        run.output = f"the token is {value}"
+        raise RuntimeError(f"refused: {value}")
+
+    secret_env.provide({"API_TOKEN": value})
+    try:
+        sched.add(leaky, name="leaky")
+        (attempt,) = sched.attempts("leaky")
+    finally:
+        secret_env.forget()
+    assert attempt.error == "RuntimeError: refused: ***"
+    assert attempt.output == "the token is ***"
+    assert value not in (attempt.traceback or "") and "refused: ***" in attempt.traceback
+    assert sched.task("leaky").error == "RuntimeError: refused: ***"

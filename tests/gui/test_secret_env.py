@@ -177,6 +177,9 @@ def test_a_secret_is_written_nowhere_and_masked_in_output(qtbot, tmp_path, setti
         assert any("denied for ***" in text for text in seen)
     finally:
         session.close()
+        from taskloom.engine import secret_env
+
+        secret_env.forget()  # this process masks it no more: other tests run here
 
     # Nothing on disk holds it: store (its feed tables too), logs, supervisor records.
     assert files_holding(tmp_path, SECRET.encode()) == []

@@ -7,6 +7,8 @@ import json
 import sys
 import time
 
+import pytest
+
 from tests.test_cli import taskloom, write
 
 PY = sys.executable
@@ -104,3 +106,45 @@ def test_a_calendar_day_leaves_a_real_recurring_command_out(tmp_path):
     assert result.returncode == 0, result.stdout + result.stderr
     assert (tmp_path / "kept.txt").read_text().count("ran") >= 1
     assert not (tmp_path / "skipped.txt").exists()
+
+
+@pytest.mark.slow  # two real runs, one of them stopped: about 13 s
+def test_a_resumed_run_reads_its_secrets_again(tmp_path):
+    """Only names are kept: a resume takes the values Taskloom's environment has then."""
+    import signal
+    import subprocess
+
+    from tests._processes import wait_for
+    from tests.test_cli import ENV, ROOT
+
+    told = tmp_path / "told.txt"
+    path = write(
+        tmp_path,
+        f"""
+        [workflow]
+        secret_env = ["API_TOKEN"]
+
+        [tasks.tick]
+        command = "echo $API_TOKEN >> {told}"
+        shell = true
+        every = "1s"
+        """,
+    )
+    env = {**ENV, "XDG_DATA_HOME": str(tmp_path / "data"), "API_TOKEN": "first-value"}
+    first = subprocess.Popen(
+        [sys.executable, "-m", "taskloom", "run", str(path)],
+        cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        wait_for(lambda: told.exists() and "first-value" in told.read_text(), what="a tick")
+    finally:
+        first.send_signal(signal.SIGTERM)
+        first.wait(30)
+    env["API_TOKEN"] = "second-value"
+    resumed = taskloom(
+        "run", "--for", "2.5", path, **{k: env[k] for k in ("XDG_DATA_HOME", "API_TOKEN")}
+    )
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    assert "resum" in resumed.stdout + resumed.stderr  # the same run, resumed
+    lines = told.read_text().split()
+    assert "second-value" in lines and lines.index("second-value") > lines.index("first-value")

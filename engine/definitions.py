@@ -99,6 +99,10 @@ class TaskDefinition:
     # Days a recurring task leaves out (calendars.py): merged (first, last) date
     # ranges, read in ``timezone`` (UTC when None): a file's ``skip`` and ``calendar``.
     skip: tuple[tuple[date, date], ...] = ()
+    # The shared limit it counts against (a ``[pools]`` name; None: only ``workers``),
+    # and the most random delay (seconds) each occurrence waits before it starts.
+    pool: str | None = None
+    jitter: float | None = None
 
     def __post_init__(self):
         # Kept cheap: the engine builds one per scheduling call.
@@ -173,6 +177,10 @@ class TaskDefinition:
             timeout=self.timeout,
             trigger_rule=self.trigger_rule,
         )
+        if self.pool is not None:
+            common["pool"] = self.pool
+        if self.jitter is not None:
+            common["jitter"] = self.jitter
         recurring = dict(
             overlap=self.overlap, misfire=self.misfire, misfire_grace=self.misfire_grace
         )
@@ -220,6 +228,9 @@ class TaskDefinition:
             from .calendars import ranges_as_text
 
             data["skip"] = ranges_as_text(self.skip)
+        for key in ("pool", "jitter"):  # newer keys: a task without them keeps its digest
+            if data[key] is None:
+                del data[key]
         data.update(
             command=command,
             call=call,
@@ -284,6 +295,8 @@ class TaskDefinition:
             expected=seconds("expected"),
             group=table.get("group"),
             skip=_skip(table.get("skip")),
+            pool=table.get("pool"),
+            jitter=seconds("jitter"),
         )
 
     def to_table(self, base_dir) -> dict:
@@ -341,6 +354,10 @@ class TaskDefinition:
             from .calendars import ranges_as_text
 
             table["skip"] = ranges_as_text(self.skip)
+        if self.pool is not None:
+            table["pool"] = self.pool
+        if self.jitter is not None:
+            table["jitter"] = self.jitter
         return table
 
     # -- the store ------------------------------------------------------------------
@@ -352,7 +369,7 @@ class TaskDefinition:
         row = _row(
             self.action, self.at, self.after, self.every, self.mode, self.cron, self.timezone,
             self.deps, self.priority, self.retry, self.timeout, self.trigger_rule, self.overlap,
-            self.misfire, self.misfire_grace,
+            self.misfire, self.misfire_grace, self.pool, self.jitter,
         )  # fmt: skip
         if self.skip and self.recurring:
             from .calendars import ranges_as_text
@@ -392,6 +409,8 @@ class TaskDefinition:
             misfire=row.get("misfire", Misfire.RUN_ONCE),
             misfire_grace=row.get("misfire_grace", 30.0),
             skip=_skip(row.get("skip")),
+            pool=row.get("pool"),
+            jitter=row.get("jitter"),
         )
 
     def with_deps(self, deps, task_id: str | None = None) -> TaskDefinition:
@@ -405,7 +424,7 @@ class TaskDefinition:
 # ---------------------------------------------------------------------- the parts
 def _row(
     action, at, after, every, mode, cron, timezone, deps, priority, retry, timeout,
-    trigger_rule, overlap, misfire, misfire_grace,
+    trigger_rule, overlap, misfire, misfire_grace, pool=None, jitter=None,
 ) -> dict:  # fmt: skip
     row = {
         "action": action_row(action),
@@ -432,6 +451,10 @@ def _row(
         row["overlap"] = overlap.value
         row["misfire"] = misfire.value
         row["misfire_grace"] = misfire_grace
+    if pool is not None:
+        row["pool"] = pool
+    if jitter is not None:
+        row["jitter"] = jitter
     return row
 
 
@@ -443,7 +466,7 @@ def row_of_call(
     if recurrence is None:
         return _row(
             fn, at, after, None, None, None, None, deps, priority, retry, timeout, trigger_rule,
-            None, None, None,
+            None, None, None, options.get("pool"), options.get("jitter"),
         )  # fmt: skip
     every = mode = cron = None
     if isinstance(recurrence, IntervalRecurrence):
@@ -453,6 +476,7 @@ def row_of_call(
     row = _row(
         fn, None, None, every, mode, cron, options.get("timezone"), deps, priority, retry,
         timeout, trigger_rule, options["overlap"], options["misfire"], options["misfire_grace"],
+        options.get("pool"), options.get("jitter"),
     )  # fmt: skip
     if recurrence.skip is not None:
         from .calendars import ranges_as_text
@@ -543,16 +567,17 @@ def defined_by_call(
         every, mode = recurrence.interval, recurrence.mode
     elif isinstance(recurrence, CronRecurrence):
         cron = recurrence.expr
+    pool, jitter = options.get("pool"), options.get("jitter")
     if recurrence is None:
         return TaskDefinition(
             name, fn, at, after, None, Mode.FIXED_RATE, None, None, tuple(deps), priority, retry,
-            timeout, trigger_rule,
+            timeout, trigger_rule, pool=pool, jitter=jitter,
         )  # fmt: skip
     skip = () if recurrence.skip is None else recurrence.skip.ranges
     return TaskDefinition(
         name, fn, None, None, every, mode or Mode.FIXED_RATE, cron, options.get("timezone"),
         tuple(deps), priority, retry, timeout, trigger_rule, options["overlap"],
-        options["misfire"], options["misfire_grace"], skip=skip,
+        options["misfire"], options["misfire_grace"], pool=pool, jitter=jitter, skip=skip,
     )  # fmt: skip
 
 
@@ -565,6 +590,10 @@ def definition_of_task(task, at: datetime | None) -> TaskDefinition:
         "misfire": task.misfire,
         "misfire_grace": task.misfire_grace,
     }
+    if task.pool is not None:
+        options["pool"] = task.pool
+    if task.jitter is not None:
+        options["jitter"] = task.jitter
     return defined_by_call(
         task.id, task.fn, at, None, task.deps, task.priority, task.retry, task.timeout,
         task.trigger_rule, task.recurrence, options,

@@ -34,7 +34,7 @@ from .models import RetryPolicy
 from .options import Misfire, Mode, Overlap, TriggerRule, values
 from .workflow_model import Problem, Workflow, WorkflowError, toml_key
 
-TOP_KEYS = ("workflow", "tasks")
+TOP_KEYS = ("workflow", "tasks", "pools")
 WORKFLOW_KEYS = (
     "name",
     "workers",
@@ -46,8 +46,7 @@ WORKFLOW_KEYS = (
     "env_file",
     "secret_env",
 )
-# [workflow.defaults]: what a task without its own key gets. pool and jitter are
-# accepted here and given to tasks once tasks take them (TASK_KEYS).
+# [workflow.defaults]: what a task without its own key gets.
 DEFAULT_KEYS = ("retry", "timeout", "env", "cwd", "priority", "pool", "jitter")
 # Task keys that are no part of its definition: the workflow keeps them.
 TASK_SIDE_KEYS = ("env_file", "secret_env", "calendar")
@@ -75,6 +74,8 @@ TASK_KEYS = (
     "expected",
     "pos",
     "group",
+    "pool",
+    "jitter",
     "skip",
 )
 RETRY_KEYS = ("max_attempts", "base", "factor", "max_delay", "jitter")
@@ -248,6 +249,7 @@ class _Checker:
         settings = self.table(None, "workflow", self.data.get("workflow", {}))
         name, workers, executor = self.settings(settings)
         hook_fields = self.workflow_hooks(settings)
+        self.pools = self.pool_limits(self.table(None, "pools", self.data.get("pools", {})))
         timeout = None
         if "timeout" in settings:
             timeout = self.duration(None, "workflow.timeout", settings["timeout"], False)
@@ -274,7 +276,9 @@ class _Checker:
             raise WorkflowError(self.problems)
         task_hooks = {tid: own for tid, own in self.task_hooks.items() if own}
         hooks = HookSettings(**hook_fields, task_commands=task_hooks)
-        workflow = Workflow(name, workers, executor, tasks, self.path, self.positions, hooks)
+        workflow = Workflow(
+            name, workers, executor, tasks, self.path, self.positions, hooks, self.pools
+        )
         workflow.timeout = timeout
         workflow.secret_env = tuple(secrets or ())
         workflow.task_secrets = {tid: names for tid, names in self.task_secrets.items() if names}
@@ -287,6 +291,18 @@ class _Checker:
         if "env_file" in settings:
             workflow.env_files[""] = settings["env_file"]
         return workflow
+
+    def pool_limits(self, table: dict) -> dict[str, int]:
+        """``[pools]``: each a name and how many of its tasks may run at once."""
+        pools = {}
+        for name, limit in table.items():
+            if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+                self.problem(
+                    None, f"pools.{toml_key(name)}", f"must be an integer >= 1, got {limit!r}"
+                )
+            else:
+                pools[name] = limit
+        return pools
 
     def table(self, task, key, value) -> dict:
         if isinstance(value, dict):
@@ -413,9 +429,6 @@ class _Checker:
             where = f"workflow.defaults.{key}"
             if key not in DEFAULT_KEYS:
                 self.problem(None, where, "unknown key" + _did_you_mean(key, DEFAULT_KEYS))
-                continue
-            if key not in TASK_KEYS:  # pool and jitter before tasks take them: kept as given
-                good[key] = item
                 continue
             before = len(self.problems)
             checked = getattr(self, "check_" + key)(None, where, item, table)
@@ -804,6 +817,18 @@ class _Checker:
             self.problem(tid, key, "must not contain control characters")
             return None
         return value
+
+    def check_pool(self, tid, key, value, table):
+        pools = self.data.get("pools")
+        pools = pools if isinstance(pools, dict) else {}
+        if not isinstance(value, str) or value not in pools:
+            known = ", ".join(map(repr, pools)) or "none: add a [pools] table"
+            self.problem(tid, key, f"must name a pool of [pools] ({known}), got {value!r}")
+            return None
+        return value
+
+    def check_jitter(self, tid, key, value, table):
+        return self.duration(tid, key, value, allow_zero=True)
 
     def check_pos(self, tid, key, value, table):
         if (

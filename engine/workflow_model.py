@@ -82,6 +82,8 @@ class Workflow:
     positions: dict[str, tuple[float, float]] = field(default_factory=dict)
     # What runs when tasks fail, retry or succeed and when the run ends (engine/hooks.py)
     hooks: HookSettings = field(default_factory=HookSettings)
+    # Shared limits ([pools] name = N): at most N runs of tasks with pool = "name" at once
+    pools: dict[str, int] = field(default_factory=dict)
     # [workflow] timeout: past it the run's unfinished tasks are cancelled (deadline.py)
     timeout: float | None = None
     # Variables taken from Taskloom's environment when the run starts, never stored:

@@ -34,7 +34,7 @@ from .workflow_model import Workflow, toml_key
 if TYPE_CHECKING:
     from tomlkit.items import Table
 
-DURATION_KEYS = ("after", "every", "timeout", "misfire_grace")
+DURATION_KEYS = ("after", "every", "timeout", "misfire_grace", "jitter")
 SETTINGS = ("name", "workers", "executor")
 SETTING_DEFAULTS = {"workers": 4, "executor": "threads"}
 
@@ -188,6 +188,8 @@ def dumps(workflow: Workflow, base_dir=None) -> str:
         lines.append(f"timeout = {_literal(format_duration(workflow.timeout))}")
     if workflow.secret_env:
         lines.append(f"secret_env = {_literal(list(workflow.secret_env))}")
+    if workflow.pools:
+        lines += ["", "[pools]"] + [f"{toml_key(n)} = {v}" for n, v in workflow.pools.items()]
     base = workflow.base_dir if base_dir is None else Path(base_dir)
     for tid, task in workflow.tasks.items():
         lines += ["", f"[tasks.{toml_key(tid)}]"]
@@ -205,7 +207,7 @@ def dumps(workflow: Workflow, base_dir=None) -> str:
 
 
 def _render(key: str, value) -> str:
-    if key in ("after", "every", "timeout", "misfire_grace", "expected"):
+    if key in ("after", "every", "timeout", "misfire_grace", "expected", "jitter"):
         return _literal(format_duration(value))
     if key == "retry":
         durations = ("base", "max_delay")
@@ -283,6 +285,10 @@ def locate(text: str, task: str | None, key: str | None) -> tuple[int, int] | No
         if key and key.startswith("tasks.") and len(key) > 6:  # a task that is no table
             name = key[6:].strip("\"'")
             return _mentioned(lines, name) or _top_level(lines, "tasks")
+        if key and key.startswith("pools.") and _header(lines, "pools") is not None:
+            table = _header(lines, "pools")  # a [pools] limit: its key in the table
+            assert table is not None
+            return _key_in(lines, table, key[6:].strip("\"'")) or (table + 1, 1)
         if key and not key.startswith("workflow."):  # not a [workflow] key: top level
             return _top_level(lines, key.split(".")[0])
         section = name.partition(".")[0] if name else None

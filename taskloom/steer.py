@@ -116,12 +116,27 @@ class RunView:
     # With no owner: each task it left running, and what its command's supervisor says
     # (still running, or its end: the next start adopts it), else it runs again.
     left_running: list[dict] = field(default_factory=list)  # task, outcome, started
+    # Shared limits that hold ready tasks back: pool, busy, limit, waiting task ids.
+    pool_waits: list[dict] = field(default_factory=list)
 
     def counts(self) -> dict[str, int]:
         counts: dict[str, int] = {}
         for task in self.tasks:
             counts[task.state] = counts.get(task.state, 0) + 1
         return counts
+
+
+def pool_waits(workflow, states: dict[str, str]) -> list[dict]:
+    """The file's pools whose every slot is taken while some of their tasks are ready:
+    ``{"pool", "busy", "limit", "waiting"}`` each (``states``: task id -> state)."""
+    found = []
+    for name, limit in getattr(workflow, "pools", {}).items():
+        members = [tid for tid, task in workflow.tasks.items() if task.pool == name]
+        busy = sum(states.get(tid) == "running" for tid in members)
+        waiting = [tid for tid in members if states.get(tid) == "ready"]
+        if waiting and busy >= limit:
+            found.append({"pool": name, "busy": busy, "limit": limit, "waiting": waiting})
+    return found
 
 
 def _zones(workflow) -> dict[str, str | None]:
@@ -289,6 +304,7 @@ def status(args) -> int:
         return EXIT_INVALID
     finally:
         reader.close()
+    view.pool_waits = pool_waits(workflow, {t.id: t.state for t in view.tasks})
     now = time.time()
     if args.json:
         _dump(_view_json(view, now))
@@ -345,6 +361,7 @@ def _view_json(view: RunView, now: float) -> dict:
             for r in view.running
         ],
         "failures": [{**f, "ended": human.iso(f["ended"])} for f in view.failures],
+        "pool_waits": view.pool_waits,
         "next": [
             {
                 "task": e["task"],
@@ -401,6 +418,11 @@ def _view_lines(view: RunView, zones: dict, now: float) -> list[str]:
                 "was running when its owner stopped (runs again at the next start): "
                 + ", ".join(again)
             )
+    for wait in view.pool_waits:
+        lines.append(
+            f"waiting for pool {wait['pool']}: {wait['busy']} of {wait['limit']} busy: "
+            + ", ".join(wait["waiting"])
+        )
     if view.failures:
         lines.append("recent failures:")
         for f in view.failures:

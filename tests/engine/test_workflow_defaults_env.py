@@ -17,6 +17,9 @@ DEFAULTS = """
 timeout = "2h"
 secret_env = ["API_TOKEN"]
 
+[pools]
+db = 2
+
 [workflow.defaults]
 retry = 3
 timeout = "10m"
@@ -65,6 +68,7 @@ def test_defaults_fill_what_a_task_does_not_say_and_its_own_key_wins(tmp_path):
     assert isinstance(a.action, Command)
     assert a.action.cwd == str(tmp_path / "work")
     assert a.action.env == {"MODE": "dev", "REGION": "eu"}  # per variable: the task's wins
+    assert a.pool == b.pool == "db" and a.jitter == b.jitter == 300.0  # keys2's keys too
     assert workflow.timeout == 7200.0
     assert workflow.secret_names() == ("API_TOKEN", "DB_PASSWORD")
     # a call takes no cwd or env: the defaults give it none (and no problem)

@@ -100,6 +100,7 @@ def backfill_workflow(workflow, first: date, last: date, names=()):
             timezone=None,
             deps=(),
             skip=(),
+            jitter=None,  # a backfill runs now: no spreading out (its pool still holds)
             group=tid,  # the window collapses a task's occurrences into one group
         )
     hooks = workflow.hooks

@@ -174,3 +174,24 @@ def test_a_real_backfill_tells_each_command_its_time_and_is_one_run(tmp_path):
                    XDG_DATA_HOME=data)  # fmt: skip
     assert bad.returncode == 2
     assert bad.stderr.strip() == "taskloom backfill: '2026-10-32' is not a date like 2026-11-01"
+
+
+def test_the_occurrences_keep_their_pool_and_leave_their_jitter(tmp_path):
+    workflow = loads(
+        textwrap.dedent(
+            """
+            [pools]
+            db = 1
+
+            [tasks.load]
+            command = ["true"]
+            cron = "0 3 * * *"
+            pool = "db"
+            jitter = "5m"
+            """
+        ),
+        tmp_path / "flow.toml",
+    )
+    made = backfill_workflow(workflow, date(2026, 11, 1), date(2026, 11, 3))
+    assert made.pools == {"db": 1}
+    assert [(t.pool, t.jitter) for t in made.tasks.values()] == [("db", None)] * 3

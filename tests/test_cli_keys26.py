@@ -148,3 +148,26 @@ def test_a_resumed_run_reads_its_secrets_again(tmp_path):
     assert "resum" in resumed.stdout + resumed.stderr  # the same run, resumed
     lines = told.read_text().split()
     assert "second-value" in lines and lines.index("second-value") > lines.index("first-value")
+
+
+def test_an_env_file_reaches_a_real_command_and_validate_names_a_bad_line(tmp_path):
+    (tmp_path / ".env").write_text('GREETING="hello there"\nexport WHO=file\n')
+    path = write(
+        tmp_path,
+        """
+        [workflow]
+        env_file = ".env"
+
+        [tasks.a]
+        command = "echo $GREETING $WHO > said.txt"
+        shell = true
+        env = { WHO = "task" }
+        """,
+    )
+    result = taskloom("run", path, XDG_DATA_HOME=str(tmp_path / "data"))
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert (tmp_path / "said.txt").read_text() == "hello there task\n"
+    (tmp_path / ".env").write_text("GREETING=hi\nWHO 'nobody'\n")
+    checked = taskloom("validate", path)
+    assert checked.returncode == 2
+    assert f"{tmp_path / '.env'}:2:5: env file: expected '=' after WHO" in checked.stdout

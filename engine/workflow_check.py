@@ -522,9 +522,9 @@ class _Checker:
             elif key not in TASK_KEYS and key not in TASK_HOOK_KEYS and key not in TASK_SIDE_KEYS:
                 known = TASK_KEYS + TASK_HOOK_KEYS + TASK_SIDE_KEYS
                 self.problem(tid, key, "unknown key" + _did_you_mean(key, known))
-        self.task_secrets[tid] = tuple(
-            self.secret_names(tid, "secret_env", table.get("secret_env", [])) or ()
-        )
+        if "secret_env" in table:
+            names = self.secret_names(tid, "secret_env", table["secret_env"])
+            self.task_secrets[tid] = tuple(names or ())
         own_env: dict[str, str] = {}
         self.env_files[tid] = None
         if "env_file" in table:

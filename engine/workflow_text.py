@@ -229,9 +229,19 @@ def _literal(value, nesting: int = 0) -> str:
         inner, outer = "    " * (nesting + 1), "    " * nesting
         items = ",\n".join(inner + _literal(item, nesting + 1) for item in value)
         return f"[\n{items},\n{outer}]"
+    # The common values without tomlkit (the same text it writes, ten times faster)
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, str) and _PLAIN.fullmatch(value):
+        return f'"{value}"'
     import tomlkit
 
     return tomlkit.item(value).as_string()
+
+
+_PLAIN = re.compile(r'[^\x00-\x1f\x7f"\\]*')  # a basic string that needs no escape
 
 
 def save(workflow: Workflow, path=None) -> Path:

@@ -47,6 +47,7 @@ class Plan:
     workers: int = 4
     wall: datetime = field(default_factory=lambda: datetime.now().astimezone())
     origin: float = 0.0
+    pools: dict[str, int] = field(default_factory=dict)  # shared limits ([pools])
 
     @property
     def deps(self) -> dict[str, tuple[str, ...]]:
@@ -67,7 +68,8 @@ class Plan:
     def from_workflow(cls, workflow, wall: datetime | None = None) -> Plan:
         """A workflow file as a fresh run of it would start at ``wall`` (default: now)."""
         tasks = [PlannedTask(workflow.tasks[tid]) for tid in workflow.order()]
-        return cls(tasks, workflow.workers, wall or datetime.now().astimezone())
+        wall = wall or datetime.now().astimezone()
+        return cls(tasks, workflow.workers, wall, pools=dict(getattr(workflow, "pools", {})))
 
     @classmethod
     def from_scheduler(
@@ -104,7 +106,9 @@ class Plan:
             if seconds is not None and definition.expected != seconds:
                 definition = replace(definition, expected=seconds)
             tasks.append(_planned(scheduler, info, definition, now, next_occurrence.get(info.id)))
-        return cls(tasks, scheduler.workers, wall, now)
+        usage = getattr(scheduler, "pool_usage", None)  # a watched run has no pools to tell
+        pools = {name: limits[1] for name, limits in (usage() if usage else {}).items()}
+        return cls(tasks, scheduler.workers, wall, now, pools)
 
 
 def _planned(scheduler, info, definition, now: float, occurrence: float | None) -> PlannedTask:

@@ -187,10 +187,15 @@ class TaskFold:
 
     def brief(self, tid: str) -> tuple[TaskState | None, int, bool] | None:
         """(state, attempt, paused) as far as the fold knows, or None if it knows
-        nothing of the task."""
-        fields = self.fields(tid)
-        if fields is None:
-            if tid in self._paused:
-                return (None, 0, self._paused[tid])
-            return None
-        return (fields.state, fields.attempt, self.paused_of(tid))
+        nothing of the task. (Dict reads only: the watcher asks for every task a
+        busy round changed.)"""
+        last = self._last.get(tid)
+        base = self._base.get(tid)
+        paused = self._paused.get(tid)
+        if paused is None:
+            paused = False if base is None else base.paused
+        if last is not None:
+            return (last.state, last.attempt, paused)
+        if base is not None:
+            return (base.state, base.attempt, paused)
+        return (None, 0, paused) if tid in self._paused else None

@@ -146,8 +146,9 @@ def _static_part(info: TaskInfo) -> tuple[str, str, str]:
     return middle, "true" if info.recurring else "false", json.dumps(info.id)
 
 
-# Enum's .value is a descriptor call: looked up once per state, not per row.
-_STATE_TEXT = {state: f'["{state.value}",' for state in TaskState}
+# Enum's .value is a descriptor call, and hashing a member a Python call: looked up
+# by the state's plain ``kind`` attribute, once per row.
+_STATE_TEXT = {state.kind: f'["{state.value}",' for state in TaskState}
 
 
 def _encode(static: tuple[str, str, str], fields, paused: bool) -> str:
@@ -162,7 +163,7 @@ def _encode(static: tuple[str, str, str], fields, paused: bool) -> str:
     error = fields.error
     why = "null" if error is None else json.dumps(error)
     return (
-        f"{_STATE_TEXT[fields.state]}{static[0]},{int(fields.attempt)},{when},{static[1]},"
+        f"{_STATE_TEXT[fields.state.kind]}{static[0]},{int(fields.attempt)},{when},{static[1]},"
         f"{'true' if paused else 'false'},{why}]"
     )
 
@@ -412,7 +413,8 @@ class FeedWriter:
         last reading gets the state fields its events gave: no engine lock per task
         (under load each wait for it is a wait for the GIL too)."""
         fold = self.fold
-        base = None if fresh else fold.reading(tid)
+        readings = fold.readings  # dict reads, not method calls: this runs per row
+        base = None if fresh else readings.get(tid)
         if base is None:
             try:
                 base = self.scheduler.task(tid)
@@ -422,12 +424,13 @@ class FeedWriter:
                     table.pop(tid, None)
                 return f"[{json.dumps(tid)},{self._order.get(tid, 0)},null]"
             fold.rebase(base)
+            base = readings[tid]  # with the state fields the fold had
             self._static_parts[tid] = _static_part(base)
             self._edges[tid] = tuple(base.deps) + tuple(base.dependents)
         static = self._static_parts.get(tid)
         if static is None:
             static = self._static_parts[tid] = _static_part(base)
-        info = _encode(static, fold.fields(tid), fold.paused_of(tid, base.paused))
+        info = _encode(static, fold.latest.get(tid, base), fold.pauses.get(tid, base.paused))
         self._stale[tid] = None  # its allowed actions are read again, in turn
         self._stale.move_to_end(tid)
         order = self._order.setdefault(tid, len(self._order))

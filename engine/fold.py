@@ -51,12 +51,14 @@ PAUSE_KINDS = frozenset({"paused", "resumed"})
 class TaskFold:
     """Task snapshots folded from events; see the module's docstring."""
 
-    __slots__ = ("_base", "_last", "_paused", "states", "floor", "cursor", "paused")
+    __slots__ = ("readings", "latest", "pauses", "states", "floor", "cursor", "paused")
 
     def __init__(self, tasks: Iterable[TaskInfo] = (), floor: int = 0):
-        self._base: dict[str, TaskInfo] = {}  # each task's last reading (or snapshot)
-        self._last: dict[str, Event] = {}  # its newest state event not in the reading
-        self._paused: dict[str, bool] = {}  # its pause, when an event changed it since
+        # Read only, for callers on a hot path (the feed reads them per row); the
+        # methods below are the interface.
+        self.readings: dict[str, TaskInfo] = {}  # each task's last reading (or snapshot)
+        self.latest: dict[str, Event] = {}  # its newest state event not in the reading
+        self.pauses: dict[str, bool] = {}  # its pause, when an event changed it since
         self.states: dict[str, TaskState] = {}  # every task's state now (read, do not write)
         self.floor = floor
         self.cursor = floor  # the newest seq applied
@@ -81,12 +83,12 @@ class TaskFold:
             self.remove(tid)
             return REMOVED
         if kind in PAUSE_KINDS:
-            self._paused[tid] = kind == "paused"
-            return PAUSE if tid in self._base else UNKNOWN
+            self.pauses[tid] = kind == "paused"
+            return PAUSE if tid in self.readings else UNKNOWN
         if event.state is not None:
-            self._last[tid] = event
+            self.latest[tid] = event
             self.states[tid] = event.state
-        if tid not in self._base:
+        if tid not in self.readings:
             return UNKNOWN
         return STRUCTURAL if kind in STRUCTURAL_KINDS else STATE
 
@@ -94,9 +96,9 @@ class TaskFold:
     def put(self, info: TaskInfo) -> None:
         """A reading of the task, taken whole (newer than every event applied)."""
         tid = info.id
-        self._base[tid] = info
-        self._last.pop(tid, None)
-        self._paused.pop(tid, None)
+        self.readings[tid] = info
+        self.latest.pop(tid, None)
+        self.pauses.pop(tid, None)
         self.states[tid] = info.state
 
     def rebase(self, info: TaskInfo) -> None:
@@ -104,57 +106,57 @@ class TaskFold:
         what the fold had (the events applied; a reading may be ahead of them), or
         the reading's for a task the fold knew nothing of."""
         tid = info.id
-        old = self._base.get(tid)
-        if old is None and tid not in self._last:
-            if tid in self._paused:
-                info = info._replace(paused=self._paused.pop(tid))
+        old = self.readings.get(tid)
+        if old is None and tid not in self.latest:
+            if tid in self.pauses:
+                info = info._replace(paused=self.pauses.pop(tid))
             self.put(info)
             return
         if old is not None:
-            if tid not in self._last:
+            if tid not in self.latest:
                 info = info._replace(
                     state=old.state, attempt=old.attempt, run_at=old.run_at, error=old.error
                 )
-            if tid not in self._paused:
+            if tid not in self.pauses:
                 info = info._replace(paused=old.paused)
-        self._base[tid] = info
+        self.readings[tid] = info
 
     def remove(self, tid: str) -> None:
-        self._base.pop(tid, None)
-        self._last.pop(tid, None)
-        self._paused.pop(tid, None)
+        self.readings.pop(tid, None)
+        self.latest.pop(tid, None)
+        self.pauses.pop(tid, None)
         self.states.pop(tid, None)
 
     def reset(self, tasks: Iterable[TaskInfo], floor: int) -> None:
         """Start again from a snapshot (``tasks`` as of ``floor``)."""
-        self._base, self._last, self._paused, self.states = {}, {}, {}, {}
+        self.readings, self.latest, self.pauses, self.states = {}, {}, {}, {}
         self.floor = self.cursor = floor
         for info in tasks:
             self.put(info)
 
     # -- snapshots ---------------------------------------------------------------
     def __contains__(self, tid: object) -> bool:
-        return tid in self._base
+        return tid in self.readings
 
     def __len__(self) -> int:
-        return len(self._base)
+        return len(self.readings)
 
     def known(self, tid: str) -> bool:
         """Whether the fold has a reading of the task (``info`` is not None)."""
-        return tid in self._base
+        return tid in self.readings
 
     def reading(self, tid: str) -> TaskInfo | None:
         """The task's last reading, without the events since (its other fields are
         current; its state fields may not be). Makes nothing."""
-        return self._base.get(tid)
+        return self.readings.get(tid)
 
     def info(self, tid: str) -> TaskInfo | None:
         """The task as its reading and the events since say; None without a reading."""
-        base = self._base.get(tid)
+        base = self.readings.get(tid)
         if base is None:
             return None
-        last = self._last.pop(tid, None)
-        paused = self._paused.pop(tid, None)
+        last = self.latest.pop(tid, None)
+        paused = self.pauses.pop(tid, None)
         if last is None and paused is None:
             return base
         if last is not None:
@@ -164,38 +166,38 @@ class TaskFold:
             )
         if paused is not None and paused != base.paused:
             base = base._replace(paused=paused)
-        self._base[tid] = base
+        self.readings[tid] = base
         return base
 
     @property
     def tasks(self) -> dict[str, TaskInfo]:
         """Every task with a reading, as a snapshot (a new dict)."""
-        return {tid: info for tid in list(self._base) if (info := self.info(tid)) is not None}
+        return {tid: info for tid in list(self.readings) if (info := self.info(tid)) is not None}
 
     def fields(self, tid: str) -> Event | TaskInfo | None:
         """Whatever holds the task's state fields now (``state``, ``attempt``,
         ``run_at``, ``error``): its newest event, else its reading. Makes nothing."""
-        last = self._last.get(tid)
-        return last if last is not None else self._base.get(tid)
+        last = self.latest.get(tid)
+        return last if last is not None else self.readings.get(tid)
 
     def paused_of(self, tid: str, default: bool = False) -> bool:
-        paused = self._paused.get(tid)
+        paused = self.pauses.get(tid)
         if paused is not None:
             return paused
-        base = self._base.get(tid)
+        base = self.readings.get(tid)
         return default if base is None else base.paused
 
     def brief(self, tid: str) -> tuple[TaskState | None, int, bool] | None:
         """(state, attempt, paused) as far as the fold knows, or None if it knows
         nothing of the task. (Dict reads only: the watcher asks for every task a
         busy round changed.)"""
-        last = self._last.get(tid)
-        base = self._base.get(tid)
-        paused = self._paused.get(tid)
+        last = self.latest.get(tid)
+        base = self.readings.get(tid)
+        paused = self.pauses.get(tid)
         if paused is None:
             paused = False if base is None else base.paused
         if last is not None:
             return (last.state, last.attempt, paused)
         if base is not None:
             return (base.state, base.attempt, paused)
-        return (None, 0, paused) if tid in self._paused else None
+        return (None, 0, paused) if tid in self.pauses else None

@@ -35,7 +35,7 @@ from ._store.lock import HEARTBEAT, owner_record, pid_namespace, read_owner
 from ._store.safe_files import UnsafeFile, open_private, same_file
 from .definitions import TaskDefinition
 from .feed import CONTROL_ACTIONS, watch_path
-from .feed_reader import FeedRead, FeedReader
+from .feed_reader import STATES, FeedRead, FeedReader
 from .fold import TaskFold
 from .models import Action, Attempt, Entry, Event, MadeUpEvent, TaskInfo
 from .options import Outcome
@@ -490,7 +490,7 @@ class WatchedRun:
             seq,
             kind,
             tid,
-            None if state is None else TaskState(state),
+            None if state is None else STATES[state],
             at,
             attempt,
             run_at,

@@ -25,7 +25,9 @@ The rules, as the engine emits its events:
   reads it whole if it needs those fields.
 
 ``apply`` makes nothing (no tuple, no list): it runs for every event of a busy
-run, on the owner's threads too. A snapshot (``info``) is made when asked for.
+run, on the owner's threads too. A snapshot (``info``) is made when asked for,
+and folded into the reading then: every method, reads included, belongs to the
+thread that applies the events.
 """
 
 from __future__ import annotations
@@ -145,11 +147,6 @@ class TaskFold:
         """Whether the fold has a reading of the task (``info`` is not None)."""
         return tid in self.readings
 
-    def reading(self, tid: str) -> TaskInfo | None:
-        """The task's last reading, without the events since (its other fields are
-        current; its state fields may not be). Makes nothing."""
-        return self.readings.get(tid)
-
     def info(self, tid: str) -> TaskInfo | None:
         """The task as its reading and the events since say; None without a reading."""
         base = self.readings.get(tid)
@@ -173,19 +170,6 @@ class TaskFold:
     def tasks(self) -> dict[str, TaskInfo]:
         """Every task with a reading, as a snapshot (a new dict)."""
         return {tid: info for tid in list(self.readings) if (info := self.info(tid)) is not None}
-
-    def fields(self, tid: str) -> Event | TaskInfo | None:
-        """Whatever holds the task's state fields now (``state``, ``attempt``,
-        ``run_at``, ``error``): its newest event, else its reading. Makes nothing."""
-        last = self.latest.get(tid)
-        return last if last is not None else self.readings.get(tid)
-
-    def paused_of(self, tid: str, default: bool = False) -> bool:
-        paused = self.pauses.get(tid)
-        if paused is not None:
-            return paused
-        base = self.readings.get(tid)
-        return default if base is None else base.paused
 
     def brief(self, tid: str) -> tuple[TaskState | None, int, bool] | None:
         """(state, attempt, paused) as far as the fold knows, or None if it knows

@@ -308,8 +308,6 @@ def _written_outside(path) -> str | None:
         return None
     if f"{os.sep}.pytest_cache{os.sep}" in full:  # pytest's own (and its plugins')
         return None
-    if f"{os.sep}.hypothesis{os.sep}" in full:  # hypothesis' caches (constants, charmap)
-        return None
     return full
 
 

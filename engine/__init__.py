@@ -16,12 +16,17 @@ if TYPE_CHECKING:
     from .actions import Call
     from .clock import ManualClock, SystemClock
     from .definitions import TaskDefinition
-    from .errors import CycleError, InvalidArgument, TaskCancelled, TaskTimeout
+    from .errors import (
+        CycleError,
+        InvalidArgument,
+        StoreError,  # raised by a Scheduler whose store failed, and by reads
+        TaskCancelled,
+        TaskTimeout,
+    )
     from .executors import SyncExecutor
     from .models import Action, Attempt, Entry, Event, RetryPolicy, TaskInfo
     from .options import Misfire, Mode, Outcome, Overlap, TriggerRule
     from .states import TaskState
-    from .store import StoreError  # raised by a Scheduler whose store failed, and by reads
 
 # name -> the module (relative to this package) that defines it
 _EXPORTS = {
@@ -52,7 +57,7 @@ _EXPORTS = {
     "Overlap": ".options",
     "TriggerRule": ".options",
     "TaskState": ".states",
-    "StoreError": ".store",
+    "StoreError": ".errors",
 }
 
 

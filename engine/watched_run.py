@@ -39,7 +39,7 @@ from .feed_reader import FeedRead, FeedReader
 from .models import Action, Attempt, Entry, Event, TaskInfo
 from .options import Outcome
 from .states import TaskState
-from .store import SQLiteStore, StoreBusy, StoreError
+from .store import StoreBusy, StoreError, StoreReader
 
 log = logging.getLogger("taskloom.watch")
 _OUTCOMES = {o.value: o for o in Outcome}
@@ -216,7 +216,7 @@ class WatchedRun:
             self._reader.close()
             self._release()
             raise
-        self._store: SQLiteStore | None = None
+        self._store: StoreReader | None = None
         self._thread = threading.Thread(target=self._loop, name="taskloom-watch", daemon=True)
         self._thread.start()
 
@@ -645,7 +645,7 @@ class WatchedRun:
     def store(self):
         """The store, read-only, for past runs' attempts (opened on first use)."""
         if self._store is None:
-            self._store = SQLiteStore.reader(self.path)
+            self._store = StoreReader(self.path)
         return self._store
 
     def start(self) -> None:

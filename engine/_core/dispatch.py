@@ -27,12 +27,11 @@ from .._jobs.supervision import SUPERVISED_WORKER
 from .._schedule.timers import TimerQueue
 from ..clock import Clock
 from ..command import Command, CommandDetached
-from ..errors import TaskCancelled
+from ..errors import StoreError, TaskCancelled
 from ..executors import SyncExecutor
 from ..models import Attempt
 from ..options import Outcome, Overlap
 from ..states import TaskState
-from ..store import StoreError
 from .core import Core
 from .delivery import EventDelivery
 from .events import Events

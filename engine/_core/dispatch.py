@@ -371,8 +371,11 @@ class Dispatcher:
         )  # fmt: skip
         task.history.append(record)
         if journal is not None:
-            row = journal.put_attempt(task, record)
-            if not _needs_durable_start(run):
+            in_process = not _needs_durable_start(run)
+            # In-process code is noted in the in-flight file by invoke(): its start row
+            # can wait for its end row to replace it (SQLiteStore.put_attempt).
+            row = journal.put_attempt(task, record, deferred=in_process and self._local_executor)
+            if in_process:
                 run.start_row = row
             journal.record_processes(run)
         if task.state is RUNNING:
@@ -458,6 +461,7 @@ class Dispatcher:
             ),
         )
         row = self._journal.attempt_row(run.task, record)
+        run.durable = record  # the final record: record_attempt writes it no second time
         self.durable.add(run)  # finished by durable_[batch_]done, or by on_store_failure
         if self.sync:
             self._store.put_attempt(row)

@@ -883,6 +883,12 @@ class Lifecycle:
         self, task: Task, run: Run, outcome: Outcome, text: str | None, tb: str | None
     ) -> None:
         """The attempt's final record; its outcome rides on the next event of the task."""
+        durable = run.durable
+        if durable is not None and outcome is Outcome.SUCCEEDED:
+            # Written before the success was reported (finish_when_durable): the same
+            # record, ended when its code returned, needs no second row.
+            self._keep_attempt(task, run, durable, outcome, journal=False)
+            return
         ctx = run.ctx
         ended = self._clock.now()
         if run.adopted is not None:  # it may have ended before this owner came
@@ -904,6 +910,12 @@ class Lifecycle:
                 None,  # run
             ),
         )
+        self._keep_attempt(task, run, record, outcome, journal=True)
+
+    def _keep_attempt(
+        self, task: Task, run: Run, record: Attempt, outcome: Outcome, journal: bool
+    ) -> None:
+        """``record`` replaces the run's record in the task's history (and is journaled)."""
         history = task.history
         assert history is not None  # an attempt that started has a history
         for i in range(len(history) - 1, -1, -1):
@@ -912,7 +924,7 @@ class Lifecycle:
                 break
         else:
             history.append(record)
-        if self._journal is not None:
+        if journal and self._journal is not None:
             self._journal.put_attempt(task, record)
         if len(history) > MAX_ATTEMPTS_KEPT:
             del history[: len(history) - MAX_ATTEMPTS_KEPT]

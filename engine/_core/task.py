@@ -283,6 +283,7 @@ class Run:
         "lingers",
         "start_row",
         "adopted",
+        "durable",
     )
 
     def __init__(self, task: Task, attempt: int, ctx: RunContext, started: float) -> None:
@@ -303,3 +304,6 @@ class Run:
         # A command started by an earlier owner of the store, adopted by recovery:
         # what waits for its end (instead of the task's code); None for our own runs.
         self.adopted: Callable[[], Any] | None = None
+        # Its success as queued for the store before it is reported (finish_when_durable):
+        # the attempt's final record, already written; None until then.
+        self.durable: Attempt | None = None

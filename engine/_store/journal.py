@@ -66,9 +66,10 @@ class Journal:
     def attempt_row(self, task: Task, record: Attempt) -> tuple:
         return record.to_row(task.id, self.to_wall)
 
-    def put_attempt(self, task: Task, record: Attempt) -> tuple:
+    def put_attempt(self, task: Task, record: Attempt, deferred: bool = False) -> tuple:
+        """Queue the attempt's row; ``deferred`` for a start row its end may replace."""
         row = self.attempt_row(task, record)
-        self.store.put_attempt(row)
+        self.store.put_attempt(row, deferred=deferred)
         return row
 
     def forget(self, task: Task) -> None:

@@ -27,6 +27,11 @@ from .records import ATTEMPT_WRITE, TASK_COLUMNS
 log = logging.getLogger("taskloom.store")
 
 LAZY_DELAY = 0.05  # seconds a lazy op may wait for a commit to ride along with
+# Seconds the start row of in-process code is held back (``put_attempt(deferred=True)``):
+# an attempt that ends by then is written once, its end row alone, not a start row
+# and then its end. Its code is noted in the in-flight file meanwhile, so a crash
+# still finds it; a flush writes held rows at once.
+START_DELAY = 0.05
 # Engine ops one transaction commits at most. Under saturation (thousands of tiny
 # tasks a second) group commit let batches grow to tens of thousands of ops and
 # commits to 0.4 s, and the watchers' feed, committed between them, waited that
@@ -83,6 +88,15 @@ class StoreWriter(StoreReads):
         # that they cost no commit of their own (see put_process).
         self._lazy: list[Op] = []
         self._lazy_due: float | None = None
+        # Start rows held back (put_attempt(deferred=True)) by (task id, number), in
+        # the order they came, with when each is due; counted with the lazy ops. An
+        # end row that finds its start here takes its place (``_absorbed`` counts it
+        # as committed with the end row's batch: the engine op index it rides with).
+        self._starts: dict[tuple[str, int], tuple[float, Op]] = {}
+        self._absorbed: deque[int] = deque()
+        self._taken = 0  # engine ops taken into batches so far
+        # Rows sent to each table by the writer's commits (benchmarks/store_bench.py).
+        self.rows_written = dict.fromkeys(("tasks", "attempts", "events"), 0)
         # Guards the queue, the counters, the failure and its listeners; never held
         # during a commit, nor together with _read_lock.
         self._queue_lock = threading.RLock()  # _put takes it directly: no Condition frames
@@ -129,7 +143,17 @@ class StoreWriter(StoreReads):
                 self._cond.notify_all()
 
     def _lazy_ready(self) -> bool:
+        if self._starts and next(iter(self._starts.values()))[0] <= time.monotonic():
+            return True
         return self._lazy_due is not None and time.monotonic() >= self._lazy_due
+
+    def _next_due(self) -> float | None:
+        """When the writer must wake for a lazy op or a held start row, if any waits."""
+        due = self._lazy_due
+        if self._starts:
+            first = next(iter(self._starts.values()))[0]
+            due = first if due is None else min(due, first)
+        return due
 
     def put_task(self, row: tuple) -> None:
         """The whole row, every column of ``TASK_COLUMNS`` (``StateRow.task_row``)."""
@@ -140,10 +164,28 @@ class StoreWriter(StoreReads):
         (seq, task_id, kind, state, at, attempt, error) that caused it."""
         self._put(("update", row, event))
 
-    def put_attempt(self, row: tuple, on_commit: Callable[[], object] | None = None) -> None:
+    def put_attempt(
+        self, row: tuple, on_commit: Callable[[], object] | None = None, deferred: bool = False
+    ) -> None:
         """The columns of ``ATTEMPT_WRITE`` after ``run`` (``Attempt.to_row``).
-        ``on_commit()`` is called by the writer once it is on disk."""
-        self._put(("attempt", row, on_commit))
+        ``on_commit()`` is called by the writer once it is on disk. ``deferred``: a
+        start row held back ``START_DELAY``, for the attempt's end row to replace."""
+        op = ("attempt", row, on_commit)
+        key = (row[0], row[1])
+        with self._queue_lock:
+            if deferred:
+                self._queued[1] += 1
+                if not self._starts:
+                    self._cond.notify_all()  # the writer sets its timer
+                self._starts[key] = (time.monotonic() + START_DELAY, op)
+                return
+            if self._starts and self._starts.pop(key, None) is not None:
+                # Written with this row, as this row: counted once that is committed.
+                self._absorbed.append(self._queued[0] + 1)
+            self._queued[0] += 1
+            self._queue.append(op)
+            if len(self._queue) == 1:
+                self._cond.notify_all()
 
     def put_process(self, task_id: str, number: int, pid: int, pgid: int) -> None:
         """The process attempt ``number`` of ``task_id`` started (see survivors.py).
@@ -185,7 +227,7 @@ class StoreWriter(StoreReads):
                     raise self.failure_error() from self._failure
                 if self._covers(target):
                     return True
-                batch, counts = self._take_batch()
+                batch, counts = self._take_batch(everything=True)
             try:
                 self._commit_batch(batch, counts)
             except Exception:  # logged by _commit_batch; callers see StoreError
@@ -229,9 +271,11 @@ class StoreWriter(StoreReads):
         """Under the condition: whether every op counted in ``target`` is committed."""
         return all(done >= wanted for done, wanted in zip(self._committed, target, strict=True))
 
-    def _take_batch(self) -> tuple[list[Op], tuple[int, int, int]]:
-        """Under the condition: claim the feed writes, the lazy ops and at most
-        ``MAX_BATCH`` engine ops, the oldest, for one commit; and how many of each."""
+    def _take_batch(self, everything: bool = False) -> tuple[list[Op], tuple[int, int, int]]:
+        """Under the condition: claim the feed writes, the lazy ops, the start rows
+        that are due (all of them for a flush, ``everything``) and at most
+        ``MAX_BATCH`` engine ops, the oldest, for one commit; and how many of each
+        (start rows that end rows of these ops replaced count as lazy ops)."""
         self._committing = True
         queue = self._queue
         if len(queue) <= MAX_BATCH:
@@ -239,12 +283,38 @@ class StoreWriter(StoreReads):
             queue.clear()
         else:
             ops = [queue.popleft() for _ in range(MAX_BATCH)]
-        counts = (len(ops), len(self._lazy), len(self._feeds))
-        batch = [*self._feeds, *self._lazy, *ops]
+        self._taken += len(ops)
+        starts = self._take_starts(everything or self._closed)
+        absorbed = self._absorbed
+        replaced = 0
+        while absorbed and absorbed[0] <= self._taken:
+            absorbed.popleft()
+            replaced += 1
+        counts = (len(ops), len(self._lazy) + len(starts) + replaced, len(self._feeds))
+        batch = [*self._feeds, *self._lazy, *starts, *ops]
         self._feeds.clear()
         self._lazy.clear()
         self._lazy_due = None
         return batch, counts
+
+    def _take_starts(self, everything: bool) -> list[Op]:
+        """Under the condition: the held start rows that are due, or all of them."""
+        held = self._starts
+        if not held:
+            return []
+        if everything:
+            taken = [op for _, op in held.values()]
+            held.clear()
+            return taken
+        now = time.monotonic()
+        due = []
+        for key, (when, op) in held.items():
+            if when > now:
+                break
+            due.append((key, op))
+        for key, _ in due:
+            del held[key]
+        return [op for _, op in due]
 
     def _commit_batch(self, batch: list[Op], counts: tuple[int, int, int]) -> None:
         try:
@@ -320,14 +390,14 @@ class StoreWriter(StoreReads):
                             and (self._queue or self._feeds or self._closed or self._lazy_ready())
                         )
                     ):
-                        due = self._lazy_due
+                        due = self._next_due()
                         if due is None or self._committing:  # idle
                             self._cond.wait(None)
                         else:
                             self._cond.wait(max(0.0, due - time.monotonic()))
                     if self._failure is not None:
                         break
-                    if not (self._queue or self._lazy or self._feeds):
+                    if not (self._queue or self._lazy or self._feeds or self._starts):
                         return  # closed and drained
                     batch, counts = self._take_batch()
                 self._commit_batch(batch, counts)
@@ -417,6 +487,10 @@ class StoreWriter(StoreReads):
                 for task_id in deletes:
                     conn.execute("DELETE FROM tasks WHERE id=?", (task_id,))
                 conn.execute("COMMIT")
+                written = self.rows_written
+                written["tasks"] += len(tasks) + len(updates)
+                written["attempts"] += len(attempts)
+                written["events"] += len(events)
             except BaseException:
                 # SQLite may have rolled back already (a disk I/O error does): a failed
                 # ROLLBACK must not replace the cause.

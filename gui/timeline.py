@@ -115,6 +115,16 @@ class TimelineModel:
         self.forecast_reach: float | None = None
         self.forecast_filling = False
         self.forecast_end_note = ""
+        # Tasks with jitter: tid -> its most delay (s), or None; read once per task. An
+        # upcoming entry of one is drawn as the window it may start in, not a point.
+        self.jitter: dict[str, float | None] = {}
+
+    def jitter_window(self, tid: str) -> tuple[float, float] | None:
+        """(earliest, latest) start of the task's next upcoming entry, if it has jitter."""
+        jitter, entries = self.jitter.get(tid), self.entries.get(tid)
+        if not jitter or not entries:
+            return None
+        return entries[0].run_at, entries[0].run_at + jitter
 
     def visible_lanes(self) -> list[str]:
         if self.by_worker:
@@ -729,11 +739,19 @@ class TimelineCanvas(QWidget):
             beyond = x > right
             x = min(x, right - 6)
             colour = QColor(ENTRY_COLOURS.get(entry.kind, "#888888"))
+            jitter = self.model.jitter.get(tid) if entry.kind != "retry" else None
+            if jitter:  # the window it may start in (jitter): a faint span after the marker
+                span = QColor(colour)
+                span.setAlpha(70)
+                end = min(self.x_of(entry.run_at + jitter, now), right)
+                painter.fillRect(QRectF(x, mid - 5, max(2.0, end - x), 10), span)
             painter.setBrush(colour)
             painter.setPen(QPen(LATE_COLOUR if late else colour.darker(150), 2 if late else 1))
             painter.drawPath(_marker(entry.kind, x, mid))
             delay = entry.run_at - now
             when = f"late by {-delay:.1f} s" if late else f"in {delay:.1f} s"
+            if jitter:
+                when += f", starts within {_short(jitter)} after (jitter)"
             what = entry.kind
             if entry.kind == "retry":
                 attempt = self.model.attempts_next.get(tid, 0)
@@ -1203,9 +1221,16 @@ class Timeline(QWidget):
                 if text:
                     labels[tid] = text
 
+    jitter_of = None  # tid -> its jitter (seconds) or None
+
     def set_upcoming(self, entries) -> None:
         self._touch()
         self.model.set_upcoming(entries)
+        if self.jitter_of is not None:
+            known = self.model.jitter
+            for tid in self.model.entries:
+                if tid not in known:
+                    known[tid] = self.jitter_of(tid)
         later: dict[str, list] = {}
         if self.later_occurrences is not None:
             for entry in self.later_occurrences(entries):
@@ -1223,6 +1248,11 @@ class Timeline(QWidget):
 
     def forget_recurrence(self, ids=None) -> None:
         """Definitions changed (of ``ids``; None: any): their labels are read again."""
+        if ids is None:
+            self.model.jitter.clear()  # read again with the entries
+        else:
+            for tid in ids:
+                self.model.jitter.pop(tid, None)
         ids = set(self._recurring_ids if ids is None else ids) & self._recurring_ids
         for tid in ids:
             self.model.recurring.pop(tid, None)

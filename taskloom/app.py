@@ -239,6 +239,7 @@ class WorkflowSession:
         options = dict(workers=workers, log_dir=log_dir, executor=self.executor)
         options["listeners"] = [self._early.listener]
         if self.db_path is None:
+            options["pools"] = self.workflow.pools
             from taskloom.engine import Scheduler
 
             scheduler = Scheduler(**options)

@@ -143,6 +143,28 @@ class StoreReads:
         )
         return {task_id: float(rate) for task_id, rate in rows}
 
+    def jitter_delays(self, run: int | None = None) -> dict[str, dict[int, float]]:
+        """The jitter delays of a run's attempts (default: this run): task -> {attempt: s}."""
+        found: dict[str, dict[int, float]] = {}
+        rows = self._query(
+            "SELECT task_id, number, jitter FROM attempts WHERE run = ? AND jitter IS NOT NULL",
+            (self.run if run is None else run,),
+        )
+        for task_id, number, delay in rows:
+            found.setdefault(task_id, {})[number] = delay
+        return found
+
+    def outputs(self, run: int | None = None) -> dict[str, dict[int, str]]:
+        """The outputs kept for a run (default: this one): task id -> {attempt: JSON}."""
+        found: dict[str, dict[int, str]] = {}
+        rows = self._query(
+            "SELECT task_id, number, data FROM outputs WHERE run = ? ORDER BY number",
+            (self.run if run is None else run,),
+        )
+        for task_id, number, data in rows:
+            found.setdefault(task_id, {})[number] = data
+        return found
+
     def meta(self, key: str) -> str | None:
         rows = self._query("SELECT value FROM meta WHERE key = ?", (key,))
         return rows[0][0] if rows else None

@@ -56,6 +56,7 @@ class Retention(StoreWriter):
                 )
                 self._conn.execute("DELETE FROM attempts WHERE run < ?", (first_run,))
                 self._conn.execute("DELETE FROM events WHERE run < ?", (first_run,))
+                self._conn.execute("DELETE FROM outputs WHERE run < ?", (first_run,))
                 self._conn.execute("COMMIT")
             except BaseException:
                 self._conn.execute("ROLLBACK")

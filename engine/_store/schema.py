@@ -14,7 +14,7 @@ from pathlib import Path
 
 from ..errors import StoreError
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 # MIGRATIONS[n] takes a store from schema version n to n + 1.
 MIGRATIONS: dict[int, list[str]] = {
@@ -103,6 +103,19 @@ MIGRATIONS: dict[int, list[str]] = {
     # The feed's changed task rows, one entry a round (feed.py): one row to write
     # where there was one per task; feed_tasks takes them in every second or so.
     3: ["CREATE TABLE feed_log (id INTEGER PRIMARY KEY, body TEXT NOT NULL)"],
+    # What a succeeded attempt gave its dependents (TASKLOOM_OUTPUT, a call's return
+    # value): a JSON object, engine/outputs.py; and the random delay an attempt's
+    # occurrence waited before it started (jitter).
+    4: [
+        "ALTER TABLE attempts ADD COLUMN jitter REAL",
+        """CREATE TABLE outputs (
+            run INTEGER NOT NULL,
+            task_id TEXT NOT NULL,
+            number INTEGER NOT NULL,
+            data TEXT NOT NULL,
+            PRIMARY KEY (run, task_id, number)
+        )""",
+    ],
 }
 
 REQUIRED_TABLES = ("tasks", "attempts", "events", "meta")

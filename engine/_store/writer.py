@@ -197,6 +197,15 @@ class StoreWriter(StoreReads):
     def delete_task(self, task_id: str) -> None:
         self._put(("delete", task_id))
 
+    def put_outputs(self, task_id: str, number: int, data: str) -> None:
+        """What attempt ``number`` of ``task_id`` gave its dependents (a JSON object)."""
+        self._put(("outputs", (task_id, number, data)))
+
+    def put_jitter(self, task_id: str, number: int, delay: float) -> None:
+        """The random delay (seconds) attempt ``number`` of ``task_id`` waited (jitter);
+        queued after the attempt's row (which must not be a deferred one)."""
+        self._put(("jitter", (delay, task_id, number)))
+
     def put_feed(self, write: FeedWrite) -> None:
         """``write(connection)`` runs in the writer's next batch, in a transaction of
         its own just before the engine's rows: the watchers' feed (feed.py) needs no
@@ -431,6 +440,8 @@ class StoreWriter(StoreReads):
         deletes: dict[str, None] = {}  # a task put again later in the batch is not deleted
         processes: list[tuple] = []
         feeds: list[FeedWrite] = []
+        outputs: list[tuple] = []
+        jitters: list[tuple] = []
         for op in batch:  # coalesce: the latest row per task and per attempt wins
             kind = op[0]
             if kind == "update":
@@ -448,6 +459,10 @@ class StoreWriter(StoreReads):
                 processes.append((pid, pgid, start_time(pid), *where))
             elif kind == "feed":
                 feeds.append(op[1])
+            elif kind == "outputs":
+                outputs.append(op[1])
+            elif kind == "jitter":
+                jitters.append(op[1])
             else:
                 deletes[op[1]] = None
                 tasks.pop(op[1], None)
@@ -478,6 +493,16 @@ class StoreWriter(StoreReads):
                         "UPDATE attempts SET pid=?, pgid=?, proc_started=?"
                         " WHERE run=? AND task_id=? AND number=?",
                         processes,
+                    )
+                if jitters:  # after the attempts' rows: their start rows come first
+                    conn.executemany(
+                        "UPDATE attempts SET jitter=? WHERE run=? AND task_id=? AND number=?",
+                        [(delay, run, task_id, number) for delay, task_id, number in jitters],
+                    )
+                if outputs:
+                    conn.executemany(
+                        "INSERT OR REPLACE INTO outputs VALUES (?,?,?,?)",
+                        [(run, *row) for row in outputs],
                     )
                 if events:
                     conn.executemany(

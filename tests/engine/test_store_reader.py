@@ -27,6 +27,7 @@ def test_a_reader_answers_beside_the_owner_and_has_no_writes(tmp_path):
     with Scheduler(store=owner) as s:
         s.add(Call(f"{JOBS}:noop"), name="a")
         s.wait()
+        owner.flush()  # the success's event row is queued once the success is reported
         reader = SQLiteStore.reader(db)
         try:
             assert type(reader) is StoreReader

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from .executors import SyncExecutor
     from .models import Action, Attempt, Entry, Event, RetryPolicy, TaskInfo
     from .options import Misfire, Mode, Outcome, Overlap, TriggerRule
+    from .run_api import Refused, RunInterface
     from .states import TaskState
 
 # name -> the module (relative to this package) that defines it
@@ -56,6 +57,8 @@ _EXPORTS = {
     "Outcome": ".options",
     "Overlap": ".options",
     "TriggerRule": ".options",
+    "Refused": ".run_api",
+    "RunInterface": ".run_api",
     "TaskState": ".states",
     "StoreError": ".errors",
 }
@@ -99,9 +102,11 @@ __all__ = [
     "Mode",
     "Outcome",
     "Overlap",
+    "Refused",
     "RemoteResult",
     "RetryPolicy",
     "RunContext",
+    "RunInterface",
     "Scheduler",
     "SyncExecutor",
     "StoreError",

@@ -15,6 +15,7 @@ from operator import attrgetter
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
+from ..models import TaskInfo
 from ..options import Misfire, Overlap, TriggerRule
 from ..states import TaskState
 
@@ -332,3 +333,20 @@ class Run:
         # Its success as queued for the store before it is reported (finish_when_durable):
         # the attempt's final record, already written; None until then.
         self.durable: Attempt | None = None
+
+
+def task_info(t: Task) -> TaskInfo:
+    """The task as a frozen ``TaskInfo`` (what ``Scheduler.task`` answers)."""
+    return TaskInfo(
+        t.id,
+        t.id,
+        t.state,
+        tuple(t.deps),
+        tuple(t.dependents),
+        t.priority,
+        t.attempt,
+        t.run_at,
+        t.recurrence is not None,
+        t.paused,
+        t.error,
+    )

@@ -164,7 +164,10 @@ def test_a_watcher_follows_the_owner_live_in_the_same_order(qtbot, tmp_path, own
     # Every view follows: graph/inspector/status read the bridge, the timeline has
     # the attempts, the event log the events.
     assert {t: window.bridge.tasks[t].state for t in "abcdr"} == dict.fromkeys("abcdr", S.SUCCEEDED)
-    assert [a.outcome for a in window.bridge.attempts("r")] == ["failed", "succeeded"]
+    # A watching window reads attempts off the GUI thread: they come a round later.
+    qtbot.waitUntil(
+        lambda: [a.outcome for a in window.bridge.attempts("r")] == ["failed", "succeeded"]
+    )
     qtbot.waitUntil(lambda: "succeeded" in window.scene.nodes["d"].status_text.text())
     window.select_tasks(["r"])  # the inspector lists both attempts, from this run
     qtbot.waitUntil(lambda: window.inspector.attempt_list.topLevelItemCount() == 2)
@@ -351,8 +354,12 @@ def test_after_the_owner_dies_nothing_is_shown_running_that_is_not(
     qtbot.waitUntil(lambda: "owner gone" in window.scene.nodes["inproc"].status_text.text())
     window.inspector.refresh()
     assert "owner gone" in window.inspector.state.text()
-    outcomes = [str(a.outcome) for a in window.scheduler.attempts("inproc")]
-    assert outcomes and "running" not in outcomes  # the attempt is lost, as a take-over finds
+
+    def outcomes() -> list[str]:  # read off the GUI thread: a round after it is asked
+        return [str(a.outcome) for a in window.scheduler.attempts("inproc")]
+
+    qtbot.waitUntil(lambda: bool(outcomes()))
+    assert "running" not in outcomes()  # the attempt is lost, as a take-over finds
     qtbot.waitUntil(lambda: not window.forecast_view.eta.isVisible(), timeout=5000)
 
     def cmd_told_truly() -> bool:

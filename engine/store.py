@@ -24,6 +24,7 @@ from ._store.lock import WorkflowLock as WorkflowLock  # for runs.open_run
 from ._store.lock import workflow_owner as workflow_owner  # for steering a run
 from ._store.opening import damaged as damaged
 from ._store.reads import StoreReader as StoreReader
+from ._store.reads import StoreReads as StoreReads
 from ._store.records import ATTEMPT_COLUMNS as ATTEMPT_COLUMNS
 from ._store.records import ATTEMPT_WRITE as ATTEMPT_WRITE
 from ._store.records import TASK_COLUMNS as TASK_COLUMNS
@@ -54,6 +55,7 @@ __all__ = [
     "StoreBusy",
     "StoreError",
     "StoreReader",
+    "StoreReads",
     "UnsafeFile",
     "WorkflowLock",
     "damaged",

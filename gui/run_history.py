@@ -18,10 +18,10 @@ from taskloom.engine import Attempt
 
 if TYPE_CHECKING:
     from taskloom.engine.run_api import RunInterface
-    from taskloom.engine.store import SQLiteStore
+    from taskloom.engine.store import StoreReads
 
 
-def store_of(scheduler: RunInterface) -> SQLiteStore | None:
+def store_of(scheduler: RunInterface) -> StoreReads | None:
     """The run's store, or None (a scheduler without one)."""
     return scheduler.store
 

@@ -24,7 +24,7 @@ from .states import TaskState
 if TYPE_CHECKING:
     from .clock import Clock
     from .definitions import TaskDefinition
-    from .store import StoreReads
+    from .store import StoreReads as StoreReads  # for views, which must not import the store
 
 S = TaskState
 

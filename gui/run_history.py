@@ -17,8 +17,7 @@ from typing import TYPE_CHECKING, NamedTuple
 from taskloom.engine import Attempt
 
 if TYPE_CHECKING:
-    from taskloom.engine.run_api import RunInterface
-    from taskloom.engine.store import StoreReads
+    from taskloom.engine.run_api import RunInterface, StoreReads
 
 
 def store_of(scheduler: RunInterface) -> StoreReads | None:

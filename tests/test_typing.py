@@ -27,6 +27,7 @@ def staged_package(folder: Path) -> Path:
     return folder
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(600)
 def test_mypy_finds_no_errors_in_engine_gui_and_taskloom(tmp_path):
     """One run over the package as installed; run_api_types.py assigns both runs to

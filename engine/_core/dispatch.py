@@ -33,6 +33,7 @@ from ..errors import StoreError, TaskCancelled
 from ..executors import SyncExecutor
 from ..models import Attempt
 from ..options import Outcome, Overlap
+from ..secret_env import masked, redact
 from ..states import TaskState
 from .core import Core
 from .delivery import EventDelivery
@@ -555,6 +556,9 @@ class Dispatcher:
         ended = self._clock.now()
         if run.adopted is not None:  # it may have ended before this owner came
             ended = self.adopted_end(run, ended)
+        output = ctx.output
+        if output is not None and masked():  # secret_env values never reach the store
+            output = redact(output)
         record: Attempt = _new_tuple(  # Attempt(...) without its Python-level __new__
             Attempt,
             (
@@ -564,7 +568,7 @@ class Dispatcher:
                 Outcome.SUCCEEDED,
                 None,
                 None,
-                ctx.output,
+                output,
                 ctx.log_path,
                 ctx.exit_code,
                 ctx.worker,

@@ -77,3 +77,36 @@ def test_a_flush_writes_a_held_start_row_at_once(tmp_path):
     assert store.rows_written["attempts"] == 2
     assert [r["outcome"] for r in store.attempts("t")] == ["succeeded", "running"]
     store.close()
+
+
+def tell(value: str) -> None:
+    """A call whose output holds ``value`` (a secret_env value in the test below)."""
+    from taskloom.engine import current_run
+
+    run = current_run()
+    assert run is not None
+    run.output = f"the token is {value}"
+
+
+def test_a_succeeded_calls_one_row_has_its_secret_masked(tmp_path):
+    """The row written before the success is reported is the attempt's final record:
+    secret_env values are masked in it, in the store and in memory."""
+    import os
+
+    from taskloom.engine import secret_env
+
+    value = "tl-secret-" + os.urandom(6).hex()
+    store = SQLiteStore(tmp_path / "run.db")
+    secret_env.provide({"API_TOKEN": value})
+    try:
+        with Scheduler(workers=1, store=store) as s:
+            s.add(Call("tests.engine.test_store_rows:tell", {"value": value}), name="tell")
+            s.wait()
+            (attempt,) = s.attempts("tell")
+            store.flush()
+            rows = store.attempts("tell")
+    finally:
+        secret_env.forget()
+        store.close()
+    assert attempt.outcome == "succeeded" and attempt.output == "the token is ***"
+    assert [row["output"] for row in rows] == ["the token is ***"]

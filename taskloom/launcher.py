@@ -13,7 +13,7 @@ from pathlib import Path
 from taskloom.engine.store import StoreBusy
 from taskloom.engine.workflow import WorkflowError
 
-from .app import OPEN_ERRORS, Sessions, _show_busy
+from .sessions import OPEN_ERRORS, Sessions, _show_busy
 
 log = logging.getLogger(__name__)
 

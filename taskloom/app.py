@@ -179,13 +179,14 @@ def _graph_drawn(sessions, then) -> bool:
 
     from PySide6.QtCore import QTimer
 
-    if sessions.current is None:  # the start page: no graph to wait for
+    opening = getattr(sessions, "loading", None) is not None  # a big file, off the GUI thread
+    if sessions.current is None and not opening:  # the start page: no graph to wait for
         return True
-    scene = sessions.current.window.scene
     waited = getattr(then, "waited_since", None)
     if waited is None:
         waited = then.waited_since = time.monotonic()
-    if scene.is_drawn() or time.monotonic() - waited > GRAPH_WAIT_S:
+    drawn = sessions.current is not None and sessions.current.window.scene.is_drawn()
+    if (drawn and not opening) or time.monotonic() - waited > GRAPH_WAIT_S:
         return True
     QTimer.singleShot(50, then)
     return False
@@ -304,21 +305,29 @@ def _open_and_run(
         print(f"{path}: {exc}", file=sys.stderr)
         return 2
     code = {"value": 0}
-    current = sessions.current
-    if start and current is not None and hasattr(current, "start") and not current.start():
-        print(f"{path}: {current.window.statusBar().currentMessage()}", file=sys.stderr)
-    if select and current is not None:
-        window = current.window
-        if select not in window.bridge.tasks:
-            print(f"--select: no task {select!r} in the workflow", file=sys.stderr)
-        else:
-            window.select_tasks([select])
+
+    def opened(current) -> None:  # --start and --select, once the workflow's window shows
+        if start and hasattr(current, "start") and not current.start():
+            print(f"{path}: {current.window.statusBar().currentMessage()}", file=sys.stderr)
+        if select:
+            window = current.window
+            if select not in window.bridge.tasks:
+                print(f"--select: no task {select!r} in the workflow", file=sys.stderr)
+            else:
+                window.select_tasks([select])
+
+    if sessions.loading is not None:  # a big file opens off the GUI thread
+        sessions.when_shown.append(opened)
+    elif sessions.current is not None:
+        opened(sessions.current)
 
     def finish() -> None:
         if screenshot and not _graph_drawn(sessions, finish):
             return  # asked again once the graph is drawn
         if screenshot:
             shown = launcher.page if sessions.current is None else sessions.current.window
+            if sessions.current is None and sessions.loading is not None:
+                shown = sessions.loading.window  # still opening after GRAPH_WAIT_S
             picture = shown.grab()
             if not picture.save(str(screenshot)):
                 print(f"cannot write screenshot {screenshot}", file=sys.stderr)

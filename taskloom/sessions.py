@@ -40,6 +40,9 @@ READER_JOIN_TIMEOUT = 10.0  # seconds the store waits for a history read still r
 
 # Errors opening a run: a store that cannot be used, or a task the engine refuses.
 OPEN_ERRORS = (RuntimeError, ValueError, KeyError, TypeError, OSError)
+# A workflow file at least this big (about 2,000 tasks) is read, checked and scheduled
+# off the GUI thread, behind a window that says how far it got; smaller ones open at once.
+BACKGROUND_OPEN_BYTES = 100_000
 # Errors of Scheduler.start(): a task depending on an unknown one, no threads to be had.
 START_ERRORS = (RuntimeError, KeyError, ValueError)
 
@@ -76,8 +79,21 @@ class WorkflowSession:
         decide=None,
         start=True,
     ):
-        from taskloom.gui.main_window import MainWindow
+        self._prepare(workflow, db_path, fresh, log_dir, decide)
+        self.make_window(settings, start)
 
+    @classmethod
+    def without_window(
+        cls, workflow, *, db_path, fresh=False, log_dir=None, decide=None, listeners=()
+    ) -> WorkflowSession:
+        """The run of a session, opened on any thread (a big file: off the GUI thread);
+        ``make_window`` follows on the GUI thread. ``listeners`` hear the run's events
+        from its first (the progress of its tasks being added)."""
+        session = cls.__new__(cls)
+        session._prepare(workflow, db_path, fresh, log_dir, decide, listeners)
+        return session
+
+    def _prepare(self, workflow, db_path, fresh, log_dir, decide, listeners=()) -> None:
         self.workflow = workflow
         self.db_path = None if db_path is None else Path(db_path)
         self.log_dir = None if log_dir is None else Path(log_dir)
@@ -97,9 +113,15 @@ class WorkflowSession:
         # exists: recorded from the start, so that its event log has them.
         self._early = EarlyEvents()
         # decide(differences): resume a stored run that differs from the file? (runs.open_run)
-        self.scheduler, self.store = self._open_run(fresh, log_dir, decide)
+        self.scheduler, self.store = self._open_run(fresh, log_dir, decide, listeners)
         self._stopper: threading.Thread | None = None
         self._reader = None  # the window's history reader: joined before the store closes
+
+    def make_window(self, settings=None, start: bool = True) -> None:
+        """The session's window (GUI thread); with ``start``, the run starts."""
+        from taskloom.gui.main_window import MainWindow
+
+        workflow = self.workflow
         try:
             # The window subscribes before the engine starts, so its log has every run.
             self.window = MainWindow(
@@ -131,7 +153,7 @@ class WorkflowSession:
         if message:
             self.window.statusBar().showMessage(message, 15000 if self.executor_problem else 8000)
 
-    def _open_run(self, fresh: bool, log_dir, decide=None):
+    def _open_run(self, fresh: bool, log_dir, decide=None, listeners=()):
         from taskloom.hooks import attach_hooks
 
         from .owner import build_executor, open_owned_run
@@ -150,7 +172,7 @@ class WorkflowSession:
         use_workflow_folder(self.workflow, self.executor)  # calls import from beside the file
         # The early recorder listens from the constructor on: a resumed run's restore too.
         options = dict(workers=workers, executor=self.executor)
-        options["listeners"] = [self._early.listener]
+        options["listeners"] = [self._early.listener, *listeners]
         if self.db_path is None:
             from taskloom.engine import Scheduler
 
@@ -345,10 +367,19 @@ class Sessions:
         self.closing: list[WorkflowSession] = []  # replaced sessions still stopping
         # Asked (parent, name, differences) before resuming a stored run the file differs from.
         self.choose_run = ask_resume_or_new
+        self.background_open_bytes = BACKGROUND_OPEN_BYTES
+        self.loading = None  # the window shown while a big file opens (_BackgroundOpen)
+        self.when_shown: list = []  # called once with the next session shown (then cleared)
 
     def open(self, path) -> bool:
+        """Open the workflow file at ``path`` in a new window (the old one closes). A big
+        file opens off the GUI thread: True then means it is being opened, behind a
+        window that shows how far it got (``loading``), and ``when_shown`` is called
+        with the session once its window shows."""
         from taskloom.engine.workflow import WorkflowError, load
 
+        if self._is_big(path):
+            return self._open_in_background(path)
         try:
             workflow = load(path)
         except WorkflowError as exc:
@@ -399,20 +430,7 @@ class Sessions:
 
     def _open(self, workflow, path, db_path, log_dir, fresh: bool, start=None) -> bool:
         old = self.current
-        if (
-            old is not None
-            and old.db_path is not None
-            and old.db_path.resolve() == db_path.resolve()
-            and not getattr(old, "watching", False)
-        ):
-            # The same store: the old engine must have written its last state (its
-            # interrupted tasks READY) before the new run reads it.
-            old.quiet = True
-            old.stop()
-            old.join()
-        for closing in self.closing:  # A, then B, then A again (Open recent): A's
-            if closing.db_path is not None and closing.db_path.resolve() == db_path.resolve():
-                closing.join()  # old engine still holds A's store until it has stopped
+        self._free_store(db_path)
         start = self.start if start is None else start
         try:
             session = self._session(workflow, db_path, log_dir, fresh, start)
@@ -428,6 +446,24 @@ class Sessions:
             listener(path)
         return True
 
+    def _free_store(self, db_path) -> None:
+        """Sessions on ``db_path`` have stopped and written their last state."""
+        old = self.current
+        if (
+            old is not None
+            and old.db_path is not None
+            and old.db_path.resolve() == db_path.resolve()
+            and not getattr(old, "watching", False)
+        ):
+            # The same store: the old engine must have written its last state (its
+            # interrupted tasks READY) before the new run reads it.
+            old.quiet = True
+            old.stop()
+            old.join()
+        for closing in self.closing:  # A, then B, then A again (Open recent): A's
+            if closing.db_path is not None and closing.db_path.resolve() == db_path.resolve():
+                closing.join()  # old engine still holds A's store until it has stopped
+
     def new(self) -> bool:
         """A new, empty workflow without a file (Save asks where) and without a store."""
         from taskloom.engine.workflow import Workflow
@@ -436,6 +472,21 @@ class Sessions:
         if old is not None and not old.window.close_question.may_close():
             return False
         self._show(WorkflowSession(Workflow(name="untitled"), self.settings, start=self.start), old)
+        return True
+
+    def _is_big(self, path) -> bool:
+        try:
+            return Path(path).stat().st_size >= self.background_open_bytes
+        except OSError:  # not there: the usual path says so
+            return False
+
+    def _open_in_background(self, path) -> bool:
+        first = self.current is None
+        if self.loading is not None:
+            return False  # one file at a time
+        if not first and not self.current.window.close_question.may_close():
+            return False  # unsaved edits or running tasks the person keeps
+        _BackgroundOpen(self, path, first).start()
         return True
 
     def _show(self, session, old) -> None:
@@ -449,9 +500,14 @@ class Sessions:
         if getattr(session, "watching", False):
             session.status.takeOverRequested.connect(self.take_over)
         session.window.show()
-        if old is not None:  # after the new window shows, so the app never has none
+        if self.loading is not None:  # after the new window shows, so the app never has none
+            self.loading.finish()
+        if old is not None:
             old.close(wait=False)
             self.closing.append(old)
+        callbacks, self.when_shown = self.when_shown, []
+        for callback in callbacks:
+            callback(session)
 
     def _session(self, workflow, db_path, log_dir, fresh: bool, start: bool = True):
         """Own the workflow's run; if another live process owns it, watch that one."""
@@ -506,12 +562,221 @@ class Sessions:
 
     def close(self) -> None:
         """Close the open workflow and wait until every engine has stopped."""
+        if self.loading is not None:  # a big file still opening: its run is closed
+            self.loading.abandon()
         if self.current is not None:
             self.current.close(wait=True)
             self.current = None
         for session in self.closing:
             session.join()
         self.closing.clear()
+
+
+class _Progress:
+    """How many of the file's tasks the run being opened has (a listener: the engine's
+    delivery thread adds, the loading window's timer reads)."""
+
+    def __init__(self) -> None:
+        self.total = 0
+        self._seen: set[str] = set()
+
+    def on_event(self, event) -> None:
+        if event.task_id:
+            self._seen.add(event.task_id)
+
+    def __call__(self) -> tuple[int, int]:
+        return len(self._seen), self.total
+
+
+class _BackgroundOpen:
+    """A big workflow file opened off the GUI thread: a window with progress at once,
+    the file read and checked, then its run opened and its tasks scheduled, on a
+    worker; what needs the GUI thread (the resume question, stopping a session on the
+    same store, the workflow's window) is posted to it. Closing the progress window (or
+    the app) abandons the open: a run opened meanwhile is closed again."""
+
+    def __init__(self, sessions: Sessions, path, first: bool) -> None:
+        from taskloom.gui.loading import LoadingWindow
+
+        self.sessions = sessions
+        self.path = path
+        self.first = first
+        self.abandoned = False
+        self.done = False
+        self._lock = threading.Lock()
+        self.session: WorkflowSession | None = None  # opened by the worker, not yet shown
+        self.progress = _Progress()
+        self.window = LoadingWindow(Path(path).name, sessions.settings)
+        self.window.follow(self.progress)
+        self.window.closed.connect(self._closed)
+        self.thread: threading.Thread | None = None
+        sessions.loading = self
+
+    def start(self) -> None:
+        self.window.show()
+        self._work(self._read)
+
+    def _work(self, function, *args) -> None:
+        self.thread = threading.Thread(
+            target=function, args=args, name="taskloom-open", daemon=True
+        )
+        self.thread.start()
+
+    def _gui(self, function, *args) -> None:
+        """From the worker: ``function(*args)`` on the GUI thread (not once abandoned)."""
+        from taskloom.gui import relay
+
+        if not self.abandoned:
+            relay.post(self.window, "call", function, args)
+
+    # -- on the worker ----------------------------------------------------------------
+    def _read(self) -> None:
+        from taskloom.engine.workflow import WorkflowError, load
+
+        try:
+            workflow = load(self.path)
+        except WorkflowError as exc:
+            self._gui(self._broken, exc)
+            return
+        self.progress.total = len(workflow.tasks)
+        import taskloom.gui.main_window  # noqa: F401  (loaded here, not on the GUI thread)
+
+        self._gui(self._file_read, workflow)
+
+    def _open_run(self, workflow, db_path, log_dir, fresh: bool, parent) -> None:
+        def decide(differences) -> bool:  # asked on the GUI thread; the worker waits
+            answer: dict = {}
+            done = threading.Event()
+
+            def ask() -> None:
+                try:
+                    answer["resume"] = self.sessions.choose_run(parent, workflow.name, differences)
+                finally:
+                    done.set()
+
+            self._gui(ask)
+            while not done.wait(0.2):
+                if self.abandoned:
+                    return True  # nobody to ask: the run is closed again below
+            return answer.get("resume", True)
+
+        try:
+            session = WorkflowSession.without_window(
+                workflow,
+                db_path=db_path,
+                fresh=fresh,
+                log_dir=log_dir,
+                decide=decide,
+                listeners=[self.progress.on_event],
+            )
+        except StoreBusy as busy:
+            self._gui(self._busy, workflow, db_path, log_dir, fresh, busy)
+            return
+        except OPEN_ERRORS as exc:
+            self._gui(self._failed, exc)
+            return
+        with self._lock:
+            if not self.abandoned:
+                self.session = session
+                self._gui(self._ready)
+                return
+        session._shut_down()
+
+    # -- on the GUI thread -----------------------------------------------------------
+    def _file_read(self, workflow) -> None:
+        if self.abandoned:
+            return
+        sessions = self.sessions
+        db_path, log_dir = store_paths(
+            workflow, sessions.db if self.first else None, sessions.data_dir
+        )
+        sessions._free_store(db_path)
+        count = len(workflow.tasks)
+        self.window.set_stage(f"Opening its run and scheduling {count:,} tasks…")
+        parent = None if sessions.current is None else sessions.current.window
+        fresh = sessions.fresh and self.first
+        self._work(self._open_run, workflow, db_path, log_dir, fresh, parent)
+
+    def _ready(self) -> None:
+        with self._lock:
+            session, self.session = self.session, None
+        if session is None:
+            return  # abandoned meanwhile: closed there
+        sessions = self.sessions
+        try:
+            session.make_window(sessions.settings, sessions.start)
+        except OPEN_ERRORS as exc:
+            self._failed(exc)
+            return
+        sessions._show(session, sessions.current)  # finishes this window
+        for listener in sessions.opened:
+            listener(self.path)
+
+    def _busy(self, workflow, db_path, log_dir, fresh: bool, busy) -> None:
+        """Another live process owns the run: open it as a small file is (watch it)."""
+        if self.abandoned:
+            return
+        sessions = self.sessions
+        try:
+            session = sessions._session(workflow, db_path, log_dir, fresh, sessions.start)
+        except OPEN_ERRORS as exc:
+            self._failed(exc)
+            return
+        sessions._show(session, sessions.current)
+        for listener in sessions.opened:
+            listener(self.path)
+
+    def _broken(self, error) -> None:
+        if self.abandoned:
+            return
+        sessions = self.sessions
+        print(error, file=sys.stderr)
+        if sessions.current is None:
+            sessions.open_broken(self.path, error)  # its own window lists the problems
+        else:
+            sessions.current.window.show_problems(self.path, error.problems)
+        self.finish()
+
+    def _failed(self, exc) -> None:
+        if self.abandoned:
+            return
+        sessions = self.sessions
+        text = f"Cannot open {self.path}: {exc}"
+        print(f"{self.path}: {exc}", file=sys.stderr)
+        if sessions.current is None:
+            self.window.fail(text)  # the person reads it and closes the window
+            sessions.loading = None
+            return
+        sessions.current.window.statusBar().showMessage(f"⚠ {text}", 10000)
+        if isinstance(exc, StoreBusy):
+            _show_busy(sessions.current.window, exc, Path(self.path).name)
+        self.finish()
+
+    def finish(self) -> None:
+        """The open is over (a window shows the workflow, or its problems)."""
+        self.done = True
+        if self.sessions.loading is self:
+            self.sessions.loading = None
+        self.window.close()
+        self.window.deleteLater()
+
+    def _closed(self) -> None:
+        if not self.done:  # the person closed it: nothing opens
+            self.abandon()
+
+    def abandon(self) -> None:
+        """Closed before it finished: the worker stops at its next step, and a run it
+        opened is closed (before this returns)."""
+        with self._lock:
+            self.abandoned = True
+            session, self.session = self.session, None
+        if self.sessions.loading is self:
+            self.sessions.loading = None
+        thread = self.thread
+        if thread is not None and thread is not threading.current_thread():
+            thread.join()
+        if session is not None:
+            session._shut_down()
 
 
 def _show_busy(parent, exc, what: str, modal: bool = False) -> None:

@@ -189,6 +189,7 @@ class GroupedScene:
             and self._layout_waiting is None
             and not self._edges_timer.isActive()
             and not self._place_timer.isActive()
+            and self._move_job is None
             and all(rep in self.layout.positions for rep in view.members)
             and all(self.item_of(rep) is not None for rep in view.members)
         )
@@ -254,21 +255,31 @@ class GroupedScene:
     # -- drawing -------------------------------------------------------------------------
     def bundle_labels(self, view: GroupView) -> QPainterPath:
         """The count on every bundled edge (one path: many labels, one C++ item)."""
+        self._labels = None
+        for (up, down), count in view.edges.items():
+            if count >= 2:
+                self.add_bundle_label(up, down, count)
+        return self.take_bundle_labels()
+
+    def add_bundle_label(self, up: str, down: str, count: int) -> None:
+        """One bundled edge's count, into the path ``take_bundle_labels`` returns."""
         from PySide6.QtGui import QFont
 
-        font = QFont()
-        font.setPointSizeF(LABEL_FONT_SIZE)
-        path = QPainterPath()
-        for (up, down), count in view.edges.items():
-            if count < 2:
-                continue
-            a, b = self.item_of(up), self.item_of(down)
-            if a is None or b is None:
-                continue
-            # Half way along the curve as drawn (long ones pass through reserved slots).
-            curve = routed_curve(a.output_point(), b.input_point(), self._route(up, down))
-            path.addText(curve.pointAtPercent(0.5) + QPointF(-4, -4), font, f"{count:,}")
-        return path
+        a, b = self.item_of(up), self.item_of(down)
+        if a is None or b is None:
+            return
+        if getattr(self, "_labels", None) is None:
+            font = QFont()
+            font.setPointSizeF(LABEL_FONT_SIZE)
+            self._labels = (QPainterPath(), font)
+        path, font = self._labels
+        # Half way along the curve as drawn (long ones pass through reserved slots).
+        curve = routed_curve(a.output_point(), b.input_point(), self._route(up, down))
+        path.addText(curve.pointAtPercent(0.5) + QPointF(-4, -4), font, f"{count:,}")
+
+    def take_bundle_labels(self) -> QPainterPath:
+        labels, self._labels = getattr(self, "_labels", None), None
+        return QPainterPath() if labels is None else labels[0]
 
     def group_halo(self, path: QPainterPath) -> None:
         if self.selected_group is None:

@@ -87,3 +87,97 @@ def test_a_broken_big_file_lists_its_problems_in_a_window(qtbot, tmp_path, setti
         assert "nowhere" in capsys.readouterr().err
     finally:
         sessions.close()
+
+
+def big_window(qtbot, monkeypatch, tmp_path, settings, n: int):
+    """A window on ``n`` tasks, with what each slice of the scene's work handles recorded:
+    nodes made, representatives placed, edges drawn."""
+    from taskloom.engine import Scheduler
+    from taskloom.engine.workflow import load
+    from taskloom.gui.graph import scene as scene_module
+    from taskloom.gui.main_window import MainWindow
+
+    slices: dict[str, list[int]] = {"nodes": [], "moves": [], "edges": []}
+    drawn = [0]
+    add_edge = scene_module.add_edge
+
+    def counting_add_edge(*args):
+        drawn[0] += 1
+        return add_edge(*args)
+
+    def recorded(name, size):
+        method = getattr(scene_module.GraphScene, name)
+
+        def wrapper(self, *args, **kw):
+            before = size(self)
+            method(self, *args, **kw)
+            slices[name_of[name]].append(abs(before - size(self)))
+
+        return wrapper
+
+    name_of = {"_build_slice": "nodes", "_move_slice": "moves", "_edges_slice": "edges"}
+    monkeypatch.setattr(scene_module, "add_edge", counting_add_edge)
+    for name, size in (
+        ("_build_slice", lambda s: len(s.nodes)),
+        ("_move_slice", lambda s: len(s._move_job or ())),
+        ("_edges_slice", lambda s: drawn[0]),
+    ):
+        monkeypatch.setattr(scene_module.GraphScene, name, recorded(name, size))
+    workflow = load(write_dag(n, tmp_path))
+    scheduler = Scheduler(workers=1)
+    workflow.schedule_into(scheduler)
+    window = MainWindow(scheduler, settings=settings, workflow=workflow, started=False)
+    qtbot.addWidget(window)
+    window.show()
+    qtbot.waitUntil(window.scene.is_drawn, timeout=30000)
+    return window, scheduler, slices
+
+
+def test_expand_all_on_a_big_graph_is_made_placed_and_drawn_in_bounded_slices(
+    qtbot, monkeypatch, tmp_path, settings
+):
+    from taskloom.gui.graph.scene import EDGES_PER_SLICE, MOVES_PER_SLICE, NODES_PER_SLICE
+
+    n = 3000
+    window, scheduler, slices = big_window(qtbot, monkeypatch, tmp_path, settings, n)
+    try:
+        scene = window.scene
+        assert scene.collapsed and len(scene.nodes) < n  # a big graph starts as its groups
+        for sizes in slices.values():
+            sizes.clear()
+        before = len(scene.nodes)
+        scene.expand_all()
+        qtbot.waitUntil(scene.is_drawn, timeout=60000)
+        assert not scene.collapsed and len(scene.nodes) == n
+        edges = sum(len(info.deps) for info in scene.tasks.values())
+        assert scene.edges_item.path().elementCount() > 0
+        # no GUI-thread slice made, placed or drew more than its share
+        assert sum(slices["nodes"]) == n - before and max(slices["nodes"]) <= NODES_PER_SLICE
+        assert len(slices["nodes"]) >= n // NODES_PER_SLICE
+        assert max(slices["moves"]) <= MOVES_PER_SLICE and len(slices["moves"]) >= 2
+        assert sum(slices["edges"]) == edges and max(slices["edges"]) <= EDGES_PER_SLICE
+    finally:
+        window.close()
+        scheduler.shutdown(wait=True)
+
+
+def test_find_opens_the_collapsed_group_of_a_big_graph_and_selects_the_task(
+    qtbot, monkeypatch, tmp_path, settings
+):
+    from taskloom.gui.graph.scene import NODES_PER_SLICE
+
+    window, scheduler, slices = big_window(qtbot, monkeypatch, tmp_path, settings, 3000)
+    try:
+        scene = window.scene
+        target = "t1507"
+        assert target not in scene.nodes and scene.group_of(target) in scene.collapsed
+        slices["nodes"].clear()
+        window.search.setText(target)
+        window._find()
+        qtbot.waitUntil(lambda: window.selected == [target], timeout=30000)
+        assert scene.group_of(target) not in scene.collapsed and target in scene.nodes
+        assert scene.nodes[target].isVisible()
+        assert max(slices["nodes"]) <= NODES_PER_SLICE
+    finally:
+        window.close()
+        scheduler.shutdown(wait=True)

@@ -37,6 +37,7 @@ class LoadingWindow(QWidget):
         self.bar = QProgressBar()
         self.bar.setObjectName("loadingProgress")
         self.bar.setRange(0, 0)  # busy until the number of tasks is known
+        self.bar.setMinimumWidth(320)  # room for "12,345 of 100,000 tasks"
         self.bar.setMaximumWidth(480)
         self.bar.setTextVisible(True)
         for widget in (self.title, self.stage, self.bar):

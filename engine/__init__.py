@@ -1,7 +1,7 @@
 """Taskloom's engine: a threaded scheduler library, pure Python, no Qt.
 
 The names below load on first use (PEP 562): ``taskloom list FILE`` reads a file
-without importing the scheduler, its store or networkx (docs/design.md, 1.1).
+without importing the scheduler, its store or networkx (docs/architecture.md, 1.1).
 """
 
 from __future__ import annotations

@@ -33,6 +33,7 @@ from PySide6.QtWidgets import (
 )
 
 from taskloom.engine import Attempt, Outcome, TaskInfo, TaskState
+from taskloom.engine.durations import format_duration
 
 from .duration_trend import DurationTrend
 from .live_output import LogTail
@@ -320,6 +321,12 @@ class Inspector(QWidget):
         scheduler = self.bridge.scheduler
         now = self.bridge.clock_now()
         retry_at = self._retry_at(info.id)
+        pool_wait = None
+        if info.state is TaskState.READY and hasattr(scheduler, "pool_wait"):
+            try:
+                pool_wait = scheduler.pool_wait(info.id)
+            except (KeyError, RuntimeError):
+                pass
         self.fields["why not"].setText(
             why_not_running(
                 info,
@@ -329,6 +336,7 @@ class Inspector(QWidget):
                 busy=getattr(scheduler, "busy", None),
                 workers=getattr(scheduler, "workers", None),
                 retry_at=retry_at,
+                pool_wait=pool_wait,
             )
             or "—"
         )
@@ -485,11 +493,32 @@ class Inspector(QWidget):
             details.append(f"worker: {attempt.worker}")
         if attempt.log_path:
             details.append(f"log: {attempt.log_path}")
+        details += self._jitter_and_outputs(attempt)
         if details:
             parts.append("\n".join(details))
         self.output.setPlainText(
             "\n\n".join(parts) or f"attempt {attempt.number}: {attempt.outcome}"
         )
+
+    def _jitter_and_outputs(self, attempt: Attempt) -> list[str]:
+        """The attempt's jitter delay, and the outputs its success gave (the latest)."""
+        scheduler, tid, lines = self.bridge.scheduler, self.task_id, []
+        if tid is None or (attempt.run is not None and self.store is not None
+                           and attempt.run != self.store.run):  # fmt: skip
+            return lines
+        try:
+            delay = scheduler.jitter_delays(tid).get(attempt.number)
+            succeeded = [a for a in self._attempts if a.outcome == Outcome.SUCCEEDED]
+            latest = bool(succeeded) and succeeded[-1] is attempt
+            outputs = scheduler.outputs(tid) if latest else None
+        except (AttributeError, KeyError, RuntimeError):  # a watched run: not told
+            return lines
+        if delay is not None:
+            lines.append(f"jitter: started {format_duration(round(delay, 3))} after its time")
+        if outputs:
+            shown = ", ".join(f"{k}={v}" for k, v in outputs.items())
+            lines.append(f"outputs: {shown}")
+        return lines
 
     # -- a running attempt's output, live ----------------------------------------
     def _show_live(self, attempt: Attempt) -> bool:

@@ -154,6 +154,7 @@ class MainWindow(
         self.timeline.attach_history(scheduler, self.history_reader)
         self.timeline.later_occurrences = lambda entries: later_occurrences(scheduler, entries)
         self.timeline.recurrence_text = self._recurrence_text
+        self.timeline.jitter_of = self._jitter_of
         self.event_log = EventLog(self._clock_text)
         self.inspector_dock = self._dock(
             "Inspector", self.inspector, Qt.DockWidgetArea.RightDockWidgetArea
@@ -339,6 +340,13 @@ class MainWindow(
     def _relabel_recurring(self, change) -> None:
         if change is not None and change.changed:
             self.timeline.forget_recurrence(change.changed)
+
+    def _jitter_of(self, tid: str) -> float | None:
+        """A task's jitter (seconds), for its window on the timeline; None without."""
+        try:
+            return getattr(self.scheduler.definition(tid), "jitter", None)
+        except (KeyError, RuntimeError, AttributeError):
+            return None
 
     def _recurrence_text(self, tid: str) -> str | None:
         """ "every 10 s" or the cron expression: a recurring task's band on the timeline."""

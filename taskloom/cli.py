@@ -118,7 +118,7 @@ class _VersionAction(argparse.Action):
         kwargs.setdefault("help", "show program's version number and exit")
         super().__init__(option_strings, dest=dest, default=argparse.SUPPRESS, nargs=0, **kwargs)
 
-    def __call__(self, parser, namespace, values, option_string=None):
+    def __call__(self, parser, _namespace, _values, _option_string=None):
         print(f"taskloom {_version()}")  # to stdout, as argparse's own "version" action
         parser.exit()
 
@@ -808,7 +808,7 @@ def _run_workflow(args, stop_signals: StopSignals) -> int:
         return EXIT_INVALID
     # Subscribed before the engine starts, so that neither misses an event; the
     # monitor holds its lines until the report exists, and the feed's thread starts
-    # once the first commands have (docs/design.md 7, "Quick to answer").
+    # once the first commands have (docs/cli.md 7, "Quick to answer").
     monitor = RunMonitor(workflow, counted_tasks(workflow))
     scheduler.subscribe(monitor.on_event)
     owned.attach()  # the feed for windows that watch this run, the workflow's hooks

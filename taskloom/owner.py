@@ -1,7 +1,7 @@
 """The owner of a workflow's run: what a process that runs a workflow file builds around
 its Scheduler, written once for ``taskloom run`` (cli.py) and the window (sessions.py).
 
-In order (docs/design.md, 7):
+In order (docs/cli.md, "Quick to answer"):
 
 1. ``build_executor``: the workflow's executor (None: the engine's own threads).
 2. ``open_owned_run``: the store and the scheduler with the file's tasks, not started

@@ -200,6 +200,8 @@ def _open(
 ) -> OpenedRun:
     from taskloom.engine import Scheduler
 
+    if workflow.pools:  # shared limits: the file's [pools]
+        scheduler_kwargs = {"pools": workflow.pools, **scheduler_kwargs}
     records = {rec["id"]: rec for rec in store.load_tasks()}
     in_file = workflow.fingerprints()
     missing = set(in_file) - set(records)  # a kill while the run was being set up

@@ -174,6 +174,7 @@ class WorkflowSession:
         options = dict(workers=workers, executor=self.executor)
         options["listeners"] = [self._early.listener, *listeners]
         if self.db_path is None:
+            options["pools"] = self.workflow.pools
             from taskloom.engine import Scheduler
 
             scheduler = Scheduler(**options, log_dir=None if log_dir is None else str(log_dir))

@@ -360,3 +360,47 @@ def test_run_example_etl_runs_the_bundled_example_headless():
     for task in ("extract", "clean_a", "clean_b", "load", "report", "cleanup"):
         assert re.search(rf"{task}\s+succeeded \(attempt 1\)", result.stdout), task
     assert re.search(r"etl: 6 succeeded in \d+(\.\d)? s", result.stdout), result.stdout
+
+
+def test_cancel_of_a_command_still_running_after_its_owner_was_killed_ends_it(tmp_path):
+    # Found by hand: 'taskloom cancel' said "cancelled long" of a command that went on
+    # under its supervisor, and the next start adopted it and recorded a success.
+    fifo = tmp_path / "announce"
+    os.mkfifo(fifo)
+    path = write(
+        tmp_path,
+        f"""
+        [tasks.long]
+        command = ["sh", "-c", "echo $$ > '{fifo}'; exec sleep 300"]
+
+        [tasks.after]
+        command = ["true"]
+        deps = ["long"]
+        """,
+    )
+    owner = start_run(path)
+    with open(fifo) as stream:
+        command = int(stream.read())
+    owner.send_signal(signal.SIGKILL)
+    owner.wait(timeout=30)  # (its supervisor still holds the stderr pipe it inherited)
+    owner.stdout.close()
+    owner.stderr.close()
+    os.kill(command, 0)  # its supervisor keeps it running
+
+    cancelled = taskloom("cancel", path, "long")
+    assert cancelled.returncode == 0, cancelled.stderr
+    assert "cancelled long" in cancelled.stdout and "its command was ended" in cancelled.stdout
+
+    def gone() -> bool:
+        try:
+            os.kill(command, 0)
+        except ProcessLookupError:
+            return True
+        return False
+
+    wait_until(gone, what="the cancelled command to end")
+    assert state_of(path, "long") == "cancelled"
+    assert state_of(path, "after") == "skipped"
+    history = taskloom("history", path, "--json")
+    (attempt,) = [a for a in json.loads(history.stdout)["attempts"] if a["task"] == "long"]
+    assert attempt["outcome"] == "cancelled", attempt

@@ -225,6 +225,8 @@ class Lifecycle:
             task.attempt = task.budget_base = self._journal.first_attempt(name)
         if recurrence is not None:
             self._make_recurring(task, recurrence, options)
+        if "pool" in options or "jitter" in options:
+            task.pool, task.jitter = options.get("pool"), options.get("jitter")
         waited = graph.insert(task, deps)
         if not task.repeats:
             self._core.unsettled += 1
@@ -455,6 +457,7 @@ class Lifecycle:
         task.priority, task.retry, task.timeout = priority, retry, timeout
         task.trigger_rule = trigger_rule
         task.recurrence = recurrence
+        task.pool, task.jitter = options.get("pool"), options.get("jitter")
         if recurrence is not None:
             task.overlap, task.misfire = options["overlap"], options["misfire"]
             task.misfire_grace = options["misfire_grace"]
@@ -680,6 +683,8 @@ class Lifecycle:
         elif kind == "recurring":
             target.timer = None
             self._occurrence(target, due, now)
+        elif kind == "jitter":  # an occurrence's random delay ended (Task.jitter)
+            self.dispatcher.on_jitter(target)
         else:
             target.timer = None
             self._timers.drop_at(target)

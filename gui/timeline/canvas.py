@@ -457,11 +457,19 @@ class TimelineCanvas(QWidget):
             beyond = x > right
             x = min(x, right - 6)
             colour = QColor(ENTRY_COLOURS.get(entry.kind, "#888888"))
+            jitter = self.model.jitter.get(tid) if entry.kind != "retry" else None
+            if jitter:  # the window it may start in (jitter): a faint span after the marker
+                span = QColor(colour)
+                span.setAlpha(70)
+                end = min(self.x_of(entry.run_at + jitter, now), right)
+                painter.fillRect(QRectF(x, mid - 5, max(2.0, end - x), 10), span)
             painter.setBrush(colour)
             painter.setPen(QPen(LATE_COLOUR if late else colour.darker(150), 2 if late else 1))
             painter.drawPath(_marker(entry.kind, x, mid))
             delay = entry.run_at - now
             when = f"late by {-delay:.1f} s" if late else f"in {delay:.1f} s"
+            if jitter:
+                when += f", starts within {_short(jitter)} after (jitter)"
             what = entry.kind
             if entry.kind == "retry":
                 attempt = self.model.attempts_next.get(tid, 0)

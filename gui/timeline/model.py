@@ -51,6 +51,16 @@ class TimelineModel:
         self.forecast_reach: float | None = None
         self.forecast_filling = False
         self.forecast_end_note = ""
+        # Tasks with jitter: tid -> its most delay (s), or None; read once per task. An
+        # upcoming entry of one is drawn as the window it may start in, not a point.
+        self.jitter: dict[str, float | None] = {}
+
+    def jitter_window(self, tid: str) -> tuple[float, float] | None:
+        """(earliest, latest) start of the task's next upcoming entry, if it has jitter."""
+        jitter, entries = self.jitter.get(tid), self.entries.get(tid)
+        if not jitter or not entries:
+            return None
+        return entries[0].run_at, entries[0].run_at + jitter
 
     def visible_lanes(self) -> list[str]:
         if self.by_worker:

@@ -253,9 +253,16 @@ class Timeline(QWidget):
                 if text:
                     labels[tid] = text
 
+    jitter_of = None  # tid -> its jitter (seconds) or None
+
     def set_upcoming(self, entries) -> None:
         self._touch()
         self.model.set_upcoming(entries)
+        if self.jitter_of is not None:
+            known = self.model.jitter
+            for tid in self.model.entries:
+                if tid not in known:
+                    known[tid] = self.jitter_of(tid)
         later: dict[str, list] = {}
         if self.later_occurrences is not None:
             for entry in self.later_occurrences(entries):
@@ -273,6 +280,11 @@ class Timeline(QWidget):
 
     def forget_recurrence(self, ids=None) -> None:
         """Definitions changed (of ``ids``; None: any): their labels are read again."""
+        if ids is None:
+            self.model.jitter.clear()  # read again with the entries
+        else:
+            for tid in ids:
+                self.model.jitter.pop(tid, None)
         ids = set(self._recurring_ids if ids is None else ids) & self._recurring_ids
         for tid in ids:
             self.model.recurring.pop(tid, None)

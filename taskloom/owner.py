@@ -21,6 +21,13 @@ from __future__ import annotations
 import logging
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from taskloom.engine.feed import FeedWriter
+
+    from .hooks import HookRunner
+    from .runs import AttemptPruner
 
 log = logging.getLogger(__name__)
 
@@ -43,9 +50,9 @@ class OwnedRun:
         self.scheduler = opened.scheduler
         self.store = opened.store
         self.log_dir = Path(log_dir)
-        self.feed = None  # publishes the run for windows that watch it
-        self.hooks = None  # the workflow's hooks and notify sinks (taskloom/hooks.py)
-        self.pruner = None  # keeps a long run's store bounded (runs.AttemptPruner)
+        self.feed: FeedWriter | None = None  # publishes the run for windows that watch it
+        self.hooks: HookRunner | None = None  # the workflow's hooks and notify sinks
+        self.pruner: AttemptPruner | None = None  # keeps a long run's store bounded
 
     @property
     def resumed(self) -> bool:

@@ -369,7 +369,7 @@ class Sessions:
         # Asked (parent, name, differences) before resuming a stored run the file differs from.
         self.choose_run = ask_resume_or_new
         self.background_open_bytes = BACKGROUND_OPEN_BYTES
-        self.loading = None  # the window shown while a big file opens (_BackgroundOpen)
+        self.loading: _BackgroundOpen | None = None  # the window shown while a big file opens
         self.when_shown: list = []  # called once with the next session shown (then cleared)
 
     def open(self, path) -> bool:

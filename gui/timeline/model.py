@@ -11,6 +11,12 @@ from ..run_history import WindowHistory
 from ._common import GROUP_BARS, GROUP_LANE, MANY_LANES, SORT_AT_ONCE_UP_TO
 
 
+def lane_order(lanes, deps: dict, names: dict) -> list[str]:
+    """``lanes`` upstream first, then by name in natural order (any thread)."""
+    layer = layers_of({tid: deps.get(tid, ()) for tid in lanes})
+    return sorted(lanes, key=lambda tid: (layer[tid], natural_key(names.get(tid) or tid), tid))
+
+
 class TimelineModel:
     """Lanes, upcoming entries and attempt bars; fed by the bridge, read by the painter."""
 
@@ -181,14 +187,23 @@ class TimelineModel:
         """Upstream first (topological layers), then by name in natural order (task-2
         before task-10): the order a person reads a workflow in. Linear in tasks + edges,
         plus the sort; only when tasks or edges were added."""
-        lanes = self.lanes
-        layer = layers_of({tid: self._deps.get(tid, ()) for tid in lanes})
-        names = self._names
-        lanes.sort(key=lambda tid: (layer[tid], natural_key(names.get(tid) or tid), tid))
-        self.lane_index = {tid: i for i, tid in enumerate(lanes)}
+        self.apply_order(lane_order(self.lanes, self._deps, self._names))
+
+    def order_inputs(self) -> tuple[list[str], dict, dict]:
+        """Copies of what ``lane_order`` reads, for a worker thread."""
+        return list(self.lanes), dict(self._deps), dict(self._names)
+
+    def apply_order(self, order: list[str]) -> bool:
+        """The lanes in ``order`` (from ``lane_order``), unless the lanes changed since
+        its inputs were copied (False: sort again)."""
+        if len(order) != len(self.lanes) or set(order) != self.lane_index.keys():
+            return False
+        self.lanes[:] = order
+        self.lane_index = {tid: i for i, tid in enumerate(order)}
         self.order_dirty = False
         if self.lane_group is not None:
             self._fold_groups()
+        return True
 
     def _seed_bars(self, tid: str) -> None:
         """Attempts that ran before we subscribed (the event stream starts at the snapshot)."""

@@ -4,6 +4,7 @@ shows."""
 from __future__ import annotations
 
 import math
+import threading
 from collections import deque
 
 from PySide6.QtCore import Qt, QTimer, Signal
@@ -12,10 +13,19 @@ from PySide6.QtWidgets import QScrollArea, QVBoxLayout, QWidget
 
 from ..history_reader import HistoryReader
 from ..run_history import WindowHistory, store_of, wall_offset
-from ._common import FIT_PAD, LANE_HEIGHT, LANE_SORT_MS, MAX_TICK_MS, MIN_TICK_MS, NOW_AT, SPANS
+from ._common import (
+    FIT_PAD,
+    LANE_HEIGHT,
+    LANE_SORT_MS,
+    MAX_TICK_MS,
+    MIN_TICK_MS,
+    NOW_AT,
+    SORT_AT_ONCE_UP_TO,
+    SPANS,
+)
 from .axis import TimelineAxis
 from .canvas import TimelineCanvas
-from .model import TimelineModel
+from .model import TimelineModel, lane_order
 
 
 class Timeline(QWidget):
@@ -215,7 +225,27 @@ class Timeline(QWidget):
             self._order_timer.start()  # many lanes: sorted once tasks stop pouring in
 
     def _sort_lanes(self) -> None:
-        self.model.sort_lanes()
+        model = self.model
+        if len(model.lanes) <= SORT_AT_ONCE_UP_TO:
+            model.sort_lanes()
+            self._lanes_sorted(None)
+            return
+        # Thousands of lanes: ordered on a worker (the layers and the sort of 10,000
+        # lanes held the GUI thread 1.6 s on a busy machine), applied here.
+        from .. import relay
+
+        relay.install()
+        inputs = model.order_inputs()
+
+        def run() -> None:
+            relay.post(self, "_lanes_sorted", lane_order(*inputs))
+
+        threading.Thread(target=run, name="taskloom-lane-order", daemon=True).start()
+
+    def _lanes_sorted(self, order) -> None:
+        if order is not None and not self.model.apply_order(order):
+            self._order_timer.start()  # lanes came or went meanwhile: again, later
+            return
         self._touch()
         self.canvas.update()
 

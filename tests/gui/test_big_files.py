@@ -181,3 +181,47 @@ def test_find_opens_the_collapsed_group_of_a_big_graph_and_selects_the_task(
     finally:
         window.close()
         scheduler.shutdown(wait=True)
+
+
+def test_thousands_of_timeline_lanes_are_ordered_off_the_gui_thread(qtbot, monkeypatch):
+    from taskloom.engine import TaskInfo, TaskState
+    from taskloom.gui.timeline import SORT_AT_ONCE_UP_TO, Timeline
+    from taskloom.gui.timeline import model as model_module
+
+    threads: list[str] = []
+    order = model_module.lane_order
+
+    def recording_order(*args):
+        import threading
+
+        threads.append(threading.current_thread().name)
+        return order(*args)
+
+    monkeypatch.setattr(model_module, "lane_order", recording_order)
+    monkeypatch.setattr("taskloom.gui.timeline.widget.lane_order", recording_order)
+    n = SORT_AT_ONCE_UP_TO + 500
+    # t0 <- t1 <- ... : added downstream first, so the order must change
+    infos = {
+        f"t{i}": TaskInfo(
+            f"t{i}",
+            f"t{i}",
+            TaskState.PENDING,
+            (f"t{i - 1}",) if i else (),
+            (),
+            0,
+            0,
+            None,
+            False,
+            False,
+            None,
+        )
+        for i in reversed(range(n))
+    }
+    timeline = Timeline(lambda: 0.0)
+    qtbot.addWidget(timeline)
+    timeline.set_tasks(infos)
+    assert timeline.model.lanes[0] == f"t{n - 1}" and timeline.model.order_dirty
+    timeline._sort_lanes()
+    qtbot.waitUntil(lambda: not timeline.model.order_dirty, timeout=10000)
+    assert timeline.model.lanes[:3] == ["t0", "t1", "t2"]
+    assert threads == ["taskloom-lane-order"]

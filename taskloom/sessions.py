@@ -114,6 +114,9 @@ class WorkflowSession:
         self._early = EarlyEvents()
         # decide(differences): resume a stored run that differs from the file? (runs.open_run)
         self.scheduler, self.store = self._open_run(fresh, log_dir, decide, listeners)
+        # Commands an earlier owner left running (read here: a big file's session is
+        # prepared off the GUI thread, and this walks every task).
+        self.adopted = bool(self.scheduler.adopted_tasks())
         self._stopper: threading.Thread | None = None
         self._reader = None  # the window's history reader: joined before the store closes
 
@@ -135,7 +138,7 @@ class WorkflowSession:
             self._reader = self.window.history_reader
             # Commands an earlier owner left running are running: the run goes on at
             # once, so their ends are recorded (nothing else waits for Start then).
-            start = start or bool(self.scheduler.adopted_tasks())
+            start = start or self.adopted
             if start:  # refusals go to the caller, who opens nothing
                 self.scheduler.start()
                 self.window.set_started(True)

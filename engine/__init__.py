@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from .executors import SyncExecutor
     from .models import Action, Attempt, Entry, Event, RetryPolicy, TaskInfo
     from .options import Misfire, Mode, Outcome, Overlap, TriggerRule
+    from .run_api import Refused, RunInterface
     from .states import TaskState
     from .store import StoreError  # raised by a Scheduler whose store failed, and by reads
 
@@ -51,6 +52,8 @@ _EXPORTS = {
     "Outcome": ".options",
     "Overlap": ".options",
     "TriggerRule": ".options",
+    "Refused": ".run_api",
+    "RunInterface": ".run_api",
     "TaskState": ".states",
     "StoreError": ".store",
 }
@@ -94,9 +97,11 @@ __all__ = [
     "Mode",
     "Outcome",
     "Overlap",
+    "Refused",
     "RemoteResult",
     "RetryPolicy",
     "RunContext",
+    "RunInterface",
     "Scheduler",
     "SyncExecutor",
     "StoreError",

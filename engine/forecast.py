@@ -157,8 +157,8 @@ class Plan:
             if seconds is not None and definition.expected != seconds:
                 definition = replace(definition, expected=seconds)
             tasks.append(_planned(scheduler, info, definition, now, next_occurrence.get(info.id)))
-        usage = getattr(scheduler, "pool_usage", None)  # a watched run has no pools to tell
-        pools = {name: limits[1] for name, limits in (usage() if usage else {}).items()}
+        # A watched run tells no pools ({}).
+        pools = {name: limits[1] for name, limits in scheduler.pool_usage().items()}
         return cls(tasks, scheduler.workers, wall, now, pools)
 
 

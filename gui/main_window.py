@@ -10,10 +10,11 @@ import time
 
 import shiboken6
 from PySide6.QtCore import QSettings, QSignalBlocker, Qt, QTimer, Signal
-from PySide6.QtGui import QGuiApplication
-from PySide6.QtWidgets import QMainWindow, QMessageBox, QVBoxLayout, QWidget
+from PySide6.QtGui import QAction, QGuiApplication
+from PySide6.QtWidgets import QBoxLayout, QMainWindow, QMessageBox, QVBoxLayout, QWidget
 
 from taskloom.engine import Action, Outcome, TaskState
+from taskloom.engine.run_api import RunInterface
 
 from .accessibility import GraphDescription, label_window
 from .app_settings import user_settings
@@ -33,7 +34,7 @@ from .inspector import Inspector
 from .legend import Legend
 from .notifications import RunNotices
 from .occurrences import later_occurrences
-from .past_run import PastRunBar
+from .past_run import PastRun, PastRunBar
 from .run_history import store_of
 from .start_bar import PauseBar, StartBar
 from .status import StatusPanel
@@ -56,10 +57,13 @@ class MainWindow(
     newRunRequested = Signal()  # Run again as a new run: the session starts it
     newRequested = Signal()  # File > New: an empty workflow
     startRequested = Signal()  # Start: the owner of the run starts its schedule
+    # Made in __init__ after the lambdas that use them (for the checker):
+    timeline: Timeline
+    act_pause_all: QAction
 
     def __init__(
         self,
-        scheduler,
+        scheduler: RunInterface,
         parent=None,
         settings: QSettings | None = None,
         title: str = "",
@@ -122,7 +126,7 @@ class MainWindow(
         self.pause_bar = PauseBar(lambda: self.act_pause_all.setChecked(False))
         central_layout.addWidget(self.pause_bar)
         # A past run opened read-only from the Runs view (past_run.py).
-        self.past_run = None
+        self.past_run: PastRun | None = None
         self._past_request = 0
         self._past_actions: dict = {}  # action -> (enabled, tip, status tip) before
         self.past_run_bar = PastRunBar(self.back_to_live)
@@ -138,7 +142,9 @@ class MainWindow(
         from .run_header import RunHeader
 
         self.run_header = RunHeader(self)
-        self.filter_bar.layout().addWidget(self.run_header, 2)
+        row = self.filter_bar.layout()
+        assert isinstance(row, QBoxLayout)  # FilterBar's row
+        row.addWidget(self.run_header, 2)
         central_layout.addWidget(self.graph_view, 1)
         self.setCentralWidget(central)
 
@@ -324,11 +330,7 @@ class MainWindow(
 
     # -- a past run, read-only ----------------------------------------------------------
     def live_run_id(self) -> int | None:
-        run = getattr(self.scheduler, "run", None)  # a watched run says it itself
-        if not isinstance(run, int):
-            store = getattr(self.scheduler, "store", None)
-            run = getattr(store, "run", None) if store is not None else None
-        return run if isinstance(run, int) else None
+        return self.scheduler.run
 
     def _choose_attempt(self, tid: str, run: int, number: int) -> None:
         """A cell of the Runs view: the task selected, that attempt in the inspector."""
@@ -344,18 +346,18 @@ class MainWindow(
     def _jitter_of(self, tid: str) -> float | None:
         """A task's jitter (seconds), for its window on the timeline; None without."""
         try:
-            return getattr(self.scheduler.definition(tid), "jitter", None)
-        except (KeyError, RuntimeError, AttributeError):
+            return self.scheduler.definition(tid).jitter
+        except (KeyError, RuntimeError):
             return None
 
     def _recurrence_text(self, tid: str) -> str | None:
         """ "every 10 s" or the cron expression: a recurring task's band on the timeline."""
         try:
             definition = self.scheduler.definition(tid)
-        except (KeyError, RuntimeError, AttributeError):
+        except (KeyError, RuntimeError):
             return None
         kind = definition.schedule_kind
-        if kind == "every":
+        if kind == "every" and definition.every is not None:
             mode = " after each end" if str(definition.mode) == "fixed_delay" else ""
             return f"every {short_duration(definition.every)}{mode}"
         if kind == "cron":
@@ -400,9 +402,10 @@ class MainWindow(
 
     def _on_selection(self, ids: list) -> None:
         self.selected = list(ids)
-        last = self.past_run.last(ids[0]) if self.past_run is not None and ids else None
-        if last is not None:  # that run's attempt, from the store
-            self.inspector.choose_attempt(ids[0], self.past_run.run, last.number)
+        past = self.past_run
+        last = past.last(ids[0]) if past is not None and ids else None
+        if past is not None and last is not None:  # that run's attempt, from the store
+            self.inspector.choose_attempt(ids[0], past.run, last.number)
         else:
             self.inspector.show_task(ids[0] if ids else None)
         self._pace_inspector()
@@ -458,9 +461,9 @@ class MainWindow(
             action.setToolTip(refusal)
 
     def _update_run_again(self, ids, allowed) -> None:
-        """Run again follows the tasks' states; Retry and Run now the engine's answer,
-        and each says why when it cannot act."""
-        why = why_not(self.bridge.tasks, ids)
+        """Run again, Retry and Run now follow the engine's answer, and each says why
+        (the engine's words) when it cannot act."""
+        why = why_not(self.scheduler, ids)
         for action, tip in (
             (self.act_clear, "Run the selected finished tasks again in this run (Clear)"),
             (self.act_clear_downstream, "Run them and everything after them again (Clear)"),
@@ -468,8 +471,9 @@ class MainWindow(
             action.setEnabled(why is None)
             action.setStatusTip(why or tip)
             action.setToolTip(why or tip)
+        tasks = self.bridge.tasks  # only a settled task can be cleared: ask about those
         self.act_clear_all.setEnabled(
-            any(why_not(self.bridge.tasks, [t]) is None for t in self.bridge.tasks)
+            any(why_not(self.scheduler, [t]) is None for t in tasks if tasks[t].state.settled)
         )
         for action, kind, tip in (
             (self.act_retry, Action.RETRY, "Run the selected failed, skipped or cancelled tasks"),
@@ -482,13 +486,10 @@ class MainWindow(
     def _why_not_action(self, ids, kind) -> str:
         if not ids:
             return "Select a task first"
-        info = self.document.tasks[ids[0]]
-        state = info.state.name.lower()
-        if kind is Action.RETRY:
-            if info.state in (S.SKIPPED,):
-                return f"{info.id} was skipped because an upstream task failed: retry that one"
-            return f"{info.id} is {state}: only a failed, skipped or cancelled task can be retried"
-        return f"{info.id} is {state}: nothing waits for a time that Run now could bring forward"
+        try:
+            return self.scheduler.why_not(ids[0], kind) or ""
+        except KeyError:  # gone since the window last heard of it
+            return f"{ids[0]} is gone"
 
     def _update_retry_failed(self) -> None:
         self.act_retry_failed.setEnabled(

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from PySide6.QtCore import QStringListModel, Qt
 from PySide6.QtGui import QAction, QKeySequence
-from PySide6.QtWidgets import QCompleter, QLineEdit, QMenu, QSizePolicy, QWidget
+from PySide6.QtWidgets import QCompleter, QLineEdit, QMenu, QSizePolicy, QToolButton, QWidget
 
 from .icons import icon
 from .timeline import LOOK_AHEAD
@@ -224,13 +224,13 @@ class WindowActions(WindowParts):
             self.act_undo,
             self.act_redo,
         ):
-            bar.widgetForAction(action).setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonIconOnly)
+            _icon_only(bar.widgetForAction(action))
         spacer = QWidget()
         spacer.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Preferred)
         bar.addWidget(spacer)
         for action in (self.act_relayout, self.act_zoom_out, self.act_zoom_in, self.act_fit):
             bar.addAction(action)
-            bar.widgetForAction(action).setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonIconOnly)
+            _icon_only(bar.widgetForAction(action))
         self.search = QLineEdit()
         self.search.setObjectName("search")
         self.search.setPlaceholderText("Find task (Ctrl+F)")
@@ -333,3 +333,8 @@ class WindowActions(WindowParts):
         menu.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
         menu.popup(global_pos)
         self.task_menu = menu
+
+
+def _icon_only(button: QWidget | None) -> None:
+    if isinstance(button, QToolButton):  # a toolbar's button for an action
+        button.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonIconOnly)

@@ -34,9 +34,11 @@ class WindowFiles(WindowParts):
         folder = path.resolve().parent if path is not None else Path.cwd()
         stem = path.stem if path is not None else self.document.name
         start = str(folder / f"{stem}-copy.toml")
-        path, _ = QFileDialog.getSaveFileName(self, "Save workflow as", start, "Workflows (*.toml)")
-        if path:
-            self.save_workflow(path)
+        chosen, _ = QFileDialog.getSaveFileName(
+            self, "Save workflow as", start, "Workflows (*.toml)"
+        )
+        if chosen:
+            self.save_workflow(chosen)
 
     @property
     def workflow(self):
@@ -101,9 +103,10 @@ class WindowFiles(WindowParts):
         self._show_message(f"{Path(path).name} has {len(problems)} problem(s): see Problems", True)
 
     def _jump_to_problem(self, task: str) -> None:
-        path = self.document.path
-        same_file = path is not None and self.problems.path is not None
-        same_file = same_file and Path(self.problems.path).resolve() == path.resolve()
+        path, shown = self.document.path, self.problems.path
+        same_file = (
+            path is not None and shown is not None and Path(shown).resolve() == path.resolve()
+        )
         if same_file and task in self.bridge.tasks:
             self.select_tasks([task], centre=True)
             return

@@ -48,6 +48,8 @@ class WindowPastRun(WindowParts):
     def _colour_past_run(self) -> None:
         """The graph's cards as the past run left them (its last attempts)."""
         past = self.past_run
+        if past is None:
+            return
         tasks = self.document.tasks
         states = {tid: past.state_of(tid) for tid in tasks}
         # A task that did not run after an upstream that failed was skipped.

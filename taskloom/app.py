@@ -12,6 +12,7 @@ import os
 import sys
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING, cast
 
 from taskloom import example_path
 from taskloom.desktop import DESKTOP_ID  # the .desktop entry's and AppStream's id
@@ -40,6 +41,9 @@ __all__ = [
     "run_window",
     "store_paths",
 ]
+
+if TYPE_CHECKING:
+    from PySide6.QtWidgets import QWidget
 
 log = logging.getLogger(__name__)
 
@@ -193,7 +197,7 @@ def _graph_drawn(sessions, then) -> bool:
 
 
 def run_window(
-    path: str | None,
+    path: str | Path | None,
     screenshot: str | None = None,
     quit_after: float | None = None,
     db: str | Path | None = None,
@@ -227,7 +231,7 @@ def run_window(
 
     from taskloom.gui.app_settings import APP_NAME, DISPLAY_NAME, user_settings
 
-    app = QApplication.instance() or QApplication(sys.argv[:1])
+    app = cast(QApplication, QApplication.instance() or QApplication(sys.argv[:1]))
     app.setApplicationName(APP_NAME)
     app.setOrganizationName(APP_NAME)
     app.setApplicationDisplayName(DISPLAY_NAME)
@@ -325,11 +329,12 @@ def _open_and_run(
         if screenshot and not _graph_drawn(sessions, finish):
             return  # asked again once the graph is drawn
         if screenshot:
-            shown = launcher.page if sessions.current is None else sessions.current.window
+            shown: QWidget | None = (
+                launcher.page if sessions.current is None else sessions.current.window
+            )
             if sessions.current is None and sessions.loading is not None:
                 shown = sessions.loading.window  # still opening after GRAPH_WAIT_S
-            picture = shown.grab()
-            if not picture.save(str(screenshot)):
+            if shown is None or not shown.grab().save(str(screenshot)):
                 print(f"cannot write screenshot {screenshot}", file=sys.stderr)
                 code["value"] = 1
         _close_without_asking(app)

@@ -34,9 +34,14 @@ import os
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import taskloom
+
+if TYPE_CHECKING:
+    from taskloom.engine import TaskState
 
 # Exit codes (README, "Exit codes"): a script can tell a failed task from a bad file,
 # an interrupt, and a workflow that another process is running right now.
@@ -737,7 +742,7 @@ def _run_workflow(args, stop_signals: StopSignals) -> int:
             return EXIT_INVALID
         # A store of its own: a task run neither resumes nor disturbs the workflow's run.
         db_path = args.db or db_path.with_name(db_path.stem + ".tasks.db")
-    params = None
+    params: dict[str, str] | None = None
     if args.params:
         params = {}
         for key, value in args.params:
@@ -1069,11 +1074,12 @@ class RunMonitor:
         self.workflow = workflow
         self.counted = set(counted)
         self.recurring = len(counted) < len(workflow.tasks)
-        self.states: dict[str, object] = {}  # task id -> TaskState
+        self.states: dict[str, TaskState] = {}
         self.errors: dict[str, str] = {}
         self.started = time.monotonic()
         self.listeners: list = []
-        self.on_output_lost = None  # called when a listener cannot write any more
+        # called when a listener cannot write any more
+        self.on_output_lost: Callable[[], None] | None = None
         # Events (with their elapsed time) held for the listeners until ``release()``:
         # the engine starts before the report is set up.
         self._held: list | None = []
@@ -1316,7 +1322,7 @@ class LiveReport:
         self.console.print(text, style="bold")
 
     def render(self):
-        from rich.console import Group
+        from rich.console import Group, RenderableType
         from rich.progress_bar import ProgressBar
         from rich.table import Table
         from rich.text import Text
@@ -1337,7 +1343,7 @@ class LiveReport:
         for state in monitor.states.values():
             counts[state.value] = counts.get(state.value, 0) + 1
         states = Text("  ".join(f"{name} {n}" for name, n in sorted(counts.items())))
-        parts = [header, states]
+        parts: list[RenderableType] = [header, states]
         try:
             upcoming = self.scheduler.upcoming(5)
             now = self.scheduler.clock.now()

@@ -33,6 +33,11 @@ import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from taskloom.engine import Scheduler
+    from taskloom.engine.store import SQLiteStore
 
 DEFINITIONS_KEY = "definitions"  # store meta: {task id: fingerprint} of the run's file
 PARAMS_KEY = "params"  # store meta: {KEY: value} given with --param, kept for a resume
@@ -53,8 +58,8 @@ def default_db_path(workflow) -> Path:
 
 @dataclass
 class OpenedRun:
-    scheduler: object
-    store: object
+    scheduler: Scheduler
+    store: SQLiteStore
     resumed: bool
     note: str
     changed: tuple[str, ...] = ()  # tasks redefined from the file on resume

@@ -25,14 +25,24 @@ from __future__ import annotations
 
 import logging
 import os
+import subprocess
 import sys
 import threading
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from taskloom.engine.store import StoreBusy
 from taskloom.gui.run_choice import ask_resume_or_new
 
 from .closing import CLOSE_STOP, _CloseWatcher, ask_keep_schedule
+
+if TYPE_CHECKING:
+    from taskloom.engine.feed import FeedWriter
+    from taskloom.gui.history_reader import HistoryReader
+
+    from .hooks import HookRunner
+    from .runs import AttemptPruner
 
 log = logging.getLogger(__name__)
 
@@ -101,12 +111,12 @@ class WorkflowSession:
             from taskloom.engine.store import private_folder
 
             private_folder(log_dir, "log folder")  # 0700, ours (UnsafeFile, an OSError)
-        self.feed = None  # publishes the run for windows that watch it
-        self.pruner = None  # keeps a long run's store bounded (runs.AttemptPruner)
-        self.hooks = None  # the workflow's hooks and notify sinks (taskloom/hooks.py)
+        self.feed: FeedWriter | None = None  # publishes the run for windows that watch it
+        self.pruner: AttemptPruner | None = None  # keeps a long run's store bounded
+        self.hooks: HookRunner | None = None  # the workflow's hooks and notify sinks
         self.hand_off = False  # on stop, a headless ``taskloom run`` takes the run over
         self.quiet = False  # stopping without asking (Quit from a signal, a replaced window)
-        self.background_owner = None  # the Popen of that headless owner
+        self.background_owner: subprocess.Popen | None = None  # that headless owner
         from taskloom.gui.bridge import EarlyEvents
 
         # The run's first events (its tasks being added) come before the window
@@ -118,7 +128,8 @@ class WorkflowSession:
         # prepared off the GUI thread, and this walks every task).
         self.adopted = bool(self.scheduler.adopted_tasks())
         self._stopper: threading.Thread | None = None
-        self._reader = None  # the window's history reader: joined before the store closes
+        # the window's history reader: joined before the store closes
+        self._reader: HistoryReader | None = None
 
     def make_window(self, settings=None, start: bool = True) -> None:
         """The session's window (GUI thread); with ``start``, the run starts."""
@@ -270,10 +281,10 @@ class WorkflowSession:
         """A headless ``taskloom run`` on the same store, in its own session, so that
         it outlives this process. It must not carry our owner mark: the reaper ends
         every process with it once we exit (see reaper.py)."""
-        import subprocess
-
         env = dict(os.environ)
         env.pop("TASKLOOM_OWNER", None)
+        if self.db_path is None:
+            raise RuntimeError("a run without a store cannot be handed to another process")
         log_dir = self.log_dir or self.db_path.parent
         log_dir.mkdir(parents=True, exist_ok=True)
         argv = [sys.executable, "-m", "taskloom", "run", str(self.workflow.path)]
@@ -365,7 +376,8 @@ class Sessions:
         self.db = None if db is None else Path(db)
         self.fresh = fresh
         self.start = start
-        self.opened = []  # called with each workflow file opened (recent files)
+        # called with each workflow file opened (recent files)
+        self.opened: list[Callable[[Path], object]] = []
         self.data_dir = data_dir
         self.current: WorkflowSession | None = None
         self.closing: list[WorkflowSession] = []  # replaced sessions still stopping
@@ -392,8 +404,9 @@ class Sessions:
                 raise
             self.current.window.show_problems(path, exc.problems)
             return False
-        first = self.current is None
-        if not first and not self.current.window.close_question.may_close():
+        current = self.current
+        first = current is None
+        if current is not None and not current.window.close_question.may_close():
             return False  # unsaved edits or running tasks the person keeps
         db_path, log_dir = store_paths(workflow, self.db if first else None, self.data_dir)
         return self._open(workflow, path, db_path, log_dir, fresh=self.fresh and first)
@@ -485,10 +498,11 @@ class Sessions:
             return False
 
     def _open_in_background(self, path) -> bool:
-        first = self.current is None
+        current = self.current
+        first = current is None
         if self.loading is not None:
             return False  # one file at a time
-        if not first and not self.current.window.close_question.may_close():
+        if current is not None and not current.window.close_question.may_close():
             return False  # unsaved edits or running tasks the person keeps
         _BackgroundOpen(self, path, first).start()
         return True

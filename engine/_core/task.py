@@ -15,6 +15,7 @@ from operator import attrgetter
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
+from ..models import TaskInfo
 from ..options import Misfire, Overlap, TriggerRule
 from ..states import TaskState
 
@@ -328,3 +329,20 @@ class Run:
         self.adopted: Callable[[], Any] | None = None
         self.pool: str | None = None  # the pool whose slot it holds until its code returns
         self.jitter: float | None = None  # the random delay its start waited (jitter)
+
+
+def task_info(t: Task) -> TaskInfo:
+    """The task as a frozen ``TaskInfo`` (what ``Scheduler.task`` answers)."""
+    return TaskInfo(
+        t.id,
+        t.id,
+        t.state,
+        tuple(t.deps),
+        tuple(t.dependents),
+        t.priority,
+        t.attempt,
+        t.run_at,
+        t.recurrence is not None,
+        t.paused,
+        t.error,
+    )

@@ -9,10 +9,12 @@ the view and lay it out again (a full relayout: the structure changed a lot).
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 import networkx as nx
 from PySide6.QtCore import QPointF
-from PySide6.QtGui import QColor, QPainterPath, QPalette
+from PySide6.QtGui import QColor, QFont, QPainterPath, QPalette
 
 from taskloom.engine import TaskInfo
 
@@ -29,6 +31,15 @@ from .groups import (
 )
 from .items import routed_curve
 from .layout import NODE_HEIGHT, NODE_WIDTH
+
+if TYPE_CHECKING:
+    from PySide6.QtCore import QTimer
+    from PySide6.QtWidgets import QGraphicsScene as _SceneBase
+
+    from .items import NodeItem
+    from .layout import Layout
+else:
+    _SceneBase = object  # a mixin of GraphScene, itself a QGraphicsScene
 
 LABEL_FONT_SIZE = 11.0
 
@@ -56,20 +67,41 @@ class ViewWork:
             self.collapsed |= fresh
         self.seen |= fresh
         self.view = build_view(tasks, self.groups, self.collapsed, self.filter.shown(tasks))
-        graph = nx.DiGraph()  # upstream -> downstream, mirrors the engine's edges
+        graph: nx.DiGraph = nx.DiGraph()  # upstream -> downstream, mirrors the engine's edges
         graph.add_nodes_from(tasks)
         graph.add_edges_from((dep, t.id) for t in tasks.values() for dep in t.deps if dep in tasks)
         self.graph = graph
 
 
-class GroupedScene:
+class GroupedScene(_SceneBase):
     """Groups (collapsed or not) and the filter of a GraphScene."""
 
     # Above this many tasks, groups start collapsed; None: never by themselves.
     collapse_above: int | None = COLLAPSE_ABOVE
+    _labels: tuple[QPainterPath, QFont] | None = None  # bundle counts being drawn
+
+    if TYPE_CHECKING:  # GraphScene's, which this is a part of (for the checker)
+        tasks: dict[str, TaskInfo]
+        nodes: dict[str, NodeItem]
+        selected: list[str]
+        kept: dict[str, tuple[float, float]]
+        base: QColor
+        layout: Layout | None
+        _fresh: set[str]
+        _unbuilt: list[str]
+        _layout_waiting: Layout | None
+        _place_timer: QTimer
+        _edges_timer: QTimer
+        _move_job: list[str] | None
+
+        def set_tasks(self, tasks: dict[str, TaskInfo]) -> None: ...
+        def _show_view(self) -> None: ...
+        def _route(self, up: str, down: str) -> Any: ...
+        def _update_halo(self) -> None: ...
 
     def _init_groups(self) -> None:
-        self.group_source = None  # callable: task id -> its file's ``group`` key, or None
+        # task id -> its file's ``group`` key, or None
+        self.group_source: Callable[[str], str | None] | None = None
         self.groups: dict[str, str] = {}  # task id -> group
         self.collapsed: set[str] = set()
         self._seen_groups: set[str] = set()
@@ -155,7 +187,7 @@ class GroupedScene:
         for tid, info in changed.items():
             rep = rep_of.get(tid)
             item = self.group_items.get(rep) if rep is not None else None
-            if item is None:
+            if rep is None or item is None:
                 continue
             counts = touched.setdefault(rep, dict(item.counts))
             old = old_states.get(tid)
@@ -263,12 +295,10 @@ class GroupedScene:
 
     def add_bundle_label(self, up: str, down: str, count: int) -> None:
         """One bundled edge's count, into the path ``take_bundle_labels`` returns."""
-        from PySide6.QtGui import QFont
-
         a, b = self.item_of(up), self.item_of(down)
         if a is None or b is None:
             return
-        if getattr(self, "_labels", None) is None:
+        if self._labels is None:
             font = QFont()
             font.setPointSizeF(LABEL_FONT_SIZE)
             self._labels = (QPainterPath(), font)
@@ -278,7 +308,7 @@ class GroupedScene:
         path.addText(curve.pointAtPercent(0.5) + QPointF(-4, -4), font, f"{count:,}")
 
     def take_bundle_labels(self) -> QPainterPath:
-        labels, self._labels = getattr(self, "_labels", None), None
+        labels, self._labels = self._labels, None
         return QPainterPath() if labels is None else labels[0]
 
     def group_halo(self, path: QPainterPath) -> None:

@@ -12,7 +12,7 @@ from PySide6.QtGui import QColor, QPainterPath
 LANE_HEIGHT = 24
 LABEL_WIDTH = 130
 AXIS_HEIGHT = 24
-SPANS = (10.0, 20.0, 30.0, 60.0, 150.0, 300.0, 600.0, 1800.0, 3600.0)
+SPANS: tuple[float, ...] = (10.0, 20.0, 30.0, 60.0, 150.0, 300.0, 600.0, 1800.0, 3600.0)
 SPANS += (3 * 3600.0, 6 * 3600.0, 12 * 3600.0, 86400.0, 2 * 86400.0)
 NOW_AT = 0.2  # where now sits while following, as a fraction of the width
 # View > Look ahead: the next hour, day or week after now (the forecast fills it).

@@ -117,7 +117,7 @@ class TimelineAxis(QWidget):
         faint.setAlpha(170)
         painter.setPen(faint)
         taken = list(taken)
-        for run, start in run_starts_in(canvas.model, *window, with_runs=True):
+        for run, start in run_starts_in(canvas.model, window[0], window[1], with_runs=True):
             x = canvas.x_of(start, now) - 2
             label = f"run {run}"
             width = metrics.horizontalAdvance(label) + 4

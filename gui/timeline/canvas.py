@@ -63,7 +63,7 @@ class TimelineCanvas(QWidget):
         """Seconds ahead of now shown while following."""
         return self.span * (1 - NOW_AT)
 
-    def window(self, now: float | None = None) -> tuple[float, float]:
+    def window(self, now: float | None = None) -> tuple[float, float]:  # type: ignore[override]  # not Qt's window()
         """(left, right) of the visible window on the scheduler clock."""
         now = self.clock_now() if now is None else now
         if not self.following:

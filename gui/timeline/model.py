@@ -245,11 +245,11 @@ class TimelineModel:
                             (event.task_id, bar)
                         )
             elif event.outcome is not None:  # the engine says this event ended an attempt
-                bars = self.bars.get(event.task_id)
-                if not bars:
+                known = self.bars.get(event.task_id)
+                if not known:
                     continue
-                own = [bar for bar in bars if bar[3] == event.attempt]
-                bar = own[-1] if own else bars[-1]
+                own = [bar for bar in known if bar[3] == event.attempt]
+                bar = own[-1] if own else known[-1]
                 if bar[1] is None:
                     bar[1] = event.at
                     bar[2] = event.outcome

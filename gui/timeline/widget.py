@@ -6,10 +6,13 @@ from __future__ import annotations
 import math
 import threading
 from collections import deque
+from collections.abc import Callable
 
 from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtGui import QAction
 from PySide6.QtWidgets import QScrollArea, QVBoxLayout, QWidget
+
+from taskloom.engine import Entry
 
 from ..history_reader import HistoryReader
 from ..run_history import WindowHistory, store_of, wall_offset
@@ -38,16 +41,16 @@ class Timeline(QWidget):
         self.model = TimelineModel(attempts_of)
         self.canvas = TimelineCanvas(self.model, clock_now)
         self.axis = TimelineAxis(self.canvas)
-        self.scroll = QScrollArea()
-        self.scroll.setWidget(self.canvas)
-        self.scroll.setWidgetResizable(True)
-        self.scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
-        self.scroll.setFrameShape(QScrollArea.Shape.NoFrame)
+        self.scroll_area = QScrollArea()
+        self.scroll_area.setWidget(self.canvas)
+        self.scroll_area.setWidgetResizable(True)
+        self.scroll_area.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.scroll_area.setFrameShape(QScrollArea.Shape.NoFrame)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(4, 0, 4, 4)
         layout.setSpacing(0)
         layout.addWidget(self.axis)
-        layout.addWidget(self.scroll)
+        layout.addWidget(self.scroll_area)
         self.canvas.taskClicked.connect(self.taskClicked)
         # Right-click (and View > Timeline lanes by worker) switches the lanes.
         self.by_worker_action = QAction("Lanes by worker", self)
@@ -145,7 +148,7 @@ class Timeline(QWidget):
             canvas.update()
             self.axis.update()
         wait = self._next_move(now)
-        if read_later:
+        if read_later and history is not None:
             wait = min(wait, history.min_interval)
         if wait < math.inf and not self._timer.isActive():
             self._timer.start(max(MIN_TICK_MS, min(int(wait * 1000), MAX_TICK_MS)))
@@ -264,9 +267,11 @@ class Timeline(QWidget):
         self.canvas.update_height()
         self._touch()
 
-    later_occurrences = None  # entries -> recurring tasks' occurrences after the next
+    # entries -> recurring tasks' occurrences after the next
+    later_occurrences: Callable[[list[Entry]], list[Entry]] | None = None
     _recurring_ids: set[str]  # tasks known to recur (their labels are read again)
-    recurrence_text = None  # tid -> "every 10 s" (or its cron), None if not recurring
+    # tid -> "every 10 s" (or its cron), None if not recurring
+    recurrence_text: Callable[[str], str | None] | None = None
 
     def _label_recurring(self, tasks) -> None:
         """Each recurring task's band label, read once per task (again after
@@ -283,7 +288,7 @@ class Timeline(QWidget):
                 if text:
                     labels[tid] = text
 
-    jitter_of = None  # tid -> its jitter (seconds) or None
+    jitter_of: Callable[[str], float | None] | None = None  # tid -> its jitter (seconds)
 
     def set_upcoming(self, entries) -> None:
         self._touch()
@@ -401,7 +406,7 @@ class Timeline(QWidget):
         lanes = self.canvas.model.visible_lanes()
         row = lanes.index(tid) if tid in lanes else None
         if row is not None:
-            self.scroll.ensureVisible(0, row * LANE_HEIGHT + LANE_HEIGHT // 2, 0, LANE_HEIGHT)
+            self.scroll_area.ensureVisible(0, row * LANE_HEIGHT + LANE_HEIGHT // 2, 0, LANE_HEIGHT)
         self.canvas.update()
 
     def set_span(self, seconds: float) -> None:

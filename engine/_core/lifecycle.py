@@ -24,6 +24,7 @@ from ..errors import CommandLost, CycleError, InvalidArgument, TaskTimeout
 from ..models import Action, Attempt, RetryPolicy
 from ..options import Misfire, Mode, Outcome, Overlap, TriggerRule
 from ..run_api import clear_plan, refusal_text
+from ..secret_env import masked, redact
 from ..states import NOT_STARTED, TaskState, check_transition
 from .core import Core
 from .events import Events
@@ -51,7 +52,8 @@ MAX_DUES = 100  # nominal times kept for queued occurrences of one task
 
 
 def error_text(exc: BaseException) -> str:
-    return f"{type(exc).__name__}: {exc}"
+    text = f"{type(exc).__name__}: {exc}"
+    return redact(text) if masked() else text  # secret_env values never reach the store
 
 
 class Lifecycle:
@@ -914,6 +916,10 @@ class Lifecycle:
     ) -> None:
         """The attempt's final record; its outcome rides on the next event of the task."""
         ctx = run.ctx
+        output = ctx.output
+        if masked():  # secret_env values: neither a traceback nor a call's output keeps one
+            tb = None if tb is None else redact(tb)
+            output = None if output is None else redact(output)
         ended = self._clock.now()
         if run.adopted is not None:  # it may have ended before this owner came
             ended = self.dispatcher.adopted_end(run, ended)
@@ -926,7 +932,7 @@ class Lifecycle:
                 outcome,
                 text,
                 tb,
-                ctx.output,
+                output,
                 ctx.log_path,
                 ctx.exit_code,
                 ctx.worker,

@@ -61,6 +61,11 @@ def _marker(kind: str, x: float, y: float) -> QPainterPath:
     path = QPainterPath()
     if kind == "retry":
         path.addEllipse(QPointF(x, y), 5.5, 5.5)
+    elif kind == "skipped":  # a cross: this one does not run
+        path.moveTo(x - 5, y - 5)
+        path.lineTo(x + 5, y + 5)
+        path.moveTo(x + 5, y - 5)
+        path.lineTo(x - 5, y + 5)
     elif kind == "recurring":
         path.moveTo(x - 6, y - 6)
         path.lineTo(x + 6, y)

@@ -1163,7 +1163,12 @@ class RunMonitor:
         self.workflow = workflow
         self.counted = set(counted)
         self.recurring = len(counted) < len(workflow.tasks)
-        self.states: dict[str, TaskState] = {}
+        from taskloom.engine.fold import TaskFold
+
+        # The run's one fold of events (engine/fold.py); ``states`` is its task id ->
+        # TaskState, read only.
+        self.fold = TaskFold()
+        self.states: dict[str, TaskState] = self.fold.states
         self.errors: dict[str, str] = {}
         self.started = time.monotonic()
         self.listeners: list = []
@@ -1180,15 +1185,15 @@ class RunMonitor:
     def seed(self, infos) -> None:
         """Start from the states a resumed run restored (no event tells of them)."""
         for info in infos:
-            self.states.setdefault(info.id, info.state)
+            if info.id not in self.states:
+                self.fold.put(info)
             if info.error:
                 self.errors.setdefault(info.id, info.error)
         if all(tid in self.states and self.states[tid].settled for tid in self.counted):
             self._all_settled.set()
 
     def on_event(self, event) -> None:
-        if event.task_id:  # not pause/resume of everything (a watcher can ask for it)
-            self.states[event.task_id] = event.state
+        self.fold.apply(event)
         if event.error:
             self.errors[event.task_id] = event.error
         elapsed = self.elapsed()

@@ -106,6 +106,7 @@ class ForecastView:
         scene.addItem(self.critical)
         scene.addItem(self.slow_rings)
         self.badges: dict[str, QGraphicsSimpleTextItem] = {}
+        self._ringed: set[str] = set()  # the tasks the critical path's ring is on
         self.slow: set[str] = set()
         self.live: Live | None = None
         self.hidden = False  # a past run is shown: nothing of the live forecast on the graph
@@ -126,6 +127,9 @@ class ForecastView:
         self._tick.setSingleShot(True)
         self._tick.timeout.connect(self._on_tick)
         window.bridge.tasksChanged.connect(lambda _changed: self._pace())
+        # Between two forecasts (seconds apart under load) the marks follow the states:
+        # a task that settles leaves the ring, one that starts loses its expected start.
+        window.bridge.tasksChanged.connect(self._states_changed)
         self.forecaster.request()
 
     def _active(self) -> bool:
@@ -182,6 +186,14 @@ class ForecastView:
         self.refresh_slow()
         self._pace()
 
+    def _states_changed(self, changed: dict) -> None:
+        if self.live is None or self.hidden:
+            return
+        if any(tid in changed for tid in self._ringed):
+            self._show_critical_path()
+        if any(tid in changed for tid in self.badges):
+            self._show_badges()
+
     def set_hidden(self, hidden: bool) -> None:
         """Hide the live forecast's marks on the graph (a past run is shown), or show
         them again."""
@@ -218,7 +230,9 @@ class ForecastView:
         path = QPainterPath()
         live = None if self.hidden else self.live
         chain = live.forecast.critical_path if live is not None else []
-        chain = [t for t in chain if t in scene.tasks and not scene.tasks[t].state.settled]
+        live_tasks = self.window.bridge.tasks  # the run's states now (the scene recolours later)
+        chain = [t for t in chain if t in live_tasks and not live_tasks[t].state.settled]
+        self._ringed = set(chain)
         for up, down in zip(chain, chain[1:], strict=False):
             if up in scene.nodes and down in scene.nodes and scene.graph.has_edge(up, down):
                 path.addPath(scene.edge_path(up, down))
@@ -235,7 +249,7 @@ class ForecastView:
         starts = self.live.forecast.starts if self.live is not None and not self.hidden else {}
         wanted: dict[str, str] = {}
         now = datetime.now().astimezone()
-        for tid, info in scene.tasks.items():
+        for tid, info in self.window.bridge.tasks.items():
             if len(wanted) >= BADGE_LIMIT:
                 break
             if info.state in WAITING and tid in starts and tid in scene.nodes:

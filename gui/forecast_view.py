@@ -21,7 +21,7 @@ from PySide6.QtGui import QColor, QFont, QPainterPath, QPalette
 from PySide6.QtWidgets import QGraphicsPathItem, QGraphicsSimpleTextItem, QLabel
 
 from taskloom.engine import TaskState
-from taskloom.engine.durations_model import SLOW_MIN_RUNS
+from taskloom.engine.durations_model import GUESS, SLOW_MIN_RUNS
 
 from .forecaster import MAX_RUNS, Forecaster, Live
 from .graph.items import cosmetic_pen, format_elapsed
@@ -42,6 +42,16 @@ def clock_text(moment: datetime, now: datetime) -> str:
 
 
 OVERDUE_STEP = 1.0  # seconds: an ETA that time caught up with moves this far ahead
+
+
+def guessed_tasks(live: Live) -> list[str]:
+    """The tasks still to run whose durations the forecast guessed: no past run, no
+    ``expected`` key (a first run knows nothing: each is given a second)."""
+    model = live.model
+    if model is None:
+        return []
+    left = {r.task_id for r in live.forecast.runs if not r.replay}
+    return sorted(t for t in left if model.stats(t).source == GUESS)
 
 
 def eta_texts(live: Live | None, now: datetime, paused: bool = False) -> tuple[str, str]:
@@ -68,12 +78,25 @@ def eta_texts(live: Live | None, now: datetime, paused: bool = False) -> tuple[s
     if late > 0:  # running past the forecast: it pushes the finish
         finish = finish + timedelta(seconds=late)
     left = (finish - now).total_seconds()
-    text = f"ETA {clock_text(finish, now)} (in {format_elapsed(left)})"
+    guessed = guessed_tasks(live)
+    if guessed:
+        text = f"ETA ~{clock_text(finish, now)} (in {format_elapsed(left)}, a guess)"
+    else:
+        text = f"ETA {clock_text(finish, now)} (in {format_elapsed(left)})"
     tip = [
         f"Expected finish of this run: {clock_text(finish, now)} (p50)",
         f"p90: {clock_text(max(f.at(p90), finish), now)}",
         f"from {f.passes} simulated runs with durations drawn from history",
     ]
+    if guessed:
+        names = ", ".join(guessed[:5]) + (
+            f" and {len(guessed) - 5} more" if len(guessed) > 5 else ""
+        )
+        tip.append(
+            f"a guess: {names} {'has' if len(guessed) == 1 else 'have'} no past runs and no"
+            f" 'expected' key; each is given {format_elapsed(live.model.fallback)}"
+            " (the median of the tasks that ran, else 1 s)"
+        )
     if f.critical_path:
         tip.append("critical path: " + " → ".join(f.critical_path))
     return text, "\n".join(tip)
@@ -107,6 +130,7 @@ class ForecastView:
         scene.addItem(self.slow_rings)
         self.badges: dict[str, QGraphicsSimpleTextItem] = {}
         self._ringed: set[str] = set()  # the tasks the critical path's ring is on
+        self.badge_times: dict[str, datetime] = {}  # each badge's time, never a past one
         self.slow: set[str] = set()
         self.live: Live | None = None
         self.hidden = False  # a past run is shown: nothing of the live forecast on the graph
@@ -207,6 +231,10 @@ class ForecastView:
         note."""
         self.show_eta()
         self.refresh_slow()
+        now = datetime.now().astimezone()
+        if any(at < now for at in self.badge_times.values()):
+            self._show_badges()  # a task waits past its forecast start: it starts now at best
+            self.forecaster.request()  # and a forecast from now says when
 
     def show_eta(self) -> None:
         """The ETA as of now: none before Start; paused while paused; never a past time
@@ -244,16 +272,23 @@ class ForecastView:
 
     def _show_badges(self) -> None:
         """Each waiting task's expected start, just under its card (on the card it hid
-        the recurring and paused marks)."""
+        the recurring and paused marks). A start the forecast put in the past (it is
+        seconds old, and work ran longer than it said) reads as now: never a past time."""
         scene = self.window.scene
         starts = self.live.forecast.starts if self.live is not None and not self.hidden else {}
         wanted: dict[str, str] = {}
         now = datetime.now().astimezone()
+        earliest = now.replace(microsecond=0) + timedelta(seconds=OVERDUE_STEP)
+        self.badge_times = {}
         for tid, info in self.window.bridge.tasks.items():
             if len(wanted) >= BADGE_LIMIT:
                 break
             if info.state in WAITING and tid in starts and tid in scene.nodes:
-                wanted[tid] = "≈ " + clock_text(self.live.forecast.at(starts[tid]), now)[-8:]
+                at = self.live.forecast.at(starts[tid])
+                if at < now:
+                    at = earliest
+                self.badge_times[tid] = at
+                wanted[tid] = "≈ " + clock_text(at, now)[-8:]
         for tid in list(self.badges):
             badge = self.badges[tid]
             if not shiboken6.isValid(badge):  # its card was rebuilt (a filter, a group)

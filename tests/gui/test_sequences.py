@@ -4,8 +4,21 @@ a run's forecast while it goes, as the status bar, the cards and the ring show i
 from __future__ import annotations
 
 from concurrent.futures import Future
+from datetime import datetime
+
+import pytest
 
 from taskloom.engine import ManualClock, Scheduler, SyncExecutor, TaskState
+
+_held: list[Holding] = []
+
+
+@pytest.fixture(autouse=True)
+def end_held_attempts():
+    """A failed test's attempts in flight end, so its scheduler can shut down."""
+    yield
+    while _held:
+        _held.pop().finish_all()
 
 
 class Holding(SyncExecutor):
@@ -13,6 +26,7 @@ class Holding(SyncExecutor):
 
     def __init__(self):
         self.futures = {}
+        _held.append(self)
 
     def submit(self, fn, /, *args, **kwargs):
         future = Future()
@@ -75,5 +89,63 @@ def test_ring_and_expected_starts_follow_the_run_between_two_forecasts(make_wind
     assert ringed(view, window, "b")
     assert "b" not in view.badges  # it runs: no expected start on it
     assert set(view.badges) == {"c"}
+    scheduler.shutdown(wait=False)
+    held.finish_all()
+
+
+def test_an_expected_start_is_never_in_the_past(make_window, qtbot):
+    """A forecast is seconds old when shown, and a task may wait past the start it
+    forecast (the lead saw '≈ 01:39:58' at 01:40:00): the card says now at the
+    earliest, and again as time passes."""
+    from taskloom.gui.forecast_view import clock_text
+
+    scheduler, held = chain("a", "b", "c")  # a ManualClock's wall: 1 Jan 2026, long past
+    window = make_window(scheduler)
+    view = window.forecast_view
+    view.forecaster.expected = lambda: {"a": 10.0, "b": 10.0, "c": 10.0}
+    view.forecaster.request()
+    qtbot.waitUntil(lambda: view.live is not None and set(view.badges) == {"b", "c"}, timeout=5000)
+    f = view.live.forecast
+    assert f.at(f.starts["b"]) < datetime.now().astimezone()  # what the forecast says
+    before = datetime.now().astimezone().replace(microsecond=0)
+    view.tick()
+    for tid in ("b", "c"):
+        shown = view.badge_times[tid]
+        assert shown >= before, (tid, shown, before)
+        assert view.badges[tid].text() == "≈ " + clock_text(shown, shown)[-8:]
+    assert view.badge_times["b"] <= view.badge_times["c"]
+    scheduler.shutdown(wait=False)
+    held.finish_all()
+
+
+def test_eta_says_it_is_a_guess_without_history_and_learns_from_this_run(make_window, qtbot):
+    """A first run: no task has a past run, so each is given a guessed second. The ETA
+    says it is a guess; once a task has run, the others are guessed from it (the
+    durations were kept 10 s, so the run's first successes changed nothing)."""
+    from taskloom.gui.forecast_view import guessed_tasks
+
+    scheduler, held = chain("a", "b", "c")
+    window = make_window(scheduler)
+    view = window.forecast_view
+    view.forecaster.request()
+    qtbot.waitUntil(lambda: view.live is not None and bool(view.eta.text()), timeout=5000)
+    assert "guess" in view.eta.text(), view.eta.text()
+    assert "no past runs" in view.eta.toolTip()
+    qtbot.waitUntil(lambda: "ETA ~" in window.run_header.text(), timeout=3000)  # about
+
+    scheduler.clock.advance(5.0)
+    held.futures["a"].set_result(None)  # a took 5 s
+    qtbot.waitUntil(
+        lambda: view.live is not None and "a" not in view.live.forecast.starts, timeout=5000
+    )
+    qtbot.waitUntil(lambda: view.live.model.estimate("b") == 5.0, timeout=5000)
+    assert "guess" in view.eta.text()  # b and c still have no run of their own
+    assert guessed_tasks(view.live) == ["b", "c"]
+    assert "a guess: b, c have no past runs" in view.eta.toolTip()
+
+    view.forecaster.expected = lambda: {"b": 5.0, "c": 5.0}  # the file says
+    view.forecaster.request()
+    qtbot.waitUntil(lambda: "guess" not in view.eta.text(), timeout=5000)
+    assert view.eta.text().startswith("ETA ")
     scheduler.shutdown(wait=False)
     held.finish_all()

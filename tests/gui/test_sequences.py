@@ -149,3 +149,90 @@ def test_eta_says_it_is_a_guess_without_history_and_learns_from_this_run(make_wi
     assert view.eta.text().startswith("ETA ")
     scheduler.shutdown(wait=False)
     held.finish_all()
+
+
+TWO = """
+[workflow]
+name = "two"
+workers = 2
+[tasks.a]
+command = ["sleep", "60"]
+[tasks.b]
+command = ["sleep", "60"]
+[tasks.c]
+command = ["true"]
+deps = ["a", "b"]
+"""
+
+
+@pytest.mark.slow
+def test_two_processes_then_a_window_then_a_cancel_from_a_shell(qtbot, tmp_path, settings):
+    """`taskloom run F` twice (the second exits 75 naming the owner), a window on F
+    watches the first, and `taskloom cancel F a` from a shell shows in it within a second."""
+    import os
+    import subprocess
+    import sys
+    import time
+    from pathlib import Path
+
+    from taskloom.app import Sessions
+    from taskloom.watching import WatchSession
+
+    root = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "PYTHONPATH": str(root), "XDG_DATA_HOME": str(tmp_path / "xdg")}
+    path, db = tmp_path / "two.toml", tmp_path / "run.db"
+    path.write_text(TWO)
+    taskloom = [sys.executable, "-m", "taskloom"]
+    owner = subprocess.Popen(
+        [*taskloom, "run", str(path), "--db", str(db)],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    sessions = Sessions(settings, db=db, data_dir=tmp_path / "data")
+    try:
+        assert owner.stdout is not None
+        first = owner.stdout.readline()  # "running two: 3 tasks" once the run is open
+        assert first.startswith("running two"), first
+        second = subprocess.run(
+            [*taskloom, "run", str(path), "--db", str(db)],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert second.returncode == 75, second
+        assert f"in use by taskloom run (pid {owner.pid}" in second.stderr
+        assert second.stderr.count("\n") == 1  # one line
+
+        assert sessions.open(path)
+        watch = sessions.current
+        assert isinstance(watch, WatchSession)
+        bridge = watch.window.bridge
+        qtbot.waitUntil(
+            lambda: bridge.tasks["a"].state is TaskState.RUNNING
+            and bridge.tasks["b"].state is TaskState.RUNNING,
+            timeout=30000,
+        )
+        cancel = subprocess.run(
+            [*taskloom, "cancel", str(path), "a", "--db", str(db)],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        told = time.monotonic()
+        assert cancel.returncode == 0, cancel
+        qtbot.waitUntil(lambda: bridge.tasks["a"].state is TaskState.CANCELLED, timeout=5000)
+        shown = time.monotonic() - told
+        qtbot.waitUntil(
+            lambda: watch.window.scene.nodes["a"].status_text.text().startswith("⊘"), timeout=2000
+        )
+        assert shown < 1.0, f"the window showed the cancel {shown:.2f} s after the shell did"
+        assert bridge.tasks["b"].state is TaskState.RUNNING
+        assert bridge.tasks["c"].state is TaskState.SKIPPED
+    finally:
+        sessions.close()
+        owner.kill()
+        owner.wait(10)

@@ -211,8 +211,10 @@ def test_two_processes_then_a_window_then_a_cancel_from_a_shell(qtbot, tmp_path,
         assert isinstance(watch, WatchSession)
         bridge = watch.window.bridge
         qtbot.waitUntil(
-            lambda: bridge.tasks["a"].state is TaskState.RUNNING
-            and bridge.tasks["b"].state is TaskState.RUNNING,
+            lambda: (
+                bridge.tasks["a"].state is TaskState.RUNNING
+                and bridge.tasks["b"].state is TaskState.RUNNING
+            ),
             timeout=30000,
         )
         cancel = subprocess.run(
@@ -236,3 +238,111 @@ def test_two_processes_then_a_window_then_a_cancel_from_a_shell(qtbot, tmp_path,
         sessions.close()
         owner.kill()
         owner.wait(10)
+
+
+def etl_copy(tmp_path):
+    """The bundled etl example and its scripts, in a folder of the test's own."""
+    import shutil
+    from pathlib import Path
+
+    examples = Path(__file__).resolve().parents[2] / "resources" / "examples"
+    shutil.copytree(examples / "scripts", tmp_path / "scripts")
+    path = tmp_path / "etl.toml"
+    shutil.copy(examples / "etl.toml", path)
+    return path
+
+
+def press(qtbot, window, key, modifiers):
+    from PySide6.QtCore import Qt
+
+    # Offscreen, nothing gives the window the focus back after a question closed (a
+    # desktop's window manager does): as a person clicking on it would.
+    if not window.isActiveWindow():
+        window.activateWindow()
+        qtbot.waitUntil(window.isActiveWindow, timeout=3000)
+    qtbot.keyClick(window.graph_view, key, Qt.KeyboardModifier(modifiers))
+
+
+@pytest.mark.slow
+def test_etl_to_the_end_then_remove_undo_redo_save_and_reopen(qtbot, tmp_path, settings):
+    """Run the etl example to the end in the window; remove a finished task (it asks);
+    Undo; Redo; Save; open the file again: the window, the file and what runs agree."""
+    import tomllib
+
+    from PySide6.QtCore import Qt
+    from PySide6.QtWidgets import QApplication
+
+    from taskloom.app import Sessions, WorkflowSession
+
+    path = etl_copy(tmp_path)
+    db = tmp_path / "run.db"
+    sessions = Sessions(settings, db=db, data_dir=tmp_path / "data")
+    sessions.choose_run = lambda *_args: "resume"
+    try:
+        assert sessions.open(path)
+        window = sessions.current.window
+        window.resize(1400, 900)
+        window.show()
+        qtbot.waitExposed(window)
+        window.act_start.trigger()
+        qtbot.waitUntil(
+            lambda: all(i.state.settled for i in window.bridge.tasks.values()), timeout=60000
+        )
+        assert {i.state for i in window.bridge.tasks.values()} == {TaskState.SUCCEEDED}
+
+        window.select_tasks(["report"])
+        press(qtbot, window, Qt.Key.Key_Delete, Qt.KeyboardModifier.ControlModifier)
+        qtbot.waitUntil(lambda: window.remove_question is not None, timeout=3000)
+        box = window.remove_question
+        remove = next(b for b in box.buttons() if b.text() == "Remove")
+        qtbot.mouseClick(remove, Qt.MouseButton.LeftButton)
+        qtbot.waitUntil(
+            lambda: "report" not in window.scene.nodes and "report" not in window.bridge.tasks,
+            timeout=3000,
+        )
+        assert window.isWindowModified()
+
+        assert window.act_undo.isEnabled(), window.act_undo.statusTip()
+        press(qtbot, window, Qt.Key.Key_Z, Qt.KeyboardModifier.ControlModifier)  # Undo
+        qtbot.waitUntil(
+            lambda: "report" in window.scene.nodes and "report" in window.bridge.tasks,
+            timeout=3000,
+        )
+        assert window.bridge.tasks["report"].state is TaskState.SUCCEEDED  # as it was
+        assert window.scene.graph.has_edge("load", "report")
+        assert window.scene.graph.has_edge("report", "cleanup")
+        assert not window.isWindowModified()
+
+        redo = Qt.KeyboardModifier.ControlModifier | Qt.KeyboardModifier.ShiftModifier
+        press(qtbot, window, Qt.Key.Key_Z, redo)
+        qtbot.waitUntil(
+            lambda: "report" not in window.scene.nodes and "report" not in window.bridge.tasks,
+            timeout=3000,
+        )
+        window.grab().save(str(tmp_path / "removed-1400.png"))
+
+        press(qtbot, window, Qt.Key.Key_S, Qt.KeyboardModifier.ControlModifier)
+        qtbot.waitUntil(lambda: not window.isWindowModified(), timeout=3000)
+        saved = tomllib.loads(path.read_text())
+        assert "report" not in saved["tasks"]
+        assert saved["tasks"]["cleanup"].get("deps", []) in ([], ["load"]), saved["tasks"]
+        before = {t: i.state for t, i in window.bridge.tasks.items()}
+        QApplication.processEvents()
+
+        assert sessions.open(path)  # File > Open of the same file
+        # The run of the file, here (its --db store): not a watcher of this very window's
+        # run, which then said "owner gone, Take over".
+        assert isinstance(sessions.current, WorkflowSession), sessions.current
+        assert sessions.current.db_path == db
+        again = sessions.current.window
+        again.resize(1400, 900)
+        qtbot.waitUntil(lambda: set(again.bridge.tasks) == set(before), timeout=10000)
+        assert {t: i.state for t, i in again.bridge.tasks.items()} == before
+        assert "report" not in again.scene.nodes
+        again.grab().save(str(tmp_path / "reopened-1400.png"))
+        again.resize(820, 520)
+        QApplication.processEvents()
+        again.grab().save(str(tmp_path / "reopened-820.png"))
+        assert not any(i.state is TaskState.RUNNING for i in again.bridge.tasks.values())
+    finally:
+        sessions.close()

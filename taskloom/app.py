@@ -452,7 +452,19 @@ class Sessions:
         first = self.current is None
         if not first and not self.current.window.close_question.may_close():
             return False  # unsaved edits or running tasks the person keeps
-        db_path, log_dir = store_paths(workflow, self.db if first else None, self.data_dir)
+        db = self.db if first else None
+        current = self.current
+        if (
+            current is not None
+            and not getattr(current, "watching", False)
+            and current.db_path is not None
+            and current.workflow.path is not None
+            and Path(current.workflow.path).resolve() == Path(path).resolve()
+        ):
+            # The same file again: its run's store (a --db one too). On the default
+            # store instead, its own lock made it watch this very run ("Take over").
+            db = current.db_path
+        db_path, log_dir = store_paths(workflow, db, self.data_dir)
         return self._open(workflow, path, db_path, log_dir, fresh=self.fresh and first)
 
     def new_run(self) -> bool:

@@ -276,15 +276,14 @@ def test_etl_to_the_end_then_remove_undo_redo_save_and_reopen(qtbot, tmp_path, s
 
     path = etl_copy(tmp_path)
     db = tmp_path / "run.db"
-    sessions = Sessions(settings, db=db, data_dir=tmp_path / "data")
-    sessions.choose_run = lambda *_args: "resume"
+    sessions = Sessions(settings, db=db, data_dir=tmp_path / "data", start=False)
     try:
         assert sessions.open(path)
         window = sessions.current.window
         window.resize(1400, 900)
         window.show()
         qtbot.waitExposed(window)
-        window.act_start.trigger()
+        press(qtbot, window, Qt.Key.Key_F5, Qt.KeyboardModifier.NoModifier)  # Start
         qtbot.waitUntil(
             lambda: all(i.state.settled for i in window.bridge.tasks.values()), timeout=60000
         )
@@ -326,23 +325,33 @@ def test_etl_to_the_end_then_remove_undo_redo_save_and_reopen(qtbot, tmp_path, s
         saved = tomllib.loads(path.read_text())
         assert "report" not in saved["tasks"]
         assert saved["tasks"]["cleanup"].get("deps", []) in ([], ["load"]), saved["tasks"]
-        before = {t: i.state for t, i in window.bridge.tasks.items()}
         QApplication.processEvents()
 
         assert sessions.open(path)  # File > Open of the same file
         # The run of the file, here (its --db store): not a watcher of this very window's
         # run, which then said "owner gone, Take over".
-        assert isinstance(sessions.current, WorkflowSession), sessions.current
-        assert sessions.current.db_path == db
-        again = sessions.current.window
+        session = sessions.current
+        assert isinstance(session, WorkflowSession), session
+        assert session.db_path == db
+        again = session.window
         again.resize(1400, 900)
-        qtbot.waitUntil(lambda: set(again.bridge.tasks) == set(before), timeout=10000)
-        assert {t: i.state for t, i in again.bridge.tasks.items()} == before
+        # The run had finished: the file as saved is a new run, waiting for Start.
+        tasks = {"extract", "clean_a", "clean_b", "load", "cleanup"}
+        qtbot.waitUntil(lambda: set(again.bridge.tasks) == tasks, timeout=10000)
+        states = {i.state for i in again.bridge.tasks.values()}
+        assert states <= {TaskState.PENDING, TaskState.READY}, states  # nothing runs yet
         assert "report" not in again.scene.nodes
+        assert again.run_header.text().startswith("Run 2"), again.run_header.text()
         again.grab().save(str(tmp_path / "reopened-1400.png"))
         again.resize(820, 520)
         QApplication.processEvents()
         again.grab().save(str(tmp_path / "reopened-820.png"))
-        assert not any(i.state is TaskState.RUNNING for i in again.bridge.tasks.values())
+        again.resize(1400, 900)
+        again.act_start.trigger()
+        qtbot.waitUntil(
+            lambda: all(i.state.settled for i in again.bridge.tasks.values()), timeout=60000
+        )
+        assert {i.state for i in again.bridge.tasks.values()} == {TaskState.SUCCEEDED}
+        assert [a.outcome for a in session.scheduler.attempts("cleanup")] == ["succeeded"]
     finally:
         sessions.close()

@@ -213,6 +213,9 @@ class ForecastView:
     def _states_changed(self, changed: dict) -> None:
         if self.live is None or self.hidden:
             return
+        if getattr(self.window, "started", True) and not self._active():
+            self.show(None)  # the run is over: no ETA, ghost or ring beside 'finished'
+            return
         if any(tid in changed for tid in self._ringed):
             self._show_critical_path()
         if any(tid in changed for tid in self.badges):

@@ -93,6 +93,35 @@ def test_ring_and_expected_starts_follow_the_run_between_two_forecasts(make_wind
     held.finish_all()
 
 
+def test_the_last_task_ends_and_the_eta_and_ghosts_go_at_once(make_window, qtbot):
+    """The run is over: the status bar said 'ETA ~02:17:44 (in 1s, a guess)' and the
+    timeline drew the last task's ghost beside a header saying 'finished', until the
+    next forecast (seconds later under load)."""
+    scheduler, held = chain("a", "b")
+    window = make_window(scheduler)
+    view = window.forecast_view
+    scheduler.clock.advance(1.0)
+    held.futures["a"].set_result(None)
+    qtbot.waitUntil(lambda: window.bridge.tasks["b"].state is TaskState.RUNNING, timeout=3000)
+    view.forecaster.request()
+    qtbot.waitUntil(
+        lambda: (
+            view.live is not None
+            and "a" not in view.live.forecast.starts
+            and view.eta.isVisible()
+            and bool(window.timeline.model.ghosts.get("b"))
+        ),
+        timeout=5000,
+    )
+    view.forecaster.forecastReady.disconnect(view.show)  # the next forecast is slow to come
+    held.futures["b"].set_result(None)
+    qtbot.waitUntil(lambda: window.bridge.tasks["b"].state is TaskState.SUCCEEDED, timeout=3000)
+    assert not view.eta.isVisible(), view.eta.text()
+    assert not any(window.timeline.model.ghosts.values())
+    assert view.critical.path().isEmpty()
+    scheduler.shutdown(wait=False)
+
+
 def test_an_expected_start_is_never_in_the_past(make_window, qtbot):
     """A forecast is seconds old when shown, and a task may wait past the start it
     forecast (the lead saw '≈ 01:39:58' at 01:40:00): the card says now at the

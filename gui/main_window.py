@@ -645,6 +645,8 @@ class MainWindow(QMainWindow):
         self.selected = [t for t in self.selected if t in tasks]
         if self.past_run is not None:
             self._colour_past_run()
+        if self.inspector.task_id is not None and self.inspector.task_id not in tasks:
+            self.inspector.show_task(None)  # removed: not shown as it was (the run summary)
         self.inspector.refresh()
         self._update_actions()
 

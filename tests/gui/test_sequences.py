@@ -384,3 +384,33 @@ def test_etl_to_the_end_then_remove_undo_redo_save_and_reopen(qtbot, tmp_path, s
         assert [a.outcome for a in session.scheduler.attempts("cleanup")] == ["succeeded"]
     finally:
         sessions.close()
+
+
+def test_the_inspector_leaves_a_task_that_was_removed(make_window, qtbot):
+    """A selected finished task removed (then Redo after Undo): the inspector still
+    showed it as 'succeeded, After load, Before cleanup'."""
+    from taskloom.engine import Scheduler
+
+    scheduler = Scheduler(workers=2)
+    for name, deps in (("a", []), ("b", ["a"]), ("c", ["b"])):
+        scheduler.add(named(name), name=name, deps=deps)
+    scheduler.start()
+    window = make_window(scheduler)
+    qtbot.waitUntil(
+        lambda: (
+            len(window.bridge.tasks) == 3
+            and all(i.state is TaskState.SUCCEEDED for i in window.bridge.tasks.values())
+        ),
+        timeout=10000,
+    )
+    window.select_tasks(["b"])
+    qtbot.waitUntil(lambda: window.inspector.task_id == "b", timeout=3000)
+    window.controller.remove_tasks(["b"])
+    qtbot.waitUntil(lambda: "b" not in window.scene.nodes, timeout=3000)
+    window.act_undo.trigger()
+    qtbot.waitUntil(lambda: "b" in window.scene.nodes, timeout=3000)
+    window.select_tasks(["b"])
+    window.act_redo.trigger()
+    qtbot.waitUntil(lambda: "b" not in window.scene.nodes, timeout=3000)
+    assert window.inspector.task_id != "b"
+    scheduler.shutdown(wait=True)

@@ -414,3 +414,84 @@ def test_the_inspector_leaves_a_task_that_was_removed(make_window, qtbot):
     qtbot.waitUntil(lambda: "b" not in window.scene.nodes, timeout=3000)
     assert window.inspector.task_id != "b"
     scheduler.shutdown(wait=True)
+
+
+EDITED = """
+[workflow]
+name = "edited"
+[tasks.a]
+command = ["true"]
+[tasks.b]
+command = ["sh", "-c", "echo original > out_b"]
+deps = ["a"]
+"""
+
+
+def test_edit_discard_reopen_the_edit_is_gone_everywhere(qtbot, tmp_path, settings):
+    """Ctrl+E on a task, a new command, OK; close without saving (Discard); open the
+    file again: the graph, the inspector and a new Start all have the file's command."""
+    import sys
+
+    from PySide6.QtCore import Qt, QTimer
+    from PySide6.QtWidgets import QDialogButtonBox, QMessageBox
+
+    from taskloom.app import Sessions
+
+    path, db = tmp_path / "edited.toml", tmp_path / "run.db"
+    path.write_text(EDITED)
+    sessions = Sessions(settings, db=db, data_dir=tmp_path / "data", start=False)
+    try:
+        assert sessions.open(path)
+        window = sessions.current.window
+        window.show()
+        qtbot.waitExposed(window)
+        qtbot.waitUntil(lambda: "b" in window.scene.nodes, timeout=5000)
+        window.select_tasks(["b"])
+        press(qtbot, window, Qt.Key.Key_E, Qt.KeyboardModifier.ControlModifier)
+        qtbot.waitUntil(lambda: getattr(window, "edit_dialog", None) is not None, timeout=3000)
+        dialog = window.edit_dialog
+        dialog.target.clear()
+        qtbot.keyClicks(dialog.target, f"{sys.executable} -c \"open('out_b','w').write('edited')\"")
+        qtbot.mouseClick(
+            dialog.buttons.button(QDialogButtonBox.StandardButton.Ok), Qt.MouseButton.LeftButton
+        )
+        qtbot.waitUntil(lambda: window.isWindowModified(), timeout=3000)
+        assert "edited" in " ".join(sessions.current.scheduler.definition("b").action.argv)
+
+        window.close_question.enabled = True
+
+        def discard():
+            box = window.close_question.box
+            if box is None:
+                QTimer.singleShot(20, discard)
+                return
+            box.button(QMessageBox.StandardButton.Discard).click()
+
+        QTimer.singleShot(20, discard)
+        window.close()
+        qtbot.waitUntil(lambda: not window.isVisible(), timeout=5000)
+        sessions.current.join(10)
+    finally:
+        sessions.close()
+    assert path.read_text() == EDITED  # Discard wrote nothing
+
+    again = Sessions(settings, db=db, data_dir=tmp_path / "data", start=False)
+    again.choose_run = lambda *_args: True  # resume, were it asked
+    try:
+        assert again.open(path)
+        window = again.current.window
+        scheduler = again.current.scheduler
+        assert list(scheduler.definition("b").action.argv) == ["sh", "-c", "echo original > out_b"]
+        window.select_tasks(["b"])
+        qtbot.waitUntil(lambda: window.inspector.task_id == "b", timeout=3000)
+        window.grab().save(str(tmp_path / "reopened-1400.png"))
+        shown = window.inspector.grab()  # what it says of the command: the file's
+        assert not shown.isNull()
+        window.act_start.trigger()
+        qtbot.waitUntil(lambda: (tmp_path / "out_b").exists(), timeout=30000)
+        qtbot.waitUntil(
+            lambda: window.bridge.tasks["b"].state is TaskState.SUCCEEDED, timeout=30000
+        )
+        assert (tmp_path / "out_b").read_text().strip() == "original"
+    finally:
+        again.close()

@@ -628,7 +628,8 @@ class MainWindow(QMainWindow):
         if self.past_run is not None:
             return  # the graph shows a past run: the live states wait for Back
         changed, self._pending_recolour = self._pending_recolour, {}
-        self.scene.update_tasks(changed)  # new tasks and edges come from the document
+        if self.scene.update_tasks(changed):  # new tasks and edges come from the document
+            self.scene.refilter()  # but a state filter's view follows the states
 
     def _schedule_structure(self, _change=None) -> None:
         # Tasks added one by one to a big graph would re-lay it out every batch;

@@ -495,3 +495,101 @@ def test_edit_discard_reopen_the_edit_is_gone_everywhere(qtbot, tmp_path, settin
         assert (tmp_path / "out_b").read_text().strip() == "original"
     finally:
         again.close()
+
+
+# What the offscreen platform itself says (no window manager, no tray): not ours.
+OFFSCREEN_NOISE = ("propagateSizeHints", "systemTrayWindowChanged")
+
+
+def test_filter_then_forecast_refresh_while_a_run_goes(make_window, qtbot, monkeypatch, tmp_path):
+    """'Failed only', a name filter, a collapsed group, each while the run goes and the
+    forecast refreshes: no exception, no Qt warning of ours, and the ring and the
+    expected starts only on cards the graph shows, of work left."""
+    import sys
+
+    from PySide6.QtCore import Qt, QtMsgType, qInstallMessageHandler
+
+    errors: list[str] = []
+    monkeypatch.setattr(sys, "excepthook", lambda *info: errors.append(repr(info[1])))
+    previous = qInstallMessageHandler(
+        lambda kind, _ctx, text: (
+            errors.append(text)
+            if kind in (QtMsgType.QtCriticalMsg, QtMsgType.QtFatalMsg)
+            or (kind is QtMsgType.QtWarningMsg and not any(n in text for n in OFFSCREEN_NOISE))
+            else None
+        )
+    )
+    held = Holding()
+    scheduler = Scheduler(workers=2, clock=ManualClock(), executor=held)
+    for name, deps in (
+        ("ingest.a", []),
+        ("ingest.b", []),
+        ("ingest.c", ["ingest.a", "ingest.b"]),
+        ("report.x", ["ingest.c"]),
+        ("report.y", ["ingest.c"]),
+        ("publish", ["report.x", "report.y"]),
+    ):
+        scheduler.add(named(name), name=name, deps=deps)
+    scheduler.start()
+    try:
+        window = make_window(scheduler)
+        shots = tmp_path
+        view, bar = window.forecast_view, window.filter_bar
+        view.forecaster.expected = lambda: dict.fromkeys(window.bridge.tasks, 10.0)
+
+        def refreshed():
+            done = view.forecaster.computed
+            view.forecaster.request()
+            qtbot.waitUntil(lambda: view.forecaster.computed > done, timeout=5000)
+            qtbot.waitUntil(lambda: not window._structure_timer.isActive(), timeout=3000)
+
+        def consistent():
+            scene, tasks = window.scene, window.bridge.tasks
+            for tid, badge in view.badges.items():
+                assert tid in scene.nodes and badge.parentItem() is scene.nodes[tid], tid
+                assert not tasks[tid].state.settled and tasks[tid].state is not TaskState.RUNNING
+            assert all(not tasks[t].state.settled for t in view._ringed)
+            if view.live is not None and view.live.forecast.critical_path:
+                assert view.eta.isVisible()
+
+        refreshed()
+        consistent()
+        failed = bar.states.findText("Failed only", Qt.MatchFlag.MatchContains)
+        bar.states.setCurrentIndex(failed)
+        scheduler.clock.advance(5.0)
+        held.futures["ingest.a"].set_exception(RuntimeError("boom"))  # c, x, y, publish skip
+        held.futures["ingest.b"].set_result(None)
+        qtbot.waitUntil(
+            lambda: window.bridge.tasks["ingest.a"].state is TaskState.FAILED, timeout=3000
+        )
+        refreshed()
+        qtbot.waitUntil(lambda: set(window.scene.nodes) == {"ingest.a"}, timeout=3000)
+        consistent()
+
+        bar.states.setCurrentIndex(0)
+        scheduler.retry("ingest.a")
+        qtbot.waitUntil(
+            lambda: window.bridge.tasks["ingest.a"].state is TaskState.RUNNING, timeout=3000
+        )
+        qtbot.keyClicks(bar.text, "report")
+        refreshed()
+        consistent()
+        bar.text.clear()
+        qtbot.mouseClick(bar.collapse, Qt.MouseButton.LeftButton)  # ⊟ All
+        scheduler.clock.advance(5.0)
+        held.futures["ingest.a"].set_result(None)
+        refreshed()
+        consistent()
+        window.grab().save(str(shots / "collapsed-1400.png"))
+        window.resize(820, 520)
+        refreshed()
+        consistent()
+        window.grab().save(str(shots / "collapsed-820.png"))
+        qtbot.mouseClick(bar.expand, Qt.MouseButton.LeftButton)
+        refreshed()
+        consistent()
+    finally:
+        qInstallMessageHandler(previous)
+        scheduler.shutdown(wait=False)
+        held.finish_all()
+    assert errors == []

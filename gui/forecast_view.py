@@ -267,10 +267,15 @@ class ForecastView:
         for up, down in zip(chain, chain[1:], strict=False):
             if up in scene.nodes and down in scene.nodes and scene.graph.has_edge(up, down):
                 path.addPath(scene.edge_path(up, down))
+        # A task inside a collapsed group rings the group's card (once).
+        rep_of = getattr(getattr(scene, "view_model", None), "rep_of", {})
+        ringed: set[str] = set()
         for tid in chain:
-            node = scene.nodes.get(tid)
-            if node is not None:
-                path.addRoundedRect(node.sceneBoundingRect().adjusted(-2, -2, 2, 2), 10, 10)
+            rep = tid if tid in scene.nodes else rep_of.get(tid, tid)
+            item = scene.item_of(rep) if hasattr(scene, "item_of") else scene.nodes.get(rep)
+            if item is not None and rep not in ringed:
+                ringed.add(rep)
+                path.addRoundedRect(item.sceneBoundingRect().adjusted(-2, -2, 2, 2), 10, 10)
         self.critical.setPath(path)
 
     def _show_badges(self) -> None:

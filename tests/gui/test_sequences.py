@@ -61,8 +61,8 @@ def chain(*names, executor=None):
 
 def ringed(view, window, tid) -> bool:
     """Whether the critical path's ring covers the task's card."""
-    node = window.scene.nodes[tid]
-    return view.critical.path().contains(node.sceneBoundingRect().center())
+    item = window.scene.item_of(tid)  # a task's card, or a collapsed group's
+    return view.critical.path().contains(item.sceneBoundingRect().center())
 
 
 def test_ring_and_expected_starts_follow_the_run_between_two_forecasts(make_window, qtbot):
@@ -593,3 +593,40 @@ def test_filter_then_forecast_refresh_while_a_run_goes(make_window, qtbot, monke
         scheduler.shutdown(wait=False)
         held.finish_all()
     assert errors == []
+
+
+def test_the_ring_goes_on_a_collapsed_group_on_the_critical_path(make_window, qtbot):
+    """Groups collapsed (⊟ All) while the run goes: the ring was only on the one loose
+    task left, as if the groups it waits for were not on the way to the finish."""
+    from PySide6.QtCore import Qt
+
+    from taskloom.gui.graph.groups import group_rep
+
+    held = Holding()
+    scheduler = Scheduler(workers=2, clock=ManualClock(), executor=held)
+    for name, deps in (
+        ("ingest.a", []),
+        ("ingest.b", ["ingest.a"]),
+        ("report.x", ["ingest.b"]),
+        ("report.y", ["ingest.b"]),
+        ("publish", ["report.x", "report.y"]),
+    ):
+        scheduler.add(named(name), name=name, deps=deps)
+    scheduler.start()
+    window = make_window(scheduler)
+    view = window.forecast_view
+    view.forecaster.expected = lambda: dict.fromkeys(window.bridge.tasks, 10.0)
+    qtbot.waitUntil(lambda: "publish" in window.scene.nodes, timeout=3000)
+    qtbot.mouseClick(window.filter_bar.collapse, Qt.MouseButton.LeftButton)  # ⊟ All
+    qtbot.waitUntil(lambda: group_rep("report") in window.scene.group_items, timeout=3000)
+    view.forecaster.request()
+    qtbot.waitUntil(
+        lambda: view.live is not None and "ingest.a" in view.live.forecast.critical_path,
+        timeout=5000,
+    )
+    view._show_critical_path()
+    assert ringed(view, window, group_rep("ingest"))
+    assert ringed(view, window, group_rep("report"))
+    assert ringed(view, window, "publish")
+    scheduler.shutdown(wait=False)
+    held.finish_all()

@@ -7,6 +7,7 @@ from concurrent.futures import Future
 from datetime import datetime
 
 import pytest
+from PySide6.QtCore import Qt
 
 from taskloom.engine import ManualClock, Scheduler, SyncExecutor, TaskState
 
@@ -630,3 +631,85 @@ def test_the_ring_goes_on_a_collapsed_group_on_the_critical_path(make_window, qt
     assert ringed(view, window, "publish")
     scheduler.shutdown(wait=False)
     held.finish_all()
+
+
+@pytest.mark.slow
+def test_kill_9_of_the_owner_a_watching_window_takes_over_and_the_output_goes_on(
+    qtbot, tmp_path, settings
+):
+    """A window watches a `taskloom run` owner; kill -9 of the owner: the window says
+    so, shows nothing running whose process is gone, Take over works, and the adopted
+    command's output goes on in the inspector (lines written after the take-over)."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from taskloom.app import Sessions, WorkflowSession
+    from taskloom.watching import WatchSession
+
+    root = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "PYTHONPATH": str(root), "XDG_DATA_HOME": str(tmp_path / "xdg")}
+    gate, tick = tmp_path / "gate", tmp_path / "tick"
+    script = (
+        "import os, time\n"
+        "n = 0\n"
+        f"while not os.path.exists({str(gate)!r}):\n"
+        "    n += 1\n"
+        "    print('line', n, flush=True)\n"
+        f"    open({str(tick)!r}, 'w').write(str(n))\n"
+        "    time.sleep(0.1)\n"
+        "print('the end', flush=True)\n"
+    )
+    (tmp_path / "talk.py").write_text(script)
+    path, db = tmp_path / "talk.toml", tmp_path / "run.db"
+    path.write_text(
+        f'[workflow]\nname = "talk"\n[tasks.talk]\ncommand = ["{sys.executable}", "talk.py"]\n'
+    )
+    owner = subprocess.Popen(
+        [sys.executable, "-m", "taskloom", "run", str(path), "--db", str(db)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    sessions = Sessions(settings, db=db, data_dir=tmp_path / "data")
+    try:
+        qtbot.waitUntil(tick.exists, timeout=30000)
+        assert sessions.open(path)
+        watch = sessions.current
+        assert isinstance(watch, WatchSession)
+        window = watch.window
+        qtbot.waitUntil(
+            lambda: window.bridge.tasks["talk"].state is TaskState.RUNNING, timeout=30000
+        )
+        owner.send_signal(signal.SIGKILL)
+        owner.wait(10)
+        qtbot.waitUntil(watch.status.take_over.isVisible, timeout=10000)
+        assert "stopped" in watch.status.label.text()
+        # The command goes on under its supervisor: shown running, as it is.
+        assert window.bridge.tasks["talk"].state is TaskState.RUNNING
+        window.resize(1400, 900)
+        window.grab().save(str(tmp_path / "owner-gone-1400.png"))
+
+        qtbot.mouseClick(watch.status.take_over, Qt.MouseButton.LeftButton)
+        session = sessions.current
+        assert isinstance(session, WorkflowSession) and session is not watch
+        mine = session.window
+        qtbot.waitUntil(lambda: mine.bridge.tasks["talk"].state is TaskState.RUNNING, timeout=10000)
+        assert session.scheduler.adopted_tasks() == ["talk"]
+        mine.select_tasks(["talk"])
+        output = mine.inspector.output
+        after = int(tick.read_text()) + 5  # a line written after the take-over
+        qtbot.waitUntil(lambda: f"line {after}\n" in output.toPlainText(), timeout=15000)
+        gate.write_text("")
+        qtbot.waitUntil(
+            lambda: mine.bridge.tasks["talk"].state is TaskState.SUCCEEDED, timeout=15000
+        )
+        mine.resize(820, 520)
+        mine.grab().save(str(tmp_path / "taken-over-820.png"))
+    finally:
+        sessions.close()
+        if owner.poll() is None:
+            owner.kill()
+            owner.wait(10)

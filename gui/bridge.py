@@ -14,16 +14,17 @@ from __future__ import annotations
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 
 from PySide6.QtCore import QCoreApplication, QObject, QThread, QTimer, Signal
 
 from taskloom.engine import Event, TaskInfo, TaskState
+from taskloom.engine import fold as folding
+from taskloom.engine.fold import PAUSE_KINDS, STRUCTURAL_KINDS, TaskFold
+from taskloom.engine.run_api import RunInterface
 
 from . import relay
 
-# Kinds that change the graph's shape rather than one task's state.
-STRUCTURAL_KINDS = frozenset({"dependency_added", "dependency_removed", "edited"})
-PAUSE_KINDS = frozenset({"paused", "resumed"})
 FINISH_KINDS = frozenset({"succeeded", "failed"})
 # Tasks re-read from the engine per drain at most (each read takes the scheduler's
 # lock): 20,000 tasks added at once were read in one 300+ ms slice; the rest wait
@@ -41,7 +42,7 @@ class EarlyEvents:
         self._lock = threading.Lock()
         self._events: deque[Event] = deque(maxlen=limit)  # the log keeps no more
         self.last_seq = 0
-        self._unsubscribe = None
+        self._unsubscribe: Callable[[], object] | None = None
 
     def attach(self, scheduler) -> None:
         self._unsubscribe = scheduler.subscribe(self._on_event)
@@ -101,7 +102,7 @@ class EngineBridge(QObject):
 
     def __init__(
         self,
-        scheduler,
+        scheduler: RunInterface,
         parent: QObject | None = None,
         interval_ms: int = 33,
         max_events: int = 2000,
@@ -126,6 +127,9 @@ class EngineBridge(QObject):
         self.snapshot_seq = -1  # set below; the drain filters on it, the listener never reads it
         self._reread_later: dict[str, None] = {}  # tasks to re-read, over the budget (in order)
         self._counts: dict[TaskState, int] | None = None  # state_counts, until tasks change
+        # Tasks whose attempts a watched run has read since it answered without them:
+        # they go out in the next batch as changed, so that the views ask again.
+        self._attempts_read: set[str] = set()
 
         # Before subscribing: an event may come at once (a worker's, or a watched run's
         # replay on this thread) and post a wake, which does nothing until we are built.
@@ -135,10 +139,14 @@ class EngineBridge(QObject):
         # Subscribe before the snapshot so nothing falls between the two; events
         # the snapshot already covers (seq <= its seq) are dropped.
         self._unsubscribe = scheduler.subscribe(self._on_event)
+        self._stop_attempts = scheduler.on_attempts(self._on_attempts)
         seq, tasks, upcoming = scheduler.snapshot()
         self.snapshot_seq = seq
         # Events before we subscribed (the snapshot covers their effect): for the log.
         self._early = early
+        # The run's one fold of events (engine/fold.py); ``tasks`` is kept equal to
+        # its snapshots after every drain.
+        self.fold = TaskFold(tasks, floor=seq)
         self.tasks: dict[str, TaskInfo] = {t.id: t for t in tasks}
         self.upcoming = list(upcoming)
         self._upcoming_dirty = False
@@ -178,6 +186,14 @@ class EngineBridge(QObject):
             self._wake_posted = True
         relay.post(self, "_wake")  # once per drain, however many events come
 
+    def _on_attempts(self, task_id: str) -> None:  # a watched run's thread
+        with self._lock:
+            self._attempts_read.add(task_id)
+            if self._wake_posted:
+                return
+            self._wake_posted = True
+        relay.post(self, "_wake")
+
     # -- GUI thread ---------------------------------------------------------------
     def _wake(self) -> None:
         """Events arrived: drain them a moment from now, with whatever else comes."""
@@ -198,9 +214,11 @@ class EngineBridge(QObject):
                 and not self._tail
                 and self._dispatcher_paused is None
                 and not self._reread_later
+                and not self._attempts_read
             ):
                 return
             latest, self._latest = self._latest, {}
+            attempts_read, self._attempts_read = self._attempts_read, set()
             tail = list(self._tail)
             self._tail.clear()
             dispatcher_paused, self._dispatcher_paused = self._dispatcher_paused, None
@@ -229,6 +247,9 @@ class EngineBridge(QObject):
             del later[tid]
             structure = True
             self._reload_with_neighbours(tid, changed, removed)
+        for tid in attempts_read:  # the same task, with more of its attempts known
+            if tid in self.tasks and tid not in changed:
+                changed[tid] = self.tasks[tid]
         if changed or removed:
             self._counts = None
         finished = sum(1 for e in tail if e.kind in FINISH_KINDS)
@@ -266,23 +287,21 @@ class EngineBridge(QObject):
 
     def _apply(self, event, changed, removed, requery) -> None:
         tid = event.task_id
-        if event.kind == "removed":
-            old = self.tasks.pop(tid, None)
+        old = self.tasks.get(tid)
+        what = self.fold.apply(event)
+        if what == folding.REMOVED:
             if old is not None:
+                del self.tasks[tid]
                 removed.append(tid)
                 changed.pop(tid, None)
                 requery.update(d for d in _neighbours_of(old) if d in self.tasks)
             return
-        info = self.tasks.get(tid)
-        if info is None:  # a task we have not seen: read it whole
+        if what == folding.UNKNOWN:  # a task we have not seen: read it whole
             requery.add(tid)
             return
-        if event.kind in PAUSE_KINDS:
-            info = info._replace(paused=event.kind == "paused")
-        else:
-            info = info._replace(
-                state=event.state, attempt=event.attempt, run_at=event.run_at, error=event.error
-            )
+        info = self.fold.info(tid)
+        if info is None:
+            return
         self.tasks[tid] = info
         changed[tid] = info
 
@@ -291,14 +310,17 @@ class EngineBridge(QObject):
         old = self.tasks.get(tid)
         info = self._read(tid)
         if info is None:
+            self.fold.remove(tid)
             if old is not None:
                 del self.tasks[tid]
                 removed.append(tid)
             return
+        self.fold.put(info)
         self.tasks[tid] = changed[tid] = info
         for other in set(_neighbours_of(old)) | set(_neighbours_of(info)):
             other_info = self._read(other)
             if other_info is not None:
+                self.fold.put(other_info)
                 self.tasks[other] = changed[other] = other_info
 
     def _read(self, tid: str) -> TaskInfo | None:
@@ -344,8 +366,7 @@ class EngineBridge(QObject):
 
     def clock_now(self) -> float:
         """Now on the scheduler's clock (the time base of run_at and event times)."""
-        clock = getattr(self.scheduler, "clock", None)
-        return clock.now() if clock is not None else time.monotonic()
+        return self.scheduler.clock.now()
 
     def clock_to_wall(self, at: float) -> float:
         """A scheduler-clock time as a POSIX timestamp, for display."""
@@ -362,6 +383,7 @@ class EngineBridge(QObject):
             self._early = None
         self._timer.stop()
         self._upcoming_timer.stop()
+        self._stop_attempts()
         if self._unsubscribe is not None:
             self._unsubscribe()
             self._unsubscribe = None

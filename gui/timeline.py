@@ -23,6 +23,7 @@ from __future__ import annotations
 import math
 import time
 from collections import deque
+from collections.abc import Callable
 
 from PySide6.QtCore import QPointF, QRectF, QSize, Qt, QTimer, Signal
 from PySide6.QtGui import (
@@ -48,7 +49,7 @@ from .style import ENTRY_COLOURS, OUTCOME_COLOURS, RECURRING_MARK
 LANE_HEIGHT = 24
 LABEL_WIDTH = 130
 AXIS_HEIGHT = 24
-SPANS = (10.0, 20.0, 30.0, 60.0, 150.0, 300.0, 600.0, 1800.0, 3600.0)
+SPANS: tuple[float, ...] = (10.0, 20.0, 30.0, 60.0, 150.0, 300.0, 600.0, 1800.0, 3600.0)
 SPANS += (3 * 3600.0, 6 * 3600.0, 12 * 3600.0, 86400.0, 2 * 86400.0)
 NOW_AT = 0.2  # where now sits while following, as a fraction of the width
 # View > Look ahead: the next hour, day or week after now (the forecast fills it).
@@ -294,11 +295,11 @@ class TimelineModel:
                             (event.task_id, bar)
                         )
             elif event.outcome is not None:  # the engine says this event ended an attempt
-                bars = self.bars.get(event.task_id)
-                if not bars:
+                known = self.bars.get(event.task_id)
+                if not known:
                     continue
-                own = [bar for bar in bars if bar[3] == event.attempt]
-                bar = own[-1] if own else bars[-1]
+                own = [bar for bar in known if bar[3] == event.attempt]
+                bar = own[-1] if own else known[-1]
                 if bar[1] is None:
                     bar[1] = event.at
                     bar[2] = event.outcome
@@ -345,7 +346,7 @@ class TimelineCanvas(QWidget):
         """Seconds ahead of now shown while following."""
         return self.span * (1 - NOW_AT)
 
-    def window(self, now: float | None = None) -> tuple[float, float]:
+    def window(self, now: float | None = None) -> tuple[float, float]:  # type: ignore[override]  # not Qt's window()
         """(left, right) of the visible window on the scheduler clock."""
         now = self.clock_now() if now is None else now
         if not self.following:
@@ -647,8 +648,10 @@ class TimelineCanvas(QWidget):
         left, right_t = window
         model = self.model
         times = {g[0] for g in model.ghosts.get(tid, ()) if g[0] >= now}
-        times.update(e.run_at for e in model.later.get(tid, ()))
+        later = model.later.get(tid, ())
+        times.update(e.run_at for e in later if e.kind != "skipped")
         times.update(e.run_at for e in model.entries.get(tid, ()) if e.kind == "recurring")
+        self._paint_skipped(painter, tid, top, now, window, right, later)
         ahead = sorted(t for t in times if t >= min(now, left))
         if not ahead or ahead[0] > right_t or ahead[-1] < left:
             return
@@ -687,6 +690,25 @@ class TimelineCanvas(QWidget):
         self._hits.append((rect.adjusted(-2, -4, 2, 4), tid, tip))
         self.bands.append((tid, rect, label))
 
+    def _paint_skipped(self, painter, tid, top, now, window, right, later) -> None:
+        """Occurrences a calendar leaves out (``skip``, ``calendar``): a cross each."""
+        left, right_t = window
+        mid = top + LANE_HEIGHT / 2
+        for entry in later:
+            if entry.kind != "skipped" or not left <= entry.run_at <= right_t:
+                continue
+            x = self.x_of(entry.run_at, now)
+            if x > right:
+                continue
+            painter.setPen(QPen(QColor(ENTRY_COLOURS["skipped"]), 2))
+            painter.setBrush(Qt.BrushStyle.NoBrush)
+            painter.drawPath(_marker("skipped", x, mid))
+            when = time.strftime(
+                "%Y-%m-%d %H:%M", time.localtime(entry.run_at + self.wall_offset())
+            )
+            tip = f"{tid}: skipped (calendar), {when}"
+            self._hits.append((QRectF(x - 7, mid - 7, 14, 14), tid, tip))
+
     def _paint_reach(self, painter, now, window, clip, right) -> None:
         """Past where the forecast's ghosts end: hatched, and the axis says "filling…"
         while a forecast that may reach further is computed, else where it ends."""
@@ -723,6 +745,8 @@ class TimelineCanvas(QWidget):
         left, right_t = window
         mid = top + LANE_HEIGHT / 2
         later = () if tid in self.model.recurring else self.model.later.get(tid, ())
+        self._paint_skipped(painter, tid, top, now, window, right, later)
+        later = [entry for entry in later if entry.kind != "skipped"]
         for entry in later:  # later occurrences: faint, no text (a band for recurring tasks)
             x = self.x_of(entry.run_at, now)
             if x <= right and left <= entry.run_at:
@@ -948,7 +972,7 @@ class TimelineAxis(QWidget):
         faint.setAlpha(170)
         painter.setPen(faint)
         taken = list(taken)
-        for run, start in run_starts_in(canvas.model, *window, with_runs=True):
+        for run, start in run_starts_in(canvas.model, window[0], window[1], with_runs=True):
             x = canvas.x_of(start, now) - 2
             label = f"run {run}"
             width = metrics.horizontalAdvance(label) + 4
@@ -996,16 +1020,16 @@ class Timeline(QWidget):
         self.model = TimelineModel(attempts_of)
         self.canvas = TimelineCanvas(self.model, clock_now)
         self.axis = TimelineAxis(self.canvas)
-        self.scroll = QScrollArea()
-        self.scroll.setWidget(self.canvas)
-        self.scroll.setWidgetResizable(True)
-        self.scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
-        self.scroll.setFrameShape(QScrollArea.Shape.NoFrame)
+        self.scroll_area = QScrollArea()
+        self.scroll_area.setWidget(self.canvas)
+        self.scroll_area.setWidgetResizable(True)
+        self.scroll_area.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.scroll_area.setFrameShape(QScrollArea.Shape.NoFrame)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(4, 0, 4, 4)
         layout.setSpacing(0)
         layout.addWidget(self.axis)
-        layout.addWidget(self.scroll)
+        layout.addWidget(self.scroll_area)
         self.canvas.taskClicked.connect(self.taskClicked)
         # Right-click (and View > Timeline lanes by worker) switches the lanes.
         self.by_worker_action = QAction("Lanes by worker", self)
@@ -1103,7 +1127,7 @@ class Timeline(QWidget):
             canvas.update()
             self.axis.update()
         wait = self._next_move(now)
-        if read_later:
+        if read_later and history is not None:
             wait = min(wait, history.min_interval)
         if wait < math.inf and not self._timer.isActive():
             self._timer.start(max(MIN_TICK_MS, min(int(wait * 1000), MAX_TICK_MS)))
@@ -1202,9 +1226,11 @@ class Timeline(QWidget):
         self.canvas.update_height()
         self._touch()
 
-    later_occurrences = None  # entries -> recurring tasks' occurrences after the next
+    # entries -> recurring tasks' occurrences after the next
+    later_occurrences: Callable[[list[Entry]], list[Entry]] | None = None
     _recurring_ids: set[str]  # tasks known to recur (their labels are read again)
-    recurrence_text = None  # tid -> "every 10 s" (or its cron), None if not recurring
+    # tid -> "every 10 s" (or its cron), None if not recurring
+    recurrence_text: Callable[[str], str | None] | None = None
 
     def _label_recurring(self, tasks) -> None:
         """Each recurring task's band label, read once per task (again after
@@ -1221,7 +1247,7 @@ class Timeline(QWidget):
                 if text:
                     labels[tid] = text
 
-    jitter_of = None  # tid -> its jitter (seconds) or None
+    jitter_of: Callable[[str], float | None] | None = None  # tid -> its jitter (seconds)
 
     def set_upcoming(self, entries) -> None:
         self._touch()
@@ -1339,7 +1365,7 @@ class Timeline(QWidget):
         lanes = self.canvas.model.visible_lanes()
         row = lanes.index(tid) if tid in lanes else None
         if row is not None:
-            self.scroll.ensureVisible(0, row * LANE_HEIGHT + LANE_HEIGHT // 2, 0, LANE_HEIGHT)
+            self.scroll_area.ensureVisible(0, row * LANE_HEIGHT + LANE_HEIGHT // 2, 0, LANE_HEIGHT)
         self.canvas.update()
 
     def set_span(self, seconds: float) -> None:
@@ -1377,6 +1403,11 @@ def _marker(kind: str, x: float, y: float) -> QPainterPath:
     path = QPainterPath()
     if kind == "retry":
         path.addEllipse(QPointF(x, y), 5.5, 5.5)
+    elif kind == "skipped":  # a cross: this one does not run
+        path.moveTo(x - 5, y - 5)
+        path.lineTo(x + 5, y + 5)
+        path.moveTo(x + 5, y - 5)
+        path.lineTo(x - 5, y + 5)
     elif kind == "recurring":
         path.moveTo(x - 6, y - 6)
         path.lineTo(x + 6, y)

@@ -27,7 +27,9 @@ import os
 import sys
 import tempfile
 import threading
+from collections.abc import Callable
 from pathlib import Path
+from typing import cast
 
 from PySide6.QtCore import QEvent, QObject
 
@@ -175,6 +177,7 @@ class WorkflowSession:
         self.feed = None  # publishes the run for windows that watch it
         self.pruner = None  # keeps a long run's store bounded (runs.AttemptPruner)
         self.hooks = None  # the workflow's hooks and notify sinks (taskloom/hooks.py)
+        self.deadline = None  # its [workflow] timeout, once started (engine/deadline.py)
         self.hand_off = False  # on stop, a headless ``taskloom run`` takes the run over
         self.quiet = False  # stopping without asking (Quit from a signal, a replaced window)
         self.background_owner = None  # the Popen of that headless owner
@@ -203,6 +206,7 @@ class WorkflowSession:
             start = start or bool(self.scheduler.adopted_tasks())
             if start:  # refusals go to the caller, who opens nothing
                 self.scheduler.start()
+                self._arm_deadline()
                 self.window.set_started(True)
             else:
                 self.window.set_started(False, resumed=self.resumed)
@@ -221,7 +225,11 @@ class WorkflowSession:
     def _open_run(self, fresh: bool, log_dir, decide=None):
         from taskloom.engine.pools import make_executor
         from taskloom.hooks import attach_hooks
+        from taskloom.runs import take_secrets
 
+        problem = take_secrets(self.workflow)  # secret_env: masked in output, never stored
+        if problem is not None:
+            raise ValueError(problem)
         log_dir = None if log_dir is None else str(log_dir)
         workers = self.workflow.workers
         # The workflow's executor: threads, a process pool or a Dask cluster. One that
@@ -283,8 +291,16 @@ class WorkflowSession:
         except START_ERRORS as exc:
             self.window.statusBar().showMessage(f"⚠ Cannot start: {exc}", 15000)
             return False
+        self._arm_deadline()
         self.window.set_started(True)
         return True
+
+    def _arm_deadline(self) -> None:
+        """The workflow's ``[workflow] timeout``, counted from the run's first start."""
+        from taskloom.runs import start_deadline
+
+        if getattr(self, "deadline", None) is None:
+            self.deadline = start_deadline(self.workflow, self.scheduler, self.store, self.hooks)
 
     def _take_params(self) -> bool:
         """The Start bar's params for a new run: recorded with it and given to its
@@ -340,6 +356,8 @@ class WorkflowSession:
 
         env = dict(os.environ)
         env.pop("TASKLOOM_OWNER", None)
+        if self.db_path is None:
+            raise RuntimeError("a run without a store cannot be handed to another process")
         log_dir = self.log_dir or self.db_path.parent
         log_dir.mkdir(parents=True, exist_ok=True)
         argv = [sys.executable, "-m", "taskloom", "run", str(self.workflow.path)]
@@ -375,6 +393,9 @@ class WorkflowSession:
         return {"hand_over": True} if self.hand_off else {"cancel_running": True}
 
     def _shut_down(self) -> None:
+        deadline = getattr(self, "deadline", None)  # None: not started, or none to keep
+        if deadline is not None:
+            deadline.stop()
         try:
             self.scheduler.shutdown(wait=True, **self._stop_mode())
         finally:
@@ -431,7 +452,8 @@ class Sessions:
         self.db = None if db is None else Path(db)
         self.fresh = fresh
         self.start = start
-        self.opened = []  # called with each workflow file opened (recent files)
+        # called with each workflow file opened (recent files)
+        self.opened: list[Callable[[Path], object]] = []
         self.data_dir = data_dir
         self.current: WorkflowSession | None = None
         self.closing: list[WorkflowSession] = []  # replaced sessions still stopping
@@ -449,8 +471,9 @@ class Sessions:
                 raise
             self.current.window.show_problems(path, exc.problems)
             return False
-        first = self.current is None
-        if not first and not self.current.window.close_question.may_close():
+        current = self.current
+        first = current is None
+        if current is not None and not current.window.close_question.may_close():
             return False  # unsaved edits or running tasks the person keeps
         db = self.db if first else None
         current = self.current
@@ -763,7 +786,7 @@ def _graph_drawn(sessions, then) -> bool:
 
 
 def run_window(
-    path: str | None,
+    path: str | Path | None,
     screenshot: str | None = None,
     quit_after: float | None = None,
     db: str | Path | None = None,
@@ -797,7 +820,7 @@ def run_window(
 
     from taskloom.gui.app_settings import APP_NAME, DISPLAY_NAME, user_settings
 
-    app = QApplication.instance() or QApplication(sys.argv[:1])
+    app = cast(QApplication, QApplication.instance() or QApplication(sys.argv[:1]))
     app.setApplicationName(APP_NAME)
     app.setOrganizationName(APP_NAME)
     app.setApplicationDisplayName(DISPLAY_NAME)
@@ -890,8 +913,7 @@ def _open_and_run(
             return  # asked again once the graph is drawn
         if screenshot:
             shown = launcher.page if sessions.current is None else sessions.current.window
-            picture = shown.grab()
-            if not picture.save(str(screenshot)):
+            if shown is None or not shown.grab().save(str(screenshot)):
                 print(f"cannot write screenshot {screenshot}", file=sys.stderr)
                 code["value"] = 1
         _close_without_asking(app)

@@ -12,8 +12,12 @@ import json
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from taskloom import plan
+
+if TYPE_CHECKING:
+    from taskloom.engine.workflow_model import Problem
 
 JSON_VERSION = 1
 EXIT_OK, EXIT_INVALID = 0, 2
@@ -94,6 +98,7 @@ def next_fires(workflow, count: int, as_json: bool, now: datetime | None = None)
                         "task": fire.task,
                         "trigger": fire.trigger,
                         "relative": fire.relative,
+                        "skipped": fire.skipped,
                     }
                     for fire in fires
                 ],
@@ -106,6 +111,7 @@ def next_fires(workflow, count: int, as_json: bool, now: datetime | None = None)
     width = max(len(fire.task) for fire in fires)
     for fire in fires:
         mark = "  *" if fire.relative else ""
+        mark += "  skipped (calendar)" if fire.skipped else ""
         print(f"{plan.local(fire.at)}  {fire.task:<{width}}  {fire.trigger}{mark}")
     if any(fire.relative for fire in fires):
         print("* counted from the start of a run started now")
@@ -113,7 +119,7 @@ def next_fires(workflow, count: int, as_json: bool, now: datetime | None = None)
 
 
 # ---------------------------------------------------------------------- validate, history
-def located(path: Path, problems) -> list[tuple[object, str]]:
+def located(path: Path, problems) -> list[tuple[Problem, str]]:
     """(problem, its line of text) for each problem, each with a line and column
     (``workflow_text.locate_problems``): "flow.toml:4:1: tasks.a.prioity: unknown key
     (did you mean 'priority'?)"."""

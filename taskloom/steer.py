@@ -26,8 +26,15 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from taskloom import human
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from taskloom.engine._store.lock import Owner
+    from taskloom.engine.run_api import RunInterface
 
 EXIT_OK, EXIT_REFUSED, EXIT_INVALID, EXIT_BUSY = 0, 1, 2, 75
 JSON_VERSION = 1
@@ -106,7 +113,7 @@ class RunView:
     file: str
     store: str
     run: int
-    owner: object | None  # _store.lock.Owner
+    owner: Owner | None
     live: bool
     paused: bool
     tasks: list[TaskView]
@@ -223,7 +230,7 @@ def _stored_view(workflow, db_path: Path, reader) -> RunView:
     upcoming = sorted(
         ({"task": t.id, "at": t.next, "kind": "recurring" if t.recurring else t.state}
          for t in tasks if t.next is not None),
-        key=lambda e: e["at"],
+        key=_at,
     )  # fmt: skip
     left_running = []
     for task in tasks:
@@ -372,6 +379,10 @@ def _view_json(view: RunView, now: float) -> dict:
             for e in view.upcoming
         ],  # fmt: skip
     }
+
+
+def _at(entry: dict[str, Any]) -> float:
+    return entry["at"]
 
 
 def _view_lines(view: RunView, zones: dict, now: float) -> list[str]:
@@ -692,11 +703,18 @@ def _wait_settled(scheduler, tasks: set[str], timeout: float = 30.0) -> None:
         unsubscribe()
 
 
-def _apply(scheduler, action: str, tid: str) -> str:
+def _apply(scheduler: RunInterface, action: str, tid: str) -> str:
     if action in ("clear", "clear_downstream"):
         cleared = scheduler.clear(tid, downstream=action == "clear_downstream")
         return "cleared " + ", ".join(cleared)
-    getattr(scheduler, action)(tid)
+    steer: dict[str, Callable[[str], object]] = {
+        "cancel": scheduler.cancel,
+        "retry": scheduler.retry,
+        "run_now": scheduler.run_now,
+        "pause": scheduler.pause,
+        "resume": scheduler.resume,
+    }
+    steer[action](tid)
     return _done_text(action, tid)
 
 

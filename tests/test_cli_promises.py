@@ -47,6 +47,15 @@ EVERY = {
     "list": ["list", ETL],
     "next": ["next", ETL],
     "forecast": ["forecast", ETL, "--for", "1m"],
+    "backfill": [
+        "backfill",
+        ETL.with_name("recurring.toml"),
+        "--from",
+        "2026-11-01",
+        "--to",
+        "2026-11-01",
+        "--dry-run",
+    ],  # fmt: skip
     "install-desktop": ["install-desktop", "--uninstall"],
     "completion": ["completion", "bash"],
     "help": ["help", "run"],
@@ -57,6 +66,7 @@ def test_every_command_is_tried_here():
     assert set(EVERY) == set(SUBCOMMANDS)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("flag", ["-q", "-v", "--quiet", "--verbose"])
 @pytest.mark.parametrize("command", sorted(EVERY))
 def test_every_command_takes_quiet_and_verbose_after_the_command(command, flag):

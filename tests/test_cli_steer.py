@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow  # real processes: owners, watchers, signals, kills
+
 ROOT = Path(__file__).resolve().parents[1]
 ENV = {**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "200"}
 
@@ -118,6 +120,7 @@ def live(tmp_path):
         owner.communicate(timeout=30)
 
 
+@pytest.mark.slow
 def test_status_of_a_live_run_names_owner_counts_running_failures_and_next(live):
     path, owner, _ = live
     result = taskloom("status", path)
@@ -143,6 +146,7 @@ def test_status_of_a_live_run_names_owner_counts_running_failures_and_next(live)
     assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d[+-]\d\d:\d\d", document["next"][0]["at"])
 
 
+@pytest.mark.slow
 def test_retry_cancel_pause_resume_clear_reach_a_live_owner(live):
     path, owner, go = live
     pid = owner.pid
@@ -199,6 +203,7 @@ def test_retry_cancel_pause_resume_clear_reach_a_live_owner(live):
     assert "backup           succeeded (attempt 1)" in out
 
 
+@pytest.mark.slow
 def test_an_owner_that_does_not_answer_gives_75(live):
     path, owner, _ = live
     owner.send_signal(signal.SIGSTOP)
@@ -240,6 +245,7 @@ STORED = """
 """
 
 
+@pytest.mark.slow
 def test_status_and_steering_of_a_stored_run_with_no_owner(tmp_path):
     path = write(tmp_path, STORED)
     first = taskloom("run", path, "--for", "2s", "-q")
@@ -316,6 +322,7 @@ RECURRING = """
 """
 
 
+@pytest.mark.slow
 def test_run_says_once_what_it_waits_for(tmp_path):
     path = write(tmp_path, RECURRING)
     result = taskloom("run", path, "--for", "2s")

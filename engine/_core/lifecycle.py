@@ -23,11 +23,14 @@ from ..clock import Clock
 from ..errors import CommandLost, CycleError, InvalidArgument, TaskTimeout
 from ..models import Action, Attempt, RetryPolicy
 from ..options import Misfire, Mode, Outcome, Overlap, TriggerRule
+from ..run_api import clear_plan, refusal_text
+from ..secret_env import masked, redact
 from ..states import NOT_STARTED, TaskState, check_transition
 from .core import Core
 from .events import Events
 from .graph import RELEASE, SKIP, TaskGraph
 from .task import MAX_ATTEMPTS_KEPT, Run, Task
+from .task import task_info as _info_of
 
 if TYPE_CHECKING:
     from datetime import datetime
@@ -49,7 +52,8 @@ MAX_DUES = 100  # nominal times kept for queued occurrences of one task
 
 
 def error_text(exc: BaseException) -> str:
-    return f"{type(exc).__name__}: {exc}"
+    text = f"{type(exc).__name__}: {exc}"
+    return redact(text) if masked() else text  # secret_env values never reach the store
 
 
 class Lifecycle:
@@ -518,24 +522,33 @@ class Lifecycle:
         self.evaluate_many(rearmed)
         return True
 
+    def clear_plan(self, roots: list[Task], downstream: bool) -> list[str]:
+        """The ids ``clear(roots, downstream)`` resets, in the run's order (a dry run)."""
+        chosen = clear_plan(
+            roots,
+            downstream,
+            self._dependents_of,
+            lambda task: task.recurrence is not None,
+            lambda task: task.state.settled and not task.runs,
+        )
+        ids = {task.id for task in chosen}
+        return [tid for tid in self._graph.tasks if tid in ids]
+
+    def _dependents_of(self, task: Task) -> list[Task]:
+        tasks = self._graph.tasks
+        return [tasks[d] for d in task.dependents]
+
+    def clearable(self, task: Task) -> bool:
+        """Whether ``clear`` takes the task as a root: settled, one-shot, nothing in flight."""
+        return task.state.settled and not task.runs and task.recurrence is None
+
     def clear(self, roots: list[Task], downstream: bool) -> list[str]:
         """``Scheduler.clear`` once its checks passed: ``roots`` (and, with
         ``downstream``, the settled one-shot tasks below them) back to PENDING."""
         tasks = self._graph.tasks
-        chosen = {task.id: task for task in roots}
-        if downstream:
-            stack = [d for task in roots for d in task.dependents]
-            while stack:
-                dependent = tasks[stack.pop()]
-                if dependent.id in chosen or dependent.recurrence is not None:
-                    continue
-                if dependent.state.settled and not dependent.runs:
-                    chosen[dependent.id] = dependent
-                stack.extend(dependent.dependents)
-        order = {tid: n for n, tid in enumerate(tasks)}
-        cleared = sorted(chosen, key=order.__getitem__)
+        cleared = self.clear_plan(roots, downstream)
         for tid in cleared:
-            task = chosen[tid]
+            task = tasks[tid]
             task.cancel_requested = False
             task.budget_base = task.attempt
             task.retry_pending = False
@@ -651,11 +664,7 @@ class Lifecycle:
         allowed = [Action.RESUME if task.paused else Action.PAUSE]
         if not (state.settled or task.cancel_requested):
             allowed.append(Action.CANCEL)
-        if (
-            state in (FAILED, SKIPPED, CANCELLED)
-            and not task.runs
-            and (task.recurrence is not None or self._graph.decide(task) != SKIP)
-        ):
+        if state in (FAILED, SKIPPED, CANCELLED) and not task.runs and not self._retry_futile(task):
             allowed.append(Action.RETRY)
         if self.run_now_acts(task):
             allowed.append(Action.RUN_NOW)
@@ -665,7 +674,25 @@ class Lifecycle:
                 allowed.append(Action.EDIT)
         if state in NOT_STARTED or task.recurrence is not None:
             allowed.append(Action.ADD_DEPENDENCY)
+        if self.clearable(task):
+            allowed.append(Action.CLEAR)
         return frozenset(allowed)
+
+    def _retry_futile(self, task: Task) -> bool:
+        """A one-shot task its dependencies would only skip again."""
+        return task.recurrence is None and self._graph.decide(task) == SKIP
+
+    def why_not(self, task: Task, action: Action) -> str | None:
+        """Why ``action`` is not allowed for the task now (``refusal_text``), or None."""
+        if action in self.allowed_actions(task):
+            return None
+        return refusal_text(
+            _info_of(task),
+            action,
+            in_flight=bool(task.runs),
+            cancelling=task.cancel_requested,
+            upstream_rules_out=action is Action.RETRY and self._retry_futile(task),
+        )
 
     # ------------------------------------------------------------------ timers
     def on_timer(self, due: float, target: Any, kind: str, now: float) -> None:
@@ -888,7 +915,17 @@ class Lifecycle:
         self, task: Task, run: Run, outcome: Outcome, text: str | None, tb: str | None
     ) -> None:
         """The attempt's final record; its outcome rides on the next event of the task."""
+        durable = run.durable
+        if durable is not None and outcome is Outcome.SUCCEEDED:
+            # Written before the success was reported (finish_when_durable): the same
+            # record, ended when its code returned, needs no second row.
+            self._keep_attempt(task, run, durable, outcome, journal=False)
+            return
         ctx = run.ctx
+        output = ctx.output
+        if masked():  # secret_env values: neither a traceback nor a call's output keeps one
+            tb = None if tb is None else redact(tb)
+            output = None if output is None else redact(output)
         ended = self._clock.now()
         if run.adopted is not None:  # it may have ended before this owner came
             ended = self.dispatcher.adopted_end(run, ended)
@@ -901,7 +938,7 @@ class Lifecycle:
                 outcome,
                 text,
                 tb,
-                ctx.output,
+                output,
                 ctx.log_path,
                 ctx.exit_code,
                 ctx.worker,
@@ -909,6 +946,12 @@ class Lifecycle:
                 None,  # run
             ),
         )
+        self._keep_attempt(task, run, record, outcome, journal=True)
+
+    def _keep_attempt(
+        self, task: Task, run: Run, record: Attempt, outcome: Outcome, journal: bool
+    ) -> None:
+        """``record`` replaces the run's record in the task's history (and is journaled)."""
         history = task.history
         assert history is not None  # an attempt that started has a history
         for i in range(len(history) - 1, -1, -1):
@@ -917,7 +960,7 @@ class Lifecycle:
                 break
         else:
             history.append(record)
-        if self._journal is not None:
+        if journal and self._journal is not None:
             self._journal.put_attempt(task, record)
         if len(history) > MAX_ATTEMPTS_KEPT:
             del history[: len(history) - MAX_ATTEMPTS_KEPT]

@@ -65,6 +65,7 @@ from .graph import TaskGraph
 from .lifecycle import Lifecycle
 from .slots import checked_limits
 from .task import Task
+from .task import task_info as _info
 
 TRIGGER_RULES = values(TriggerRule)
 _TRIGGER_RULE_OF = {rule.value: rule for rule in TriggerRule}  # a StrEnum hashes as its str
@@ -213,17 +214,20 @@ class Scheduler:
             cast(ManualClock, self._clock).attach(self._timers.on_clock_moved)
 
     def _restore(self, store: SQLiteStore) -> None:
+        from .recovery import Recovery  # only a scheduler with a store needs it
+
         assert self._journal is not None
         with self._core.lock:
             try:
-                self._journal.restore(
+                Recovery(
+                    self._journal,
                     self._core,
                     self._graph,
                     self._timers,
                     self._dispatcher,
                     self._events,
                     self._lifecycle,
-                )
+                ).run()
             except (KeyError, ValueError, TypeError) as exc:  # a row we cannot read
                 from ..store import damaged
 
@@ -454,17 +458,21 @@ class Scheduler:
         trigger_rule: str = "all_success",
         pool: str | None = None,
         jitter: float | None = None,
+        skip: Any = None,
     ) -> str:
         """Add a recurring task every ``interval`` seconds; returns its id. ``mode`` is
         fixed_rate (a cadence) or fixed_delay (interval after each run ends);
         ``overlap`` (skip, queue, parallel) says what an occurrence due while a run is
         going does; ``misfire`` (run_once, skip, run_all) what occurrences more than
-        ``misfire_grace`` seconds late do. Other arguments as in ``schedule``."""
+        ``misfire_grace`` seconds late do; ``skip`` (a ``calendars.SkipDays``): the days
+        whose occurrences are left out. Other arguments as in ``schedule``."""
         interval = _check_seconds("interval", interval, allow_zero=False)
         if mode not in MODES:
             raise InvalidArgument(f"mode must be one of {', '.join(MODES)}, got {mode!r}", "mode")
-        recurrence = IntervalRecurrence(interval, Mode(mode))
+        recurrence = IntervalRecurrence(interval, Mode(mode), skip)
         options = _extras(self._recurring_options(overlap, misfire, misfire_grace), pool, jitter)
+        if recurrence.skip is not None:  # its days are read in a zone: the definition's
+            options["timezone"] = None if skip.tz == "UTC" else skip.tz
         return self._create(
             fn, run_at, name, deps, priority, retry, timeout, trigger_rule, recurrence, options
         )
@@ -486,15 +494,16 @@ class Scheduler:
         trigger_rule: str = "all_success",
         pool: str | None = None,
         jitter: float | None = None,
+        skip: Any = None,
     ) -> str:
         """Add a task at the times of a cron expression (5 fields, or 6 with seconds)
         in time zone ``tz`` (None: UTC); returns its id. Each occurrence runs once, at
         its wall-clock time; daylight-saving days follow docs/engine.md (3.8 Cron).
-        ``overlap`` and ``misfire`` as in ``schedule_every``."""
+        ``overlap``, ``misfire`` and ``skip`` as in ``schedule_every``."""
         from ..cron import CronTrigger  # the cron library loads only when used
 
         zone_name = "UTC" if tz is None else tz
-        recurrence = CronRecurrence(CronTrigger(expr, zone_name), expr, zone_name)
+        recurrence = CronRecurrence(CronTrigger(expr, zone_name), expr, zone_name, skip)
         options = self._recurring_options(overlap, misfire, misfire_grace)
         options["timezone"] = tz  # as given, for the definition
         _extras(options, pool, jitter)
@@ -547,7 +556,7 @@ class Scheduler:
         definition: TaskDefinition | datetime | float | None = None
         if recurrence is None and after is None:
             definition = at if given is None else given
-        elif after is not None or "timezone" in options:
+        elif after is not None or "timezone" in options or getattr(recurrence, "skip", None):
             definition = defined_by_call(
                 name or "", fn, None, after, deps, priority, retry, timeout, rule,
                 recurrence, options,
@@ -741,16 +750,27 @@ class Scheduler:
         ``retry`` does) and keeps its attempt history (numbers go on). Returns the
         ids cleared, upstream first. ``KeyError`` for an unknown id.
         """
-        ids = [task_ids] if isinstance(task_ids, str) else list(task_ids)
         with self._edit():
-            roots = [self._graph.get(tid) for tid in ids]
-            for task in roots:
-                if not task.state.settled or task.runs or task.recurrence is not None:
-                    what = "recurring" if task.recurrence is not None else task.state.name
-                    raise ValueError(
-                        f"task {task.id!r} is {what}: only a settled one-shot task can be cleared"
-                    )
-            return self._lifecycle.clear(roots, downstream)
+            return self._lifecycle.clear(self._clear_roots(task_ids), downstream)
+
+    def clear_plan(self, task_ids: str | Iterable[str], downstream: bool = False) -> list[str]:
+        """What ``clear(task_ids, downstream)`` would reset now, in the same order,
+        without changing anything (a dry run: what a window shows before it asks);
+        the same errors as ``clear``."""
+        with self._core.lock:
+            return self._lifecycle.clear_plan(self._clear_roots(task_ids), downstream)
+
+    def _clear_roots(self, task_ids: str | Iterable[str]) -> list[Task]:
+        """``clear``'s tasks, checked (with the core lock held)."""
+        ids = [task_ids] if isinstance(task_ids, str) else list(task_ids)
+        roots = [self._graph.get(tid) for tid in ids]
+        for task in roots:
+            if not self._lifecycle.clearable(task):
+                what = "recurring" if task.recurrence is not None else task.state.name
+                raise ValueError(
+                    f"task {task.id!r} is {what}: only a settled one-shot task can be cleared"
+                )
+        return roots
 
     def run_now(self, task_id: str) -> bool:
         """Run a task that waits for its time now; a recurring task gets an extra run."""
@@ -977,6 +997,22 @@ class Scheduler:
                 return frozenset()
             return self._lifecycle.allowed_actions(task)
 
+    def why_not(self, task_id: str, action: Action) -> str | None:
+        """Why ``action`` cannot be done to the task now, in a sentence a window shows
+        (it names the task), or None when ``allowed_actions`` has it. KeyError if the
+        task is unknown."""
+        with self._core.lock:
+            task = self._graph.get(task_id)
+            if self._core.closed:
+                return "the run has ended: nothing can be done to its tasks"
+            return self._lifecycle.why_not(task, action)
+
+    def on_attempts(self, callback: Callable[[str], object]) -> Callable[[], None]:
+        """For the run interface: a watched run calls ``callback(task_id)`` when it
+        has read attempts ``attempts`` answered without; this scheduler holds its
+        attempts in memory and never calls it. Returns a function that forgets it."""
+        return lambda: None
+
     @property
     def paused(self) -> bool:
         """Whether the whole dispatcher is paused."""
@@ -1006,6 +1042,21 @@ class Scheduler:
         """The store the scheduler writes to, or None."""
         return self._store
 
+    @property
+    def run(self) -> int | None:
+        """The run's number in its store, or None without a store."""
+        return None if self._store is None else self._store.run
+
+    @property
+    def owner_alive(self) -> bool:
+        """Always True: this process owns the run (a watched run may lose its owner)."""
+        return True
+
+    @property
+    def edit_refusal(self) -> str | None:
+        """Why no graph edit is possible at all: None, this scheduler takes them."""
+        return None
+
     @contextmanager
     def _edit(self) -> Iterator[None]:
         """Hold the lock for a scheduling or editing call; afterwards, outside the lock,
@@ -1023,22 +1074,6 @@ class Scheduler:
             self._raise_store_error()
         if self._core.closed:
             raise RuntimeError("the scheduler has been shut down")
-
-
-def _info(t: Task) -> TaskInfo:
-    return TaskInfo(
-        t.id,
-        t.id,
-        t.state,
-        tuple(t.deps),
-        tuple(t.dependents),
-        t.priority,
-        t.attempt,
-        t.run_at,
-        t.recurrence is not None,
-        t.paused,
-        t.error,
-    )
 
 
 def _extras(options: dict[str, Any], pool: object, jitter: object) -> dict[str, Any]:

@@ -15,6 +15,7 @@ from operator import attrgetter
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
+from ..models import TaskInfo
 from ..options import Misfire, Overlap, TriggerRule
 from ..states import TaskState
 
@@ -306,6 +307,7 @@ class Run:
         "adopted",
         "pool",
         "jitter",
+        "durable",
     )
 
     def __init__(self, task: Task, attempt: int, ctx: RunContext, started: float) -> None:
@@ -328,3 +330,23 @@ class Run:
         self.adopted: Callable[[], Any] | None = None
         self.pool: str | None = None  # the pool whose slot it holds until its code returns
         self.jitter: float | None = None  # the random delay its start waited (jitter)
+        # Its success as queued for the store before it is reported (finish_when_durable):
+        # the attempt's final record, already written; None until then.
+        self.durable: Attempt | None = None
+
+
+def task_info(t: Task) -> TaskInfo:
+    """The task as a frozen ``TaskInfo`` (what ``Scheduler.task`` answers)."""
+    return TaskInfo(
+        t.id,
+        t.id,
+        t.state,
+        tuple(t.deps),
+        tuple(t.dependents),
+        t.priority,
+        t.attempt,
+        t.run_at,
+        t.recurrence is not None,
+        t.paused,
+        t.error,
+    )

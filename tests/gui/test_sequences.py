@@ -36,8 +36,9 @@ class Holding(SyncExecutor):
         return future
 
     def finish_all(self):
-        for future in self.futures.values():
-            if not future.done():
+        # A result may start the next attempt (a submit here): until none is left.
+        while left := [f for f in list(self.futures.values()) if not f.done()]:
+            for future in left:
                 future.set_result(None)
 
 

@@ -308,7 +308,8 @@ class MainWindow(
         if self.past_run is not None:
             return  # the graph shows a past run: the live states wait for Back
         changed, self._pending_recolour = self._pending_recolour, {}
-        self.scene.update_tasks(changed)  # new tasks and edges come from the document
+        if self.scene.update_tasks(changed):  # new tasks and edges come from the document
+            self.scene.refilter()  # but a state filter's view follows the states
 
     def _schedule_structure(self, _change=None) -> None:
         # Tasks added one by one to a big graph would re-lay it out every batch;
@@ -325,6 +326,8 @@ class MainWindow(
         self.selected = [t for t in self.selected if t in tasks]
         if self.past_run is not None:
             self._colour_past_run()
+        if self.inspector.task_id is not None and self.inspector.task_id not in tasks:
+            self.inspector.show_task(None)  # removed: not shown as it was (the run summary)
         self.inspector.refresh()
         self._update_actions()
 

@@ -425,8 +425,25 @@ class Sessions:
         first = current is None
         if current is not None and not current.window.close_question.may_close():
             return False  # unsaved edits or running tasks the person keeps
-        db_path, log_dir = store_paths(workflow, self.db if first else None, self.data_dir)
+        db_path, log_dir = store_paths(workflow, self._db_for(path, first), self.data_dir)
         return self._open(workflow, path, db_path, log_dir, fresh=self.fresh and first)
+
+    def _db_for(self, path, first: bool) -> Path | None:
+        """The store to open ``path`` on: ``--db`` for the first file; the file this
+        window runs, opened again: its run's store (a --db one too; on the default
+        store its own lock made it watch this very run, "Take over"); else the default."""
+        if first:
+            return self.db
+        current = self.current
+        if (
+            current is not None
+            and not getattr(current, "watching", False)
+            and current.db_path is not None
+            and current.workflow.path is not None
+            and Path(current.workflow.path).resolve() == Path(path).resolve()
+        ):
+            return current.db_path
+        return None
 
     def new_run(self) -> bool:
         """Run again as a new run (Airflow's Trigger): the workflow file as it is now,
@@ -722,9 +739,9 @@ class _BackgroundOpen:
         if self.abandoned:
             return
         sessions = self.sessions
-        db_path, log_dir = store_paths(
-            workflow, sessions.db if self.first else None, sessions.data_dir
-        )
+        db = sessions._db_for(workflow.path, self.first) if workflow.path else None
+        db = sessions.db if self.first else db
+        db_path, log_dir = store_paths(workflow, db, sessions.data_dir)
         sessions._free_store(db_path)
         count = len(workflow.tasks)
         self.window.set_stage(f"Opening its run and scheduling {count:,} tasks…")

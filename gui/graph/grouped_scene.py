@@ -277,6 +277,12 @@ class GroupedScene(_SceneBase):
         self._regroup()
         return True
 
+    def refilter(self) -> None:
+        """Tasks changed state under a state filter ("Failed only"): they enter or
+        leave the view (a task that failed later stayed hidden)."""
+        if self.filter.states:
+            self._regroup()
+
     def _regroup(self) -> None:
         """The view changed a lot: lay it out afresh (edits' kept places are forgotten)."""
         self.kept.clear()

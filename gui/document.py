@@ -191,7 +191,7 @@ class WorkflowDocument(QObject):
     def file_group(self, tid: str) -> str | None:
         """The ``group`` key the file gives ``tid`` (the window groups by it), or None."""
         definition = self.workflow.tasks.get(tid) if self.workflow else None
-        return getattr(definition, "group", None)
+        return definition.group if definition is not None else None
 
     @property
     def base_dir(self) -> Path:

@@ -78,6 +78,8 @@ class WorkflowSession:
     Without ``db_path`` the engine has no store (nothing is kept after closing).
     """
 
+    watching = False  # a WatchSession (taskloom/watching.py) says True
+
     def __init__(
         self,
         workflow,
@@ -242,7 +244,7 @@ class WorkflowSession:
         """The workflow's ``[workflow] timeout``, counted from the run's first start."""
         from taskloom.runs import start_deadline
 
-        if getattr(self, "deadline", None) is None:
+        if self.deadline is None:
             self.deadline = start_deadline(self.workflow, self.scheduler, self.store, self.hooks)
 
     def _take_params(self) -> bool:
@@ -334,7 +336,7 @@ class WorkflowSession:
         return {"hand_over": True} if self.hand_off else {"cancel_running": True}
 
     def _shut_down(self) -> None:
-        deadline = getattr(self, "deadline", None)  # None: not started, or none to keep
+        deadline = self.deadline  # None: not started, or none to keep
         if deadline is not None:
             deadline.stop()
         try:
@@ -437,7 +439,7 @@ class Sessions:
         current = self.current
         if (
             current is not None
-            and not getattr(current, "watching", False)
+            and not current.watching
             and current.db_path is not None
             and current.workflow.path is not None
             and Path(current.workflow.path).resolve() == Path(path).resolve()
@@ -452,7 +454,7 @@ class Sessions:
         from taskloom.engine.workflow import WorkflowError, load
 
         current = self.current
-        if current is None or getattr(current, "watching", False) or current.db_path is None:
+        if current is None or current.watching or current.db_path is None:
             return False
         path = current.workflow.path
         if path is None:
@@ -472,7 +474,7 @@ class Sessions:
     def take_over(self) -> bool:
         """The watched run's owner stopped: resume the run here, as its owner."""
         current = self.current
-        if current is None or not getattr(current, "watching", False):
+        if current is None or not current.watching:
             return False
         path = current.workflow.path
         _, log_dir = store_paths(current.workflow, current.db_path)
@@ -504,7 +506,7 @@ class Sessions:
             old is not None
             and old.db_path is not None
             and old.db_path.resolve() == db_path.resolve()
-            and not getattr(old, "watching", False)
+            and not old.watching
         ):
             # The same store: the old engine must have written its last state (its
             # interrupted tasks READY) before the new run reads it.
@@ -544,12 +546,12 @@ class Sessions:
     def _show(self, session, old) -> None:
         self.current = session
         session.window.openRequested.connect(self.open)
-        watching = getattr(session, "watching", False)
+        watching = session.watching
         if not watching and session.db_path is not None and session.workflow.path is not None:
             session.window.new_run_possible = True
             session.window.newRunRequested.connect(self.new_run)
         session.window.newRequested.connect(self.new)
-        if getattr(session, "watching", False):
+        if session.watching:
             session.status.takeOverRequested.connect(self.take_over)
         session.window.show()
         if self.loading is not None:  # after the new window shows, so the app never has none

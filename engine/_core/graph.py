@@ -124,15 +124,15 @@ class TaskGraph:
         present = [tasks[dep] for dep in deps if dep in tasks]  # one not added reaches nothing
         if not present:
             return None
-        comps = self._components().of
-        dep_comps = {id(comps.get(dep.id, dep)) for dep in present}  # a task alone: itself
-        if not any(id(comps.get(w, tasks[w])) in dep_comps for w in waiting):
-            return None  # no waiter is connected to a dependency (insert orders them)
         # A waiter reaching a dep closes the cycle; it can only reach one ranked above it.
         highest = max(dep.rank for dep in present)
         starts = [tasks[w] for w in waiting if tasks[w].rank <= highest]
         if not starts:
             return None  # ranked between its deps and its waiters by insert
+        comps = self._components().of
+        dep_comps = {id(comps.get(dep.id, dep)) for dep in present}  # a task alone: itself
+        if not any(id(comps.get(w.id, w)) in dep_comps for w in starts):
+            return None  # no waiter is connected to a dependency (insert orders them)
         lowest = min(w.rank for w in starts)
         ends = [dep for dep in present if dep.rank >= lowest]
         cycle, down, up, down_first = self._meet(starts, ends, highest, lowest)

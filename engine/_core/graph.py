@@ -341,18 +341,19 @@ class TaskGraph:
                 self.orphans.setdefault(dep, {})[name] = None
             else:
                 upstream.add_dependent(name)
-        if waiting:  # ranked below them: only components to join
+        if waiting:
             for dependent in waiting:
                 task.add_dependent(dependent)
-            for dependent in waiting:
-                self._join(task, tasks[dependent])
-        if present:
+        if waiting or self._comps is not None:  # else ranked above its deps: in order
+            if waiting:  # ranked below them: only components to join
+                for dependent in waiting:
+                    self._join(task, tasks[dependent])
             if len(present) > 1:  # the highest first: when it moves, its component follows
                 present.sort(key=_rank_of, reverse=True)
             for upstream in present:
                 self._join(upstream, task)
-            if not task.repeats:  # no generator for a task without deps
-                task.repeats = any(dep.repeats for dep in present)
+        if present and not task.repeats:  # no generator for a task without deps
+            task.repeats = any(dep.repeats for dep in present)
         return bool(waiting)
 
     def link(self, task: Task, dep_id: str) -> None:
@@ -363,7 +364,8 @@ class TaskGraph:
             self.orphans.setdefault(dep_id, {})[task.id] = None
         else:
             upstream.add_dependent(task.id)
-            self._join(upstream, task)  # checked for cycles before
+            if self._comps is not None or upstream.rank >= task.rank:
+                self._join(upstream, task)  # checked for cycles before
 
     def unlink(self, task: Task, dep_id: str) -> list[str]:
         """Drop the edge; returns the tasks it made one-shot again (no longer downstream

@@ -10,22 +10,25 @@ that is the lifecycle's business.
 Cycle checks:
 
 The graph keeps a topological order: each task has a ``rank`` (a float) and
-every dependency ranks strictly below its dependents. An
-edge from a lower rank to a higher one cannot close a cycle, so most checks are
-one comparison. An edge against the order is checked and, if it closes no cycle,
-the order is repaired, after Pearce and Kelly ("A dynamic topological sort
-algorithm for directed acyclic graphs", 2006): search down from the dependent
-and up from the dependency, in turns, only among tasks ranked between the two.
-Unlike theirs, only the region found first (the smaller) moves: just above the
-dependency, or just below the dependent (floats leave room). The cost is the
-smaller region between the two ranks, not the graph.
+every dependency ranks below its dependents. An edge from a lower rank to a
+higher one cannot close a cycle, so most checks are one comparison. Once an edge
+has gone against the order, the graph also keeps its weakly connected components
+(``order.py``): an edge between two components closes no cycle either, and if it
+goes against the order the smaller component shifts whole past the other (each
+task once, no search). Only an edge against the order inside one component is
+checked and, if it closes no cycle, the order is repaired, after Pearce and Kelly
+("A dynamic topological sort algorithm for directed acyclic graphs", 2006):
+search down from the dependent and up from the dependency, in turns, only among
+tasks ranked between the two. Unlike theirs, only the region found first (the
+smaller) moves: just above the dependency, or just below the dependent (floats
+leave room; they are spread a power of two apart so that shifts stay exact).
 
 A new task is ranked between its dependencies and the tasks already waiting for
 it when there is room (a new task with neither goes on top), so a graph added in
-any order repairs only small regions (near linear; benchmarks/engine_bench.py,
-"random-order DAG"). When two ranks leave no float between them, every task is
-ranked again (rare). When a cycle is found, its path comes from the search that
-runs from both ends (``find_path``).
+any order repairs only small regions (benchmarks/engine_bench.py, "random-order
+DAG"). When two ranks leave no float between them, every task is ranked again
+(rare). When a cycle is found, its path comes from the search that runs from
+both ends (``find_path``).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Taskloom's engine: a threaded scheduler library, pure Python, no Qt.
 
 The names below load on first use (PEP 562): ``taskloom list FILE`` reads a file
-without importing the scheduler, its store or networkx (docs/design.md, 1.1).
+without importing the scheduler, its store or networkx (docs/architecture.md, 1.1).
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from .executors import SyncExecutor
     from .models import Action, Attempt, Entry, Event, RetryPolicy, TaskInfo
     from .options import Misfire, Mode, Outcome, Overlap, TriggerRule
+    from .run_api import Refused, RunInterface
     from .states import TaskState
     from .store import StoreError  # raised by a Scheduler whose store failed, and by reads
 
@@ -51,6 +52,8 @@ _EXPORTS = {
     "Outcome": ".options",
     "Overlap": ".options",
     "TriggerRule": ".options",
+    "Refused": ".run_api",
+    "RunInterface": ".run_api",
     "TaskState": ".states",
     "StoreError": ".store",
 }
@@ -94,9 +97,11 @@ __all__ = [
     "Mode",
     "Outcome",
     "Overlap",
+    "Refused",
     "RemoteResult",
     "RetryPolicy",
     "RunContext",
+    "RunInterface",
     "Scheduler",
     "SyncExecutor",
     "StoreError",

@@ -102,6 +102,7 @@ class Command:
         extra = {k: v for k, v in attempt_env(run).items() if k not in self.env}
         if run is not None:
             run.log_path = str(log_path)
+            extra.update(_output_files(run, str(log_path)))
         request: dict = {
             "argv": self.argv,
             "shell": self.shell,
@@ -161,6 +162,13 @@ def command_outcome(run: RunContext | None, end: dict, name: str) -> None:
         raise CommandDetached(name)
     if end.get("lost"):
         raise CommandLost("lost: its supervisor was killed before the command's end was recorded")
+    if run is not None and run.log_path is not None and run.inputs:
+        from .outputs import inputs_path
+
+        try:  # the dependencies' outputs were for the command only: the store keeps them
+            os.unlink(inputs_path(run.log_path))
+        except OSError:
+            pass
     if run is not None:
         run.exit_code = end.get("rc")
         run.output = end.get("tail") or None
@@ -172,6 +180,15 @@ def command_outcome(run: RunContext | None, end: dict, name: str) -> None:
         raise CommandFailed(f"{name}: {error}")
     returncode = end.get("rc")
     if returncode == 0:
+        if run is not None and run.log_path is not None:
+            from .outputs import OutputError, output_path, read_outputs
+
+            try:
+                outputs = read_outputs(output_path(run.log_path))
+            except OutputError as exc:
+                raise CommandFailed(f"{name}: {exc}") from None
+            if outputs:
+                run.outputs = outputs
         return None
     assert returncode is not None
     if end.get("timed_out") and not (run is not None and run.cancelled):
@@ -181,6 +198,24 @@ def command_outcome(run: RunContext | None, end: dict, name: str) -> None:
     last_line = end.get("err_line")
     message = _describe_exit(returncode) + (f": {last_line}" if last_line else "")
     raise CommandFailed(message, returncode)
+
+
+def _output_files(run: RunContext, log_path: str) -> dict[str, str]:
+    """``TASKLOOM_OUTPUT`` (the file the command may write its outputs to) and, when
+    its dependencies gave some, ``TASKLOOM_INPUTS`` (a JSON file of them), beside its
+    log (engine/outputs.py)."""
+    import json
+
+    from .outputs import INPUTS_ENV, OUTPUT_ENV, inputs_path, output_path
+
+    files = {OUTPUT_ENV: output_path(log_path)}
+    if run.inputs:
+        path = inputs_path(log_path)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+        with os.fdopen(fd, "w") as handle:
+            json.dump(run.inputs, handle, ensure_ascii=False)
+        files[INPUTS_ENV] = path
+    return files
 
 
 def _describe_exit(returncode: int) -> str:

@@ -96,6 +96,10 @@ class TaskDefinition:
     # Where the window draws it: the group it collapses into (a display label only;
     # the engine and the store ignore it).
     group: str | None = None
+    # The shared limit it counts against (a ``[pools]`` name; None: only ``workers``),
+    # and the most random delay (seconds) each occurrence waits before it starts.
+    pool: str | None = None
+    jitter: float | None = None
 
     def __post_init__(self):
         # Kept cheap: the engine builds one per scheduling call.
@@ -162,6 +166,10 @@ class TaskDefinition:
             timeout=self.timeout,
             trigger_rule=self.trigger_rule,
         )
+        if self.pool is not None:
+            common["pool"] = self.pool
+        if self.jitter is not None:
+            common["jitter"] = self.jitter
         recurring = dict(
             overlap=self.overlap, misfire=self.misfire, misfire_grace=self.misfire_grace
         )
@@ -201,6 +209,9 @@ class TaskDefinition:
         # ``expected`` only informs the forecast, and the group only places the task in
         # the window: changing either must not redefine the task.
         del data["id"], data["action"], data["expected"], data["group"]
+        for key in ("pool", "jitter"):  # newer keys: a task without them keeps its digest
+            if data[key] is None:
+                del data[key]
         data.update(
             command=command,
             call=call,
@@ -264,6 +275,8 @@ class TaskDefinition:
             misfire_grace=30.0 if misfire_grace is None else misfire_grace,
             expected=seconds("expected"),
             group=table.get("group"),
+            pool=table.get("pool"),
+            jitter=seconds("jitter"),
         )
 
     def to_table(self, base_dir) -> dict:
@@ -317,6 +330,10 @@ class TaskDefinition:
             table["expected"] = self.expected
         if self.group is not None:
             table["group"] = self.group
+        if self.pool is not None:
+            table["pool"] = self.pool
+        if self.jitter is not None:
+            table["jitter"] = self.jitter
         return table
 
     # -- the store ------------------------------------------------------------------
@@ -328,7 +345,7 @@ class TaskDefinition:
         return _row(
             self.action, self.at, self.after, self.every, self.mode, self.cron, self.timezone,
             self.deps, self.priority, self.retry, self.timeout, self.trigger_rule, self.overlap,
-            self.misfire, self.misfire_grace,
+            self.misfire, self.misfire_grace, self.pool, self.jitter,
         )  # fmt: skip
 
     @classmethod
@@ -362,6 +379,8 @@ class TaskDefinition:
             overlap=row.get("overlap", Overlap.SKIP),
             misfire=row.get("misfire", Misfire.RUN_ONCE),
             misfire_grace=row.get("misfire_grace", 30.0),
+            pool=row.get("pool"),
+            jitter=row.get("jitter"),
         )
 
     def with_deps(self, deps, task_id: str | None = None) -> TaskDefinition:
@@ -375,7 +394,7 @@ class TaskDefinition:
 # ---------------------------------------------------------------------- the parts
 def _row(
     action, at, after, every, mode, cron, timezone, deps, priority, retry, timeout,
-    trigger_rule, overlap, misfire, misfire_grace,
+    trigger_rule, overlap, misfire, misfire_grace, pool=None, jitter=None,
 ) -> dict:  # fmt: skip
     row = {
         "action": action_row(action),
@@ -402,6 +421,10 @@ def _row(
         row["overlap"] = overlap.value
         row["misfire"] = misfire.value
         row["misfire_grace"] = misfire_grace
+    if pool is not None:
+        row["pool"] = pool
+    if jitter is not None:
+        row["jitter"] = jitter
     return row
 
 
@@ -413,7 +436,7 @@ def row_of_call(
     if recurrence is None:
         return _row(
             fn, at, after, None, None, None, None, deps, priority, retry, timeout, trigger_rule,
-            None, None, None,
+            None, None, None, options.get("pool"), options.get("jitter"),
         )  # fmt: skip
     every = mode = cron = None
     if isinstance(recurrence, IntervalRecurrence):
@@ -423,6 +446,7 @@ def row_of_call(
     return _row(
         fn, None, None, every, mode, cron, options.get("timezone"), deps, priority, retry,
         timeout, trigger_rule, options["overlap"], options["misfire"], options["misfire_grace"],
+        options.get("pool"), options.get("jitter"),
     )  # fmt: skip
 
 
@@ -499,15 +523,16 @@ def defined_by_call(
         every, mode = recurrence.interval, recurrence.mode
     elif isinstance(recurrence, CronRecurrence):
         cron = recurrence.expr
+    pool, jitter = options.get("pool"), options.get("jitter")
     if recurrence is None:
         return TaskDefinition(
             name, fn, at, after, None, Mode.FIXED_RATE, None, None, tuple(deps), priority, retry,
-            timeout, trigger_rule,
+            timeout, trigger_rule, pool=pool, jitter=jitter,
         )  # fmt: skip
     return TaskDefinition(
         name, fn, None, None, every, mode or Mode.FIXED_RATE, cron, options.get("timezone"),
         tuple(deps), priority, retry, timeout, trigger_rule, options["overlap"],
-        options["misfire"], options["misfire_grace"],
+        options["misfire"], options["misfire_grace"], pool=pool, jitter=jitter,
     )  # fmt: skip
 
 
@@ -520,6 +545,10 @@ def definition_of_task(task, at: datetime | None) -> TaskDefinition:
         "misfire": task.misfire,
         "misfire_grace": task.misfire_grace,
     }
+    if task.pool is not None:
+        options["pool"] = task.pool
+    if task.jitter is not None:
+        options["jitter"] = task.jitter
     return defined_by_call(
         task.id, task.fn, at, None, task.deps, task.priority, task.retry, task.timeout,
         task.trigger_rule, task.recurrence, options,

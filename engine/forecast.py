@@ -98,6 +98,7 @@ class Plan:
     workers: int = 4
     wall: datetime = field(default_factory=lambda: datetime.now().astimezone())
     origin: float = 0.0
+    pools: dict[str, int] = field(default_factory=dict)  # shared limits ([pools])
 
     @property
     def deps(self) -> dict[str, tuple[str, ...]]:
@@ -118,7 +119,8 @@ class Plan:
     def from_workflow(cls, workflow, wall: datetime | None = None) -> Plan:
         """A workflow file as a fresh run of it would start at ``wall`` (default: now)."""
         tasks = [PlannedTask(workflow.tasks[tid]) for tid in workflow.order()]
-        return cls(tasks, workflow.workers, wall or datetime.now().astimezone())
+        wall = wall or datetime.now().astimezone()
+        return cls(tasks, workflow.workers, wall, pools=dict(getattr(workflow, "pools", {})))
 
     @classmethod
     def from_scheduler(
@@ -155,7 +157,9 @@ class Plan:
             if seconds is not None and definition.expected != seconds:
                 definition = replace(definition, expected=seconds)
             tasks.append(_planned(scheduler, info, definition, now, next_occurrence.get(info.id)))
-        return cls(tasks, scheduler.workers, wall, now)
+        # A watched run tells no pools ({}).
+        pools = {name: limits[1] for name, limits in scheduler.pool_usage().items()}
+        return cls(tasks, scheduler.workers, wall, now, pools)
 
 
 def _planned(scheduler, info, definition, now: float, occurrence: float | None) -> PlannedTask:
@@ -209,7 +213,8 @@ class SimRun(NamedTuple):
 class Collision(NamedTuple):
     """Something a person should know about: ``kind`` is ``dropped`` (an occurrence
     overlap=skip drops: the previous run still goes), ``overrun`` (a task still
-    running when its next occurrence is due: it queues or runs alongside) or
+    running when its next occurrence is due: it queues or runs alongside), ``pool``
+    (a task waited for a slot of its pool, ``[pools]``, while workers were free) or
     ``queued`` (a task with a time of its own was due, but every worker was busy
     for ``seconds``; tasks released by dependencies wait for workers as a rule)."""
 
@@ -378,7 +383,10 @@ class _Pass:
             else max(horizon or 0.0, DEFAULT_HORIZON)
         )
         self.clock = ManualClock(0.0, plan.wall)
-        self.scheduler = Scheduler(plan.workers, clock=self.clock, executor=SimExecutor(self))
+        self.scheduler = Scheduler(
+            plan.workers, clock=self.clock, executor=SimExecutor(self), pools=plan.pools
+        )
+        self.pool_of: dict[str, str] = {}  # task id -> its pool, for the pool waits
         # (end, order, future, run index, error it ends with or None)
         self.ends: list[tuple[float, int, _SimFuture, int, BaseException | None]] = []
         self._order = count()
@@ -406,8 +414,12 @@ class _Pass:
             if d.schedule_kind != "deps":
                 self.timed.add(tid)
             self.overlap[tid] = d.overlap
+            if d.pool in self.plan.pools:
+                self.pool_of[tid] = d.pool
             kind = planned.kind
-            sim = replace(d, action=_sim_action)
+            # Jitter is left out: the pass starts each occurrence at the earliest it can.
+            pool = d.pool if d.pool in self.plan.pools else None  # pools not told: no limit
+            sim = replace(d, action=_sim_action, jitter=None, pool=pool)
             if d.recurring:
                 sim_id = self._submit_recurring(sim, planned.delay)
                 if kind in (RUNNING, RELEASED):
@@ -502,6 +514,25 @@ class _Pass:
         # A wait for a worker ends when a run ends: a start at another moment waited
         # for something else (a pause, its own earlier run).
         freed = self.last_end == now
+        pool = self.pool_of.get(task_id)
+        if pool is not None and wait >= MIN_QUEUE_WAIT and freed and started_before is None:
+            busy = sum(n for t, n in self.in_flight.items() if self.pool_of.get(t) == pool)
+            limit = self.plan.pools.get(pool)
+            if (
+                limit is not None
+                and busy >= limit
+                and sum(self.in_flight.values()) <= self.plan.workers
+            ):
+                self.collisions.append(
+                    Collision(
+                        "pool",
+                        task_id,
+                        ready,
+                        wait,
+                        f"waits {_human(wait)} for pool {pool}: {limit} of {limit} busy",
+                    )
+                )
+                return None
         if wait >= MIN_QUEUE_WAIT and freed and started_before is None and task_id in self.timed:
             self.collisions.append(
                 Collision(

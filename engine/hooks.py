@@ -2,7 +2,7 @@
 when its run finishes: hook commands and ready-made notification sinks.
 
 ``HookSettings`` is the checked form of the hook keys of a workflow file (format in
-docs/design.md, "Workflow files": ``on_failure``, ``on_retry``, ``on_success`` in
+docs/workflow-file.md, 6.1: ``on_failure``, ``on_retry``, ``on_success`` in
 ``[workflow]`` and in a ``[tasks.NAME]`` table, whose own one wins; ``on_finish``,
 ``hook_timeout`` and ``[workflow.notify]`` in ``[workflow]`` only). It holds no
 process or thread: ``taskloom.hooks`` runs them for the process that owns the run.

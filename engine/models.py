@@ -43,6 +43,7 @@ class Action(Enum):
     EDIT = "edit"  # redefine it: remove it and add it again under its id
     REMOVE = "remove"
     ADD_DEPENDENCY = "add_dependency"  # make it wait for another task
+    CLEAR = "clear"  # run a settled one-shot task again within this run
 
     def __repr__(self) -> str:
         return f"Action.{self.name}"

@@ -35,7 +35,7 @@ from ._store.safe_files import private_folder as private_folder  # for log folde
 
 log = logging.getLogger("taskloom.store")
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 # MIGRATIONS[n] takes a store from schema version n to n + 1.
 MIGRATIONS: dict[int, list[str]] = {
@@ -124,6 +124,19 @@ MIGRATIONS: dict[int, list[str]] = {
     # The feed's changed task rows, one entry a round (feed.py): one row to write
     # where there was one per task; feed_tasks takes them in every second or so.
     3: ["CREATE TABLE feed_log (id INTEGER PRIMARY KEY, body TEXT NOT NULL)"],
+    # What a succeeded attempt gave its dependents (TASKLOOM_OUTPUT, a call's return
+    # value): a JSON object, engine/outputs.py; and the random delay an attempt's
+    # occurrence waited before it started (jitter).
+    4: [
+        "ALTER TABLE attempts ADD COLUMN jitter REAL",
+        """CREATE TABLE outputs (
+            run INTEGER NOT NULL,
+            task_id TEXT NOT NULL,
+            number INTEGER NOT NULL,
+            data TEXT NOT NULL,
+            PRIMARY KEY (run, task_id, number)
+        )""",
+    ],
 }
 
 # TASK_COLUMNS and ATTEMPT_COLUMNS live with the rows' conversions, in _store/records.py.
@@ -564,6 +577,39 @@ class SQLiteStore:
     def delete_task(self, task_id: str) -> None:
         self._put(("delete", task_id))
 
+    def put_outputs(self, task_id: str, number: int, data: str) -> None:
+        """What attempt ``number`` of ``task_id`` gave its dependents (a JSON object)."""
+        self._put(("outputs", (task_id, number, data)))
+
+    def put_jitter(self, task_id: str, number: int, delay: float) -> None:
+        """The random delay (seconds) attempt ``number`` of ``task_id`` waited (jitter);
+        queued after the attempt's row."""
+        self._put(("jitter", (delay, task_id, number)))
+
+    def jitter_delays(self, run: int | None = None) -> dict[str, dict[int, float]]:
+        """The jitter delays of a run's attempts (default: this run): task -> {attempt: s}."""
+        found: dict[str, dict[int, float]] = {}
+        with self._read_lock:
+            rows = self._conn.execute(
+                "SELECT task_id, number, jitter FROM attempts WHERE run = ? AND jitter IS NOT NULL",
+                (self.run if run is None else run,),
+            ).fetchall()
+        for task_id, number, delay in rows:
+            found.setdefault(task_id, {})[number] = delay
+        return found
+
+    def outputs(self, run: int | None = None) -> dict[str, dict[int, str]]:
+        """The outputs kept for a run (default: this one): task id -> {attempt: JSON}."""
+        found: dict[str, dict[int, str]] = {}
+        with self._read_lock:
+            rows = self._conn.execute(
+                "SELECT task_id, number, data FROM outputs WHERE run = ? ORDER BY number",
+                (self.run if run is None else run,),
+            ).fetchall()
+        for task_id, number, data in rows:
+            found.setdefault(task_id, {})[number] = data
+        return found
+
     def put_feed(self, write) -> None:
         """``write(connection)`` runs in the writer's next batch, in a transaction of
         its own just before the engine's rows: the watchers' feed (feed.py) needs no
@@ -753,6 +799,8 @@ class SQLiteStore:
         deletes: dict[str, None] = {}  # a task put again later in the batch is not deleted
         processes: list[tuple] = []
         feeds: list = []
+        outputs: list[tuple] = []
+        jitters: list[tuple] = []
         for op in batch:  # coalesce: the latest row per task and per attempt wins
             kind = op[0]
             if kind == "update":
@@ -770,6 +818,10 @@ class SQLiteStore:
                 processes.append((pid, pgid, start_time(pid), *where))
             elif kind == "feed":
                 feeds.append(op[1])
+            elif kind == "outputs":
+                outputs.append(op[1])
+            elif kind == "jitter":
+                jitters.append(op[1])
             else:
                 deletes[op[1]] = None
                 tasks.pop(op[1], None)
@@ -800,6 +852,16 @@ class SQLiteStore:
                         "UPDATE attempts SET pid=?, pgid=?, proc_started=?"
                         " WHERE run=? AND task_id=? AND number=?",
                         processes,
+                    )
+                if jitters:  # after the attempts' rows: their start rows come first
+                    conn.executemany(
+                        "UPDATE attempts SET jitter=? WHERE run=? AND task_id=? AND number=?",
+                        [(delay, run, task_id, number) for delay, task_id, number in jitters],
+                    )
+                if outputs:
+                    conn.executemany(
+                        "INSERT OR REPLACE INTO outputs VALUES (?,?,?,?)",
+                        [(run, *row) for row in outputs],
                     )
                 if events:
                     conn.executemany(
@@ -1031,6 +1093,7 @@ class SQLiteStore:
                 )
                 self._conn.execute("DELETE FROM attempts WHERE run < ?", (first_run,))
                 self._conn.execute("DELETE FROM events WHERE run < ?", (first_run,))
+                self._conn.execute("DELETE FROM outputs WHERE run < ?", (first_run,))
                 self._conn.execute("COMMIT")
             except BaseException:
                 self._conn.execute("ROLLBACK")

@@ -1,14 +1,22 @@
 """A run another process owns, followed through its store's feed (see feed.py).
 
-``WatchedRun`` answers the part of the ``Scheduler`` API a window uses (events
-through ``subscribe``, ``snapshot``, ``tasks``, ``task``, ``upcoming``,
-``attempts``, ``allowed_actions``, ``paused``, ``clock``, ``workers``, ``store``),
-so that the window's bridge and views do not care whose run they show. It only
-reads the store (a read-only SQLite connection; WAL readers never block the
-owner), except for the requests it sends: ``cancel``, ``retry``, ``run_now``,
-``pause``, ``resume`` and ``clear`` (``request`` sends any) become rows of the
-store's ``control`` table, which the owner applies and answers (``take_answers``).
-Graph edits are refused with ``WatchOnly``, which says how to edit.
+``WatchedRun`` implements the run interface (``run_api.RunInterface``) a window
+and the command line use, so that the window's bridge and views do not care whose
+run they show. It only reads the store (a read-only SQLite connection; WAL readers
+never block the owner), except for the requests it sends: ``cancel``, ``retry``,
+``run_now``, ``pause``, ``resume`` and ``clear`` (``request`` sends any) become
+rows of the store's ``control`` table, which the owner applies and answers
+(``take_answers``). Graph edits are refused with ``WatchOnly`` (a
+``run_api.Refused``), which says how to edit.
+
+Once attached, every read and write of the store happens on the watcher's own
+thread: the calls a window makes (``attempts``, ``live_log``, the requests)
+answer from memory or queue their work there, so that a store whose write lock
+another connection holds never blocks the caller. ``attempts`` answers what it
+has read and asks the thread to read the rest; ``on_attempts`` listeners hear
+when it has. A request waits in memory until its row is in the store (retried
+while the store is locked, up to ``SEND_TIMEOUT``; then its answer says it was
+not sent).
 
 Events keep the owner's fields, times on the owner's clock (``clock`` is that
 clock as seen from here), and its ``seq`` unless that would not grow (a new
@@ -27,8 +35,10 @@ import threading
 import time
 import uuid
 from collections import deque
+from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any, NoReturn
 
 from ._jobs.survivors import start_time
 from ._store.lock import HEARTBEAT, owner_record, pid_namespace, read_owner
@@ -38,6 +48,7 @@ from .feed import CONTROL_ACTIONS, watch_path
 from .feed_reader import FeedRead, FeedReader
 from .models import Action, Attempt, Entry, Event, TaskInfo
 from .options import Outcome
+from .run_api import Refused, ordered_clear_plan, refusal_text
 from .states import TaskState
 from .store import SQLiteStore, StoreBusy, StoreError
 
@@ -53,9 +64,14 @@ OWNER_CHECK = 0.25  # seconds between looks at whether the owner still holds the
 ATTACH_TIMEOUT = 5.0  # seconds to wait for the owner to notice us and publish its run
 STALE_BEATS = 4  # owner heartbeats missed before it counts as not answering
 REPLAY = 500  # events a new listener is handed first
+WANTED_ROUNDS = 50  # rounds an incomplete read of a task's attempts is tried again
+SEND_WAIT = 0.25  # seconds one try to write a request waits for the store's write lock
+SEND_TIMEOUT = 10.0  # seconds a request is tried before its answer says it was not sent
+# What a watching window cannot do here: the owner's graph is edited in the file.
+GRAPH_EDITS = frozenset({Action.EDIT, Action.REMOVE, Action.ADD_DEPENDENCY})
 
 
-class WatchOnly(RuntimeError):
+class WatchOnly(Refused):
     """A graph edit asked of a run this process only watches."""
 
 
@@ -145,6 +161,12 @@ def _process_alive(pid: int | None, started: float | None) -> bool:
     return started is None or start_time(pid) == started
 
 
+def _busy(exc: sqlite3.OperationalError) -> bool:
+    """Whether the error is another connection's lock (it passes), not a fault."""
+    text = str(exc).lower()
+    return "locked" in text or "busy" in text
+
+
 def _told(info: TaskInfo) -> tuple:
     return (info.state, info.attempt, info.paused)
 
@@ -163,10 +185,13 @@ class WatchedRun:
         interval: float = POLL_INTERVAL,
         attach_timeout: float = ATTACH_TIMEOUT,
         name: str = "",
+        answer_from_memory: bool = False,
     ):
         self.path = Path(path).expanduser()
         self.name = name or self.path.stem
         self.interval = interval
+        # A window's run: ``attempts`` never reads the store on the caller's thread.
+        self.answer_from_memory = answer_from_memory
         owner = read_owner(self.path)
         if owner is None:
             raise OwnerGone(f"{self.path}: no process owns the store")
@@ -174,16 +199,17 @@ class WatchedRun:
         self._owner_started: float | None = None  # the owner's start time (pid reuse)
         self.clock = FeedClock()
         self.definitions: dict[str, TaskDefinition] = {}  # the workflow file's, if known
-        self.workers = None
+        self.workers: int | None = None
         self.origin = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self._lock = threading.RLock()  # the caches; listeners are called without it
-        self._listeners: list = []
+        self._listeners: list[Callable[[Event], object]] = []
         self._tasks: dict[str, TaskInfo] = {}
         self._actions: dict[str, frozenset[Action]] = {}
         # Each task's attempts as last read, oldest first, with the task row they were
-        # read for: read when asked for, again once the row changed (reading every
-        # changed task's attempts each round was half a watcher's work under load).
-        self._attempts: dict[str, tuple[TaskInfo, list[Attempt]]] = {}
+        # read for and whether they show all it says: read when asked for, again once
+        # the row changed (reading every changed task's attempts each round was half a
+        # watcher's work under load).
+        self._attempts: dict[str, tuple[TaskInfo, list[Attempt], bool]] = {}
         self._told: dict[str, tuple] = {}  # tid -> (state, attempt, paused) listeners know
         self._upcoming: list[Entry] = []
         self._paused = False
@@ -194,6 +220,13 @@ class WatchedRun:
         self._answers: deque = deque()
         self._replay: deque[Event] = deque(maxlen=REPLAY)  # the newest events delivered
         self._asked: set[int] = set()  # our control rows not answered yet
+        # Requests not in the store yet: (action, task id, monotonic time first asked).
+        self._outbox: deque[tuple[str, str, float]] = deque()
+        # Tasks whose attempts a caller asked for: the watcher's thread keeps them read.
+        self._followed: set[str] = set()
+        # Tasks whose attempts are to be read (again) on that thread -> rounds tried.
+        self._wanted: dict[str, int] = {}
+        self._attempt_listeners: list[Callable[[str], object]] = []
         self.owner_alive = True
         # False while the owner is alive but misses its heartbeats (stopped with
         # SIGSTOP, frozen): it applies nothing and writes nothing until it resumes.
@@ -217,6 +250,10 @@ class WatchedRun:
             self._release()
             raise
         self._store: SQLiteStore | None = None
+        try:  # for past runs' attempts (read on the window's history thread)
+            self._store = SQLiteStore.reader(self.path)
+        except (StoreError, sqlite3.Error) as exc:
+            log.warning("the watched run's past runs cannot be read: %s", exc)
         self._thread = threading.Thread(target=self._loop, name="taskloom-watch", daemon=True)
         self._thread.start()
 
@@ -255,6 +292,14 @@ class WatchedRun:
         self._watch_fd = fd
 
     def _loop(self) -> None:
+        try:
+            self._rounds()
+        finally:
+            if self._writer is not None:  # made and used on this thread only
+                self._writer.close()
+                self._writer = None
+
+    def _rounds(self) -> None:
         next_owner_check = 0.0
         quiet = 0  # reads in a row that found nothing new
         while True:
@@ -266,7 +311,9 @@ class WatchedRun:
                 self._hurry.clear()
                 quiet = 0
             try:
+                self._send()
                 quiet = 0 if self._poll() else quiet + 1
+                self._read_wanted()
                 if time.monotonic() >= next_owner_check:
                     next_owner_check = time.monotonic() + OWNER_CHECK
                     if self.owner_alive:
@@ -380,12 +427,13 @@ class WatchedRun:
             asked = tuple(self._asked)
         read = self._reader.read(self._feed_seq, asked)
         self.polls += 1
+        self._read_ahead(read)
         self._apply(read)
         with self._lock:
             for row in read.answers:
                 self._asked.discard(row[0])
                 self._answers.append(row)
-            waiting = bool(self._asked)
+            waiting = bool(self._asked or self._outbox or self._wanted)
         if read.state.get("stopped"):
             self._owner_stopped(read.state["stopped"])
         return bool(read.reload or read.events or read.tasks or read.answers or waiting)
@@ -540,7 +588,7 @@ class WatchedRun:
         return events
 
     # -- the Scheduler API a window uses ----------------------------------------------
-    def subscribe(self, callback):
+    def subscribe(self, callback: Callable[[Event], object]) -> Callable[[], None]:
         """Listen to the run's events. The newest ones already seen (the owner's
         recent past at attach, then everything since, up to ``REPLAY``) are handed
         to ``callback`` first, on this thread: with ``snapshot()``'s tasks, which
@@ -560,10 +608,10 @@ class WatchedRun:
 
         return unsubscribe
 
-    def on(self, kind: str, callback):
+    def on(self, kind: str, callback: Callable[[Event], object]) -> Callable[[], None]:
         return self.subscribe(lambda event: callback(event) if event.kind == kind else None)
 
-    def snapshot(self):
+    def snapshot(self) -> tuple[int, list[TaskInfo], list[Entry]]:
         """(seq, tasks, upcoming): ``seq`` is just below the replayed events (see
         ``subscribe``), which end at these tasks' states."""
         with self._lock:
@@ -590,14 +638,52 @@ class WatchedRun:
 
     def attempts(self, task_id: str) -> list[Attempt]:
         """The task's newest attempts in this run (at most ``ATTEMPTS_KEPT``), oldest
-        first: read from the store on the first call after its row changed."""
+        first. Once asked for, a task's attempts are read on the watcher's thread
+        whenever its row changes, before its events are delivered. Attempts not read
+        since the row changed are read here, or, with ``answer_from_memory`` (a
+        window), asked of the watcher's thread, which tells ``on_attempts`` listeners
+        once it has read them; until then the answer is the last one read (empty at
+        first): the store is never read on the caller's thread."""
         with self._lock:
             info = self._tasks.get(task_id)
             if info is None:
                 raise KeyError(task_id)
+            self._followed.add(task_id)
             known = self._attempts.get(task_id)
-            if known is not None and known[0] is info:
+            if known is not None and known[0] is info and (known[2] or self.answer_from_memory):
                 return list(known[1])
+            if info.attempt == 0:  # nothing to read
+                self._attempts[task_id] = (info, [], True)
+                return []
+            if self.answer_from_memory:
+                self._wanted.setdefault(task_id, 0)
+        if not self.answer_from_memory:  # a command line: read here, now
+            self._read_attempts(task_id, info)
+            with self._lock:
+                return list(self._attempts.get(task_id, (info, [], False))[1])
+        self._hurry.set()
+        return [] if known is None else list(known[1])
+
+    def on_attempts(self, callback: Callable[[str], object]) -> Callable[[], None]:
+        """Call ``callback(task_id)`` (on the watcher's thread) once attempts of the
+        task that ``attempts`` answered without have been read. Returns a function
+        that stops it."""
+        with self._lock:
+            self._attempt_listeners.append(callback)
+
+        def stop() -> None:
+            with self._lock:
+                if callback in self._attempt_listeners:
+                    self._attempt_listeners.remove(callback)
+
+        return stop
+
+    def _read_attempts(self, task_id: str, info: TaskInfo) -> bool:
+        """Read the task's attempts for ``info`` into memory; whether they differ from
+        the ones held. Attempts that do not show all ``info`` says (the feed commits
+        ahead of the engine's rows: an attempt it mentions may not be on disk, or not
+        ended, yet) are read again on the watcher's thread, for ``WANTED_ROUNDS``."""
+        with self._lock:
             run, offset = self._run, self.clock.offset
         rows = self._reader.attempts(run, task_id)
         found = [Attempt.from_row(row, offset) for row in rows]
@@ -608,12 +694,61 @@ class WatchedRun:
                 else a
                 for a in found
             ]
+        complete = _complete(info, found)
         with self._lock:
-            # The feed commits ahead of the engine's rows: an attempt it mentions may
-            # not be on disk yet, or not ended yet; then it is read again next call.
-            if _complete(info, found) and self._tasks.get(task_id) is info:
-                self._attempts[task_id] = (info, found)
-        return list(found)
+            if self._tasks.get(task_id, info) is not info:
+                return False  # changed meanwhile: read again when asked
+            before = self._attempts.get(task_id)
+            self._attempts[task_id] = (info, found, complete)
+            if complete:
+                self._wanted.pop(task_id, None)
+            elif self.answer_from_memory:
+                self._wanted.setdefault(task_id, 0)
+        return before is None or before[1] != found
+
+    def _read_ahead(self, read: FeedRead) -> None:
+        """Before the events of a read are delivered: the attempts of the changed tasks
+        a caller follows, so that a listener asking for them gets them from memory."""
+        if read.reload:
+            with self._lock:
+                for tid in self._followed:
+                    self._wanted.setdefault(tid, 0)
+            return
+        with self._lock:
+            changed = [
+                (tid, info)
+                for tid, _order, info, _actions, _changed in read.tasks
+                if info is not None and info.attempt and tid in self._followed
+            ]
+        for tid, info in changed:
+            self._read_attempts(tid, info)
+
+    def _read_wanted(self) -> None:
+        """Read the attempts asked for and not held, or not complete yet; tell the
+        listeners about the ones that changed."""
+        with self._lock:
+            for tid in [tid for tid in self._wanted if tid not in self._tasks]:
+                del self._wanted[tid]
+            wanted = [(tid, self._tasks[tid]) for tid in self._wanted]
+        changed = []
+        for tid, info in wanted:
+            if self._read_attempts(tid, info):
+                changed.append(tid)
+            with self._lock:
+                if tid in self._wanted:  # still incomplete: once more, up to a limit
+                    self._wanted[tid] += 1
+                    if self._wanted[tid] >= WANTED_ROUNDS:
+                        del self._wanted[tid]
+        if not changed:
+            return
+        with self._lock:
+            listeners = list(self._attempt_listeners)
+        for tid in changed:
+            for listener in listeners:
+                try:
+                    listener(tid)
+                except Exception:
+                    log.exception("a listener of the watched run failed")
 
     def live_log(self, task_id: str) -> str | None:
         """The log file the owner's newest attempt of the task still running is
@@ -623,15 +758,76 @@ class WatchedRun:
                 return attempt.log_path
         return None
 
+    def outputs(self, task_id: str) -> dict[str, Any] | None:
+        """None: the owner does not publish what a task's success gave its dependents.
+        ``KeyError`` if unknown."""
+        self.task(task_id)
+        return None
+
+    def pool_usage(self) -> dict[str, tuple[int, int, list[str]]]:
+        """{}: the owner does not publish its pools' use."""
+        return {}
+
+    def pool_wait(self, task_id: str) -> str | None:
+        """None: the owner does not publish what its ready tasks wait for.
+        ``KeyError`` if unknown."""
+        self.task(task_id)
+        return None
+
+    def jitter_delays(self, task_id: str) -> dict[int, float]:
+        """{}: the owner does not publish the jitter delays its attempts waited.
+        ``KeyError`` if unknown."""
+        self.task(task_id)
+        return {}
+
     def allowed_actions(self, task_id: str) -> frozenset[Action]:
-        """What the owner allows (as of its last feed write); nothing once it stopped."""
+        """What the owner allows (as of its last feed write), less the graph edits this
+        process refuses (``GRAPH_EDITS``); nothing once the owner stopped."""
         with self._lock:
             if task_id not in self._tasks:
                 raise KeyError(task_id)
-            return self._actions.get(task_id, frozenset()) if self.owner_alive else frozenset()
+            if not self.owner_alive:
+                return frozenset()
+            return self._actions.get(task_id, frozenset()) - GRAPH_EDITS
 
-    def would_close_cycle(self, task_id: str, dep: str):
-        return None  # edits are refused anyway (WatchOnly), with the reason
+    def why_not(self, task_id: str, action: Action) -> str | None:
+        """Why ``action`` cannot be done to the task now (the owner's rules, as of its
+        last feed write, in ``run_api.refusal_text``'s words), or None if it can."""
+        with self._lock:
+            info = self._tasks.get(task_id)
+            if info is None:
+                raise KeyError(task_id)
+        if action in self.allowed_actions(task_id):
+            return None
+        if not self.owner_alive:
+            return f"{self.name} has stopped: take the run over to steer it"
+        if action in GRAPH_EDITS:
+            return self.edit_refusal
+        settled_retry = action is Action.RETRY and info.state in (
+            TaskState.FAILED,
+            TaskState.CANCELLED,
+        )
+        return refusal_text(
+            info,
+            action,
+            in_flight=info.state is TaskState.RUNNING,
+            upstream_rules_out=settled_retry,
+        )
+
+    def clear_plan(self, task_ids: str | Iterable[str], downstream: bool = False) -> list[str]:
+        """What ``clear`` would ask the owner to reset (as of its last feed write), in
+        the run's order; ``ValueError`` for a task ``clear`` refuses, ``KeyError`` for an
+        unknown one."""
+        with self._lock:
+            tasks = dict(self._tasks)
+            actions = dict(self._actions)
+        return ordered_clear_plan(
+            tasks, task_ids, downstream, lambda tid: Action.CLEAR in actions.get(tid, ())
+        )
+
+    def would_close_cycle(self, task_id: str, dep_id: str) -> list[str] | None:
+        """None: edits are refused anyway (``WatchOnly``), with the reason."""
+        return None
 
     @property
     def paused(self) -> bool:
@@ -642,11 +838,15 @@ class WatchedRun:
         return self._run
 
     @property
-    def store(self):
-        """The store, read-only, for past runs' attempts (opened on first use)."""
-        if self._store is None:
-            self._store = SQLiteStore.reader(self.path)
+    def store(self) -> SQLiteStore | None:
+        """The store, read-only, for past runs' attempts (opened when watching began;
+        None if it could not be read). Read it off the GUI thread."""
         return self._store
+
+    @property
+    def busy(self) -> int | None:
+        """None: the owner does not publish how many of its workers are busy."""
+        return None
 
     def start(self) -> None:
         """Nothing to start: the owner runs the run."""
@@ -667,10 +867,16 @@ class WatchedRun:
     def resume(self, task_id: str | None = None) -> None:
         self._request("resume" if task_id else "resume_all", task_id or "")
 
-    def clear(self, task_id: str, downstream: bool = False) -> bool:
-        """Ask the owner to run a settled one-shot task again (``Scheduler.clear``),
-        with ``downstream`` the settled tasks downstream of it too."""
-        return self._request("clear_downstream" if downstream else "clear", task_id)
+    def clear(self, task_ids: str | Iterable[str], downstream: bool = False) -> list[str]:
+        """Ask the owner to run settled one-shot tasks again (``Scheduler.clear``), with
+        ``downstream`` the settled tasks downstream of them too; returns what it is
+        asked to reset, as of its last feed write (``clear_plan``: same errors as
+        ``Scheduler.clear``). The owner answers through ``take_answers``."""
+        ids = [task_ids] if isinstance(task_ids, str) else list(task_ids)
+        planned = self.clear_plan(ids, downstream)
+        for tid in ids:
+            self._request("clear_downstream" if downstream else "clear", tid)
+        return planned
 
     def request(self, action: str, task_id: str = "") -> bool:
         """Send any request of ``feed.CONTROL_ACTIONS`` (``task_id`` "" for the
@@ -680,40 +886,66 @@ class WatchedRun:
         return self._request(action, task_id)
 
     def _request(self, action: str, task_id: str) -> bool:
-        """Send a request to the owner; True once it is in the store (the answer
-        comes later, through ``take_answers`` and the owner's events)."""
+        """Send a request to the owner: True once it is queued for the watcher's
+        thread, which writes it to the store (the answer comes later, through
+        ``take_answers`` and the owner's events)."""
         if action not in CONTROL_ACTIONS:
             raise ValueError(f"unknown request {action!r}")
         if task_id and task_id not in self._tasks:
             raise KeyError(task_id)
         if not self.owner_alive:
             raise RuntimeError(f"{self.name} has stopped: take the run over to steer it")
-        try:
-            if self._writer is None:
-                self._writer = sqlite3.connect(
-                    self.path, timeout=2.0, isolation_level=None, check_same_thread=False
-                )
-            cursor = self._writer.execute(
-                "INSERT INTO control (action, task_id, requested, origin) VALUES (?,?,?,?)",
-                (action, task_id, time.time(), self.origin),
-            )
-        except sqlite3.Error as exc:
-            raise RuntimeError(f"cannot reach the owner through {self.path}: {exc}") from exc
+        if self._closed.is_set():
+            raise RuntimeError(f"{self.name} is not watched any more")
         with self._lock:
-            if cursor.lastrowid is not None:
-                self._asked.add(cursor.lastrowid)
-        self._hurry.set()  # its answer and its effect are read at the watching rate
+            self._outbox.append((action, task_id, time.monotonic()))
+        self._hurry.set()  # written, then its answer and its effect read, at once
         return True
+
+    def _send(self) -> None:
+        """Write the queued requests to the store (on the watcher's thread). One the
+        store's write lock keeps out is tried again next round, until ``SEND_TIMEOUT``:
+        then it is dropped, and its answer (status "failed") says it was not sent."""
+        while True:
+            with self._lock:
+                if not self._outbox:
+                    return
+                action, task_id, since = self._outbox[0]
+            rowid = None
+            failure: sqlite3.Error | None = None
+            try:
+                if self._writer is None:
+                    self._writer = sqlite3.connect(
+                        self.path, timeout=SEND_WAIT, isolation_level=None, check_same_thread=False
+                    )
+                rowid = self._writer.execute(
+                    "INSERT INTO control (action, task_id, requested, origin) VALUES (?,?,?,?)",
+                    (action, task_id, time.time(), self.origin),
+                ).lastrowid
+            except sqlite3.OperationalError as exc:
+                if time.monotonic() - since < SEND_TIMEOUT and _busy(exc):
+                    return  # the write lock is held: next round
+                failure = exc
+            except sqlite3.Error as exc:
+                failure = exc
+            with self._lock:
+                self._outbox.popleft()
+                if rowid is not None:
+                    self._asked.add(rowid)
+                else:
+                    text = f"cannot reach the owner through {self.path}: {failure}; not sent"
+                    self._answers.append((None, action, task_id, "failed", text))
 
     @property
     def awaiting_answers(self) -> bool:
-        """Whether a request we sent has no answer yet."""
+        """Whether a request we sent (or are sending) has no answer yet."""
         with self._lock:
-            return bool(self._asked) or bool(self._answers)
+            return bool(self._asked) or bool(self._answers) or bool(self._outbox)
 
     def take_answers(self) -> list[tuple]:
         """The owner's answers to our requests since the last call:
-        (id, action, task_id, status, text), status "done", "refused" or "expired"."""
+        (id, action, task_id, status, text), status "done", "refused" or "expired";
+        or "failed" (id None) for a request that could not be written to the store."""
         answers = []
         while self._answers:
             answers.append(self._answers.popleft())
@@ -729,11 +961,11 @@ class WatchedRun:
             "starts), or stop the owner and take the run over here"
         )
 
-    def _refuse(self, *args, **kwargs):
+    def _refuse(self, *args: Any, **kwargs: Any) -> NoReturn:
         raise WatchOnly(self.edit_refusal)
 
     schedule = schedule_after = schedule_every = schedule_cron = add = _refuse
-    add_dependency = remove_dependency = remove = _refuse
+    add_dependency = remove_dependency = remove = restore = update = _refuse
 
     # -- end -------------------------------------------------------------------------
     def shutdown(self, wait: bool = True, *, cancel_running: bool = False) -> None:
@@ -749,8 +981,9 @@ class WatchedRun:
         if threading.current_thread() is not self._thread:
             self._thread.join()
         self._reader.close()
-        if self._writer is not None:
+        if self._writer is not None:  # the thread did not start, or was this one
             self._writer.close()
+            self._writer = None
         if self._store is not None:
             self._store.close()
         self._release()

@@ -1,5 +1,9 @@
-"""Writing a workflow back into the text a person wrote: comments, key order and
-formatting are kept, and only what changed is rewritten.
+"""Writing workflow files, with one TOML library (tomlkit, loaded only to write).
+
+``dumps(workflow)`` is a new file's text and ``save(workflow, path)`` writes it
+atomically (``load(save(w)) == w``). ``update_text`` writes a workflow back into
+the text a person wrote: comments, key order and formatting are kept, and only
+what changed is rewritten.
 
 ``update_text(text, workflow, new_base)`` takes the file as it was read
 and returns it with the workflow's settings, tasks and positions as they are now:
@@ -17,16 +21,20 @@ running in the folder it ran in.
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
-
-import tomlkit
-from tomlkit.items import Table
+from typing import TYPE_CHECKING
 
 from .definitions import TaskDefinition
 from .durations import format_duration
+from .hooks import HookSettings, as_toml
+from .workflow_model import Workflow, toml_key
 
-DURATION_KEYS = ("after", "every", "timeout", "misfire_grace")
+if TYPE_CHECKING:
+    from tomlkit.items import Table
+
+DURATION_KEYS = ("after", "every", "timeout", "misfire_grace", "jitter")
 SETTINGS = ("name", "workers", "executor")
 SETTING_DEFAULTS = {"workers": 4, "executor": "threads"}
 
@@ -34,6 +42,9 @@ SETTING_DEFAULTS = {"workers": 4, "executor": "threads"}
 def update_text(text: str, workflow, new_base) -> str:
     """``text`` with ``workflow`` written into it (see the module doc). ``ValueError``
     for a task no file can hold (a Python object)."""
+    import tomlkit
+    from tomlkit.items import Table
+
     document = tomlkit.parse(text)
     new_base = Path(new_base)
     _update_settings(document, workflow)
@@ -59,6 +70,8 @@ def update_text(text: str, workflow, new_base) -> str:
 
 
 def _update_settings(document, workflow) -> None:
+    import tomlkit
+
     if "workflow" not in document:
         settings = tomlkit.table()
         document.add("workflow", settings)
@@ -106,6 +119,8 @@ def _update_task(table: Table, tid: str, new: dict, new_base: Path) -> None:
 def _add_key(table: Table, key: str, value) -> None:
     """A new key goes after the table's last key: tomlkit appends it after the blank
     lines and the comment that introduce the next table, which then read as its own."""
+    import tomlkit
+
     last = None
     for found, _value in table.value.body:
         if found is not None:
@@ -123,10 +138,114 @@ def _item(key: str, value):
         durations = ("base", "max_delay")
         value = {k: format_duration(v) if k in durations else v for k, v in value.items()}
     if isinstance(value, dict):  # inline, so each task stays one table
+        import tomlkit
+
         inline = tomlkit.inline_table()
         inline.update(value)
         return inline
     return value
+
+
+# ---------------------------------------------------------------------- saving
+def dumps(workflow: Workflow, base_dir=None) -> str:
+    """The TOML text of a workflow: only keys that differ from their defaults; each
+    ``cwd`` relative to ``base_dir`` (default: the workflow's folder) when inside it.
+
+    ``ValueError`` for a task whose action no file can hold (a Python object)."""
+    lines = ["[workflow]", f"name = {_literal(workflow.name)}"]
+    lines.append(f"workers = {_literal(workflow.workers)}")
+    lines.append(f"executor = {_literal(workflow.executor)}")
+    hooks = workflow.hooks
+    for event, command in hooks.commands.items():
+        lines.append(f"on_{event} = {_literal(as_toml(command))}")
+    if hooks.timeout != HookSettings.timeout:
+        lines.append(f"hook_timeout = {_literal(format_duration(hooks.timeout))}")
+    notify: dict = {}
+    if hooks.desktop:
+        notify["desktop"] = True
+    if hooks.webhook is not None:
+        notify["webhook"] = hooks.webhook
+    if hooks.notify_events != HookSettings.notify_events:
+        notify["events"] = list(hooks.notify_events)
+    if notify:
+        lines.append(f"notify = {_literal(notify)}")
+    if workflow.pools:
+        lines += ["", "[pools]"] + [f"{toml_key(n)} = {v}" for n, v in workflow.pools.items()]
+    base = workflow.base_dir if base_dir is None else Path(base_dir)
+    for tid, task in workflow.tasks.items():
+        lines += ["", f"[tasks.{toml_key(tid)}]"]
+        table = task.to_table(base)
+        for event, command in hooks.task_commands.get(tid, {}).items():
+            table[f"on_{event}"] = as_toml(command)
+        pos = workflow.positions.get(tid)
+        if pos is not None:
+            table["pos"] = [float(pos[0]), float(pos[1])]
+        for key, value in table.items():
+            lines.append(f"{toml_key(key)} = {_render(key, value)}")
+    return "\n".join(lines) + "\n"
+
+
+def _render(key: str, value) -> str:
+    if key in ("after", "every", "timeout", "misfire_grace", "expected", "jitter"):
+        return _literal(format_duration(value))
+    if key == "retry":
+        durations = ("base", "max_delay")
+        value = {k: format_duration(v) if k in durations else v for k, v in value.items()}
+    return _literal(value)
+
+
+def _literal(value, nesting: int = 0) -> str:
+    """One TOML value; tables inline (``{ a = 1 }``) so each task stays one table,
+    arrays one item a line (each nesting level indented 4 more)."""
+    if isinstance(value, dict):
+        if not value:
+            return "{}"
+        items = ", ".join(f"{toml_key(str(k))} = {_literal(v)}" for k, v in value.items())
+        return "{ " + items + " }"
+    if isinstance(value, (list, tuple)):
+        if not value:
+            return "[]"
+        inner, outer = "    " * (nesting + 1), "    " * nesting
+        items = ",\n".join(inner + _literal(item, nesting + 1) for item in value)
+        return f"[\n{items},\n{outer}]"
+    import tomlkit
+
+    return tomlkit.item(value).as_string()
+
+
+def save(workflow: Workflow, path=None) -> Path:
+    """Write ``workflow`` to ``path`` (default: its own) atomically; returns the path.
+
+    The text is written to a temporary file beside the target and moved over it,
+    so a failure at any point leaves the original file as it was.
+    """
+    target = Path(path) if path is not None else workflow.path
+    if target is None:
+        raise ValueError("save: no path given and the workflow has none")
+    # Fails before the disk is touched if a value has no TOML form. Paths are written
+    # relative to the file's new folder: the tasks still run where they did.
+    text = dumps(workflow, target.resolve().parent)
+    import tempfile
+
+    handle, temp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as stream:
+            stream.write(text)
+            stream.flush()
+            os.fsync(stream.fileno())
+        if target.exists():
+            os.chmod(temp, target.stat().st_mode & 0o7777)
+        else:
+            os.chmod(temp, 0o644)
+        os.replace(temp, target)
+    except BaseException:
+        try:
+            os.unlink(temp)
+        except FileNotFoundError:
+            pass
+        raise
+    workflow.path = target
+    return target
 
 
 _HEADER = re.compile(r"^\s*\[\s*tasks\s*\.\s*(?P<name>\"[^\"]*\"|'[^']*'|[A-Za-z0-9_-]+)\s*\]")
@@ -145,6 +264,10 @@ def locate(text: str, task: str | None, key: str | None) -> tuple[int, int] | No
         if key and key.startswith("tasks.") and len(key) > 6:  # a task that is no table
             name = key[6:].strip("\"'")
             return _mentioned(lines, name) or _top_level(lines, "tasks")
+        if key and key.startswith("pools.") and _header(lines, "pools") is not None:
+            table = _header(lines, "pools")  # a [pools] limit: its key in the table
+            assert table is not None
+            return _key_in(lines, table, key[6:].strip("\"'")) or (table + 1, 1)
         if key and not key.startswith("workflow."):  # not a [workflow] key: top level
             return _top_level(lines, key.split(".")[0])
         if name and (name == "notify" or name.startswith("notify.")):  # [workflow.notify]
@@ -240,4 +363,4 @@ def _key_in(lines: list[str], header: int, key: str | None) -> tuple[int, int] |
     return None
 
 
-__all__ = ["update_text", "locate", "locate_problems"]
+__all__ = ["dumps", "save", "update_text", "locate", "locate_problems"]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-__all__ = ["MainWindow", "EngineBridge", "run_window"]
+__all__ = ["MainWindow", "EngineBridge"]
 
 
 def __getattr__(name):
@@ -15,8 +15,4 @@ def __getattr__(name):
         from .bridge import EngineBridge
 
         return EngineBridge
-    if name == "run_window":
-        from .app import run_window
-
-        return run_window
     raise AttributeError(name)

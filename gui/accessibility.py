@@ -48,7 +48,7 @@ def label_window(window) -> None:
     name(timeline, "Timeline", "Attempts and upcoming runs of each task over time")
     name(timeline.canvas, "Timeline lanes", TIMELINE_KEYS)
     # The lanes take focus themselves: their scroll area is no separate Tab stop.
-    timeline.scroll.setFocusPolicy(Qt.FocusPolicy.NoFocus)
+    timeline.scroll_area.setFocusPolicy(Qt.FocusPolicy.NoFocus)
     name(timeline.axis, "Time axis")
     name(timeline.axis.now_button, "Follow now")
     log = window.event_log

@@ -10,6 +10,7 @@ from __future__ import annotations
 import shlex
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
+from typing import Any, TypeVar
 
 from PySide6.QtCore import QDateTime, Qt, Signal
 from PySide6.QtWidgets import (
@@ -74,6 +75,15 @@ def parse_duration(text: str) -> float:
     return seconds
 
 
+W = TypeVar("W", bound=QWidget)
+
+
+def named(widget: W, name: str) -> W:
+    """``widget`` with its object name (the stubs lack PySide's ``objectName=``)."""
+    widget.setObjectName(name)
+    return widget
+
+
 def _error_label() -> QLabel:
     label = QLabel()
     label.setStyleSheet(ERROR_STYLE)
@@ -105,11 +115,11 @@ class AddTaskDialog(QDialog):
         form = QFormLayout()
         form.setFieldGrowthPolicy(QFormLayout.FieldGrowthPolicy.AllNonFixedFieldsGrow)
 
-        self.name = QLineEdit(objectName="taskName", placeholderText="e.g. load_warehouse")
+        self.name = named(QLineEdit(placeholderText="e.g. load_warehouse"), "taskName")
         self._row(form, "Name", self.name, "name")
 
-        self.kind_command = QRadioButton("Command", objectName="kindCommand")
-        self.kind_call = QRadioButton("Python callable", objectName="kindCall")
+        self.kind_command = named(QRadioButton("Command"), "kindCommand")
+        self.kind_call = named(QRadioButton("Python callable"), "kindCall")
         self.kind_command.setChecked(True)
         self.kind_group = QButtonGroup(self)
         self.kind_group.addButton(self.kind_command)
@@ -119,20 +129,20 @@ class AddTaskDialog(QDialog):
         kinds.addWidget(self.kind_call)
         kinds.addStretch(1)
         form.addRow("Runs", kinds)
-        self.target = QLineEdit(objectName="taskTarget")
+        self.target = named(QLineEdit(), "taskTarget")
         self._row(form, "", self.target, "target")
 
-        self.schedule = QComboBox(objectName="scheduleKind")
+        self.schedule = named(QComboBox(), "scheduleKind")
         for key, text in SCHEDULES:
             self.schedule.addItem(text, key)
         form.addRow("When", self.schedule)
-        self.at = QDateTimeEdit(QDateTime.currentDateTime().addSecs(300), objectName="scheduleAt")
+        self.at = named(QDateTimeEdit(QDateTime.currentDateTime().addSecs(300)), "scheduleAt")
         self.at.setCalendarPopup(True)
         self.at.setDisplayFormat("yyyy-MM-dd HH:mm:ss")
-        self.delay = QLineEdit(objectName="scheduleDelay", placeholderText="90s, 5m, 1h30m")
-        self.interval = QLineEdit(objectName="scheduleInterval", placeholderText="30s, 5m, 1h")
-        self.cron = QLineEdit(objectName="scheduleCron", placeholderText="*/15 * * * *")
-        self.tz = QLineEdit(local_zone(), objectName="scheduleTz")  # as the person reads clocks
+        self.delay = named(QLineEdit(placeholderText="90s, 5m, 1h30m"), "scheduleDelay")
+        self.interval = named(QLineEdit(placeholderText="30s, 5m, 1h"), "scheduleInterval")
+        self.cron = named(QLineEdit(placeholderText="*/15 * * * *"), "scheduleCron")
+        self.tz = named(QLineEdit(local_zone()), "scheduleTz")  # as the person reads clocks
         cron_box = QWidget()
         cron_layout = QHBoxLayout(cron_box)
         cron_layout.setContentsMargins(0, 0, 0, 0)
@@ -143,7 +153,7 @@ class AddTaskDialog(QDialog):
         for widget in (QWidget(), self.at, self.delay, self.interval, cron_box):
             self.when.addWidget(widget)
         self._row(form, "", self.when, "schedule")
-        self.preview = QLabel(objectName="schedulePreview")
+        self.preview = named(QLabel(), "schedulePreview")
         self.preview.setWordWrap(True)
         self.preview.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         # Room for a description and five times, so the dialog does not jump as you type.
@@ -151,27 +161,27 @@ class AddTaskDialog(QDialog):
         self.preview.setAlignment(Qt.AlignmentFlag.AlignTop | Qt.AlignmentFlag.AlignLeft)
         form.addRow("Next runs", self.preview)
 
-        self.priority = QSpinBox(objectName="priority")
+        self.priority = named(QSpinBox(), "priority")
         self.priority.setRange(-1000, 1000)
         self.priority.setToolTip("Larger runs first when several tasks are due")
         form.addRow("Priority", self.priority)
 
         retry_box = QGroupBox("Retries")
         retry_form = QFormLayout(retry_box)
-        self.max_attempts = QSpinBox(objectName="maxAttempts")
+        self.max_attempts = named(QSpinBox(), "maxAttempts")
         self.max_attempts.setRange(1, 100)
-        self.backoff = QLineEdit("1s", objectName="backoffBase")
-        self.factor = QDoubleSpinBox(objectName="backoffFactor")
+        self.backoff = named(QLineEdit("1s"), "backoffBase")
+        self.factor = named(QDoubleSpinBox(), "backoffFactor")
         self.factor.setRange(1.0, 10.0)
         self.factor.setValue(2.0)
-        self.max_delay = QLineEdit("5m", objectName="backoffMax")
+        self.max_delay = named(QLineEdit("5m"), "backoffMax")
         retry_form.addRow("Attempts", self.max_attempts)
         self._row(retry_form, "First wait", self.backoff, "backoff")
         retry_form.addRow("Factor", self.factor)
         self._row(retry_form, "Longest wait", self.max_delay, "max_delay")
-        self.timeout = QLineEdit(objectName="timeout", placeholderText="none, or 10m")
+        self.timeout = named(QLineEdit(placeholderText="none, or 10m"), "timeout")
         deps_box = QVBoxLayout()
-        self.deps = QListWidget(objectName="deps")
+        self.deps = named(QListWidget(), "deps")
         self.deps.setSelectionMode(QAbstractItemView.SelectionMode.NoSelection)
         for tid in sorted(self.existing):
             item = QListWidgetItem(tid)
@@ -230,7 +240,7 @@ class AddTaskDialog(QDialog):
         self.target.setText(text)
         self.schedule.setCurrentIndex(max(0, self.schedule.findData(schedule_choice(spec))))
         if spec.at is not None:
-            self.at.setDateTime(QDateTime(spec.at.astimezone().replace(tzinfo=None)))
+            self.at.setDateTime(QDateTime.fromMSecsSinceEpoch(int(spec.at.timestamp() * 1000)))
         if spec.after is not None:
             self.delay.setText(_duration_text(spec.after))
         if spec.every is not None:
@@ -281,10 +291,8 @@ class AddTaskDialog(QDialog):
         name = self.name.text().strip()
         if not name:  # an id the engine invents ("echo-1") is no name to find it by
             problems["name"] = "give the task a name"
-        elif name in self.existing:
+        elif name in self.existing:  # any other name is the engine's to judge, spaces too
             problems["name"] = f"a task named “{name}” already exists"
-        elif name and any(c.isspace() for c in name):
-            problems["name"] = "no spaces in a task name"
         target = None
         text = self.target.text().strip()
         if not text:
@@ -327,7 +335,7 @@ class AddTaskDialog(QDialog):
             for i in range(self.deps.count())
             if self.deps.item(i).checkState() == Qt.CheckState.Checked
         )
-        fields = dict(
+        fields: dict[str, Any] = dict(
             id=name,
             action=target,
             priority=self.priority.value(),
@@ -360,7 +368,7 @@ class AddTaskDialog(QDialog):
         now = datetime.now(UTC)
         try:
             if kind == "at":
-                at = self.at.dateTime().toPython().astimezone()
+                at = _aware(self.at.dateTime())
                 if at < now:
                     problems["schedule"] = "this time has passed; it would run at once"
                 return {"at": at}, _times([at], now)
@@ -434,6 +442,11 @@ class AddTaskDialog(QDialog):
         label = self.errors.get(key, self.errors["submit"])
         label.setText(why)
         label.show()
+
+
+def _aware(moment: QDateTime) -> datetime:
+    """A QDateTime (local time) as an aware datetime in the local zone."""
+    return datetime.fromtimestamp(moment.toMSecsSinceEpoch() / 1000).astimezone()
 
 
 def local_zone() -> str:

@@ -14,10 +14,12 @@ from __future__ import annotations
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 
 from PySide6.QtCore import QCoreApplication, QObject, QThread, QTimer, Signal
 
 from taskloom.engine import Event, TaskInfo, TaskState
+from taskloom.engine.run_api import RunInterface
 
 from . import relay
 
@@ -41,7 +43,7 @@ class EarlyEvents:
         self._lock = threading.Lock()
         self._events: deque[Event] = deque(maxlen=limit)  # the log keeps no more
         self.last_seq = 0
-        self._unsubscribe = None
+        self._unsubscribe: Callable[[], object] | None = None
 
     def attach(self, scheduler) -> None:
         self._unsubscribe = scheduler.subscribe(self._on_event)
@@ -101,7 +103,7 @@ class EngineBridge(QObject):
 
     def __init__(
         self,
-        scheduler,
+        scheduler: RunInterface,
         parent: QObject | None = None,
         interval_ms: int = 33,
         max_events: int = 2000,
@@ -126,6 +128,9 @@ class EngineBridge(QObject):
         self.snapshot_seq = -1  # set below; the drain filters on it, the listener never reads it
         self._reread_later: dict[str, None] = {}  # tasks to re-read, over the budget (in order)
         self._counts: dict[TaskState, int] | None = None  # state_counts, until tasks change
+        # Tasks whose attempts a watched run has read since it answered without them:
+        # they go out in the next batch as changed, so that the views ask again.
+        self._attempts_read: set[str] = set()
 
         # Before subscribing: an event may come at once (a worker's, or a watched run's
         # replay on this thread) and post a wake, which does nothing until we are built.
@@ -135,6 +140,7 @@ class EngineBridge(QObject):
         # Subscribe before the snapshot so nothing falls between the two; events
         # the snapshot already covers (seq <= its seq) are dropped.
         self._unsubscribe = scheduler.subscribe(self._on_event)
+        self._stop_attempts = scheduler.on_attempts(self._on_attempts)
         seq, tasks, upcoming = scheduler.snapshot()
         self.snapshot_seq = seq
         # Events before we subscribed (the snapshot covers their effect): for the log.
@@ -178,6 +184,14 @@ class EngineBridge(QObject):
             self._wake_posted = True
         relay.post(self, "_wake")  # once per drain, however many events come
 
+    def _on_attempts(self, task_id: str) -> None:  # a watched run's thread
+        with self._lock:
+            self._attempts_read.add(task_id)
+            if self._wake_posted:
+                return
+            self._wake_posted = True
+        relay.post(self, "_wake")
+
     # -- GUI thread ---------------------------------------------------------------
     def _wake(self) -> None:
         """Events arrived: drain them a moment from now, with whatever else comes."""
@@ -198,9 +212,11 @@ class EngineBridge(QObject):
                 and not self._tail
                 and self._dispatcher_paused is None
                 and not self._reread_later
+                and not self._attempts_read
             ):
                 return
             latest, self._latest = self._latest, {}
+            attempts_read, self._attempts_read = self._attempts_read, set()
             tail = list(self._tail)
             self._tail.clear()
             dispatcher_paused, self._dispatcher_paused = self._dispatcher_paused, None
@@ -229,6 +245,9 @@ class EngineBridge(QObject):
             del later[tid]
             structure = True
             self._reload_with_neighbours(tid, changed, removed)
+        for tid in attempts_read:  # the same task, with more of its attempts known
+            if tid in self.tasks and tid not in changed:
+                changed[tid] = self.tasks[tid]
         if changed or removed:
             self._counts = None
         finished = sum(1 for e in tail if e.kind in FINISH_KINDS)
@@ -344,8 +363,7 @@ class EngineBridge(QObject):
 
     def clock_now(self) -> float:
         """Now on the scheduler's clock (the time base of run_at and event times)."""
-        clock = getattr(self.scheduler, "clock", None)
-        return clock.now() if clock is not None else time.monotonic()
+        return self.scheduler.clock.now()
 
     def clock_to_wall(self, at: float) -> float:
         """A scheduler-clock time as a POSIX timestamp, for display."""
@@ -362,6 +380,7 @@ class EngineBridge(QObject):
             self._early = None
         self._timer.stop()
         self._upcoming_timer.stop()
+        self._stop_attempts()
         if self._unsubscribe is not None:
             self._unsubscribe()
             self._unsubscribe = None

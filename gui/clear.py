@@ -7,48 +7,49 @@ what will run again (``plan``) and asks.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from PySide6.QtCore import QTimer
 from PySide6.QtWidgets import QMessageBox
 
-from taskloom.engine import TaskState
+from taskloom.engine import Action
+from taskloom.engine.run_api import RunInterface
 
 from .fix_task import run_again_text
 
-S = TaskState
+
+def clearable(run: RunInterface, task_id: str) -> bool:
+    """Whether the engine takes ``task_id`` for ``clear`` now (``Action.CLEAR``)."""
+    try:
+        return run.why_not(task_id, Action.CLEAR) is None
+    except KeyError:  # gone since the window last heard of it
+        return False
 
 
-def clearable(info) -> bool:
-    """A settled one-shot task (what ``Scheduler.clear`` accepts)."""
-    return info.state.settled and not info.recurring and info.state is not S.RUNNING
+def plan(run: RunInterface, ids: Iterable[str], downstream: bool) -> list[str]:
+    """The tasks ``clear(ids, downstream)`` would run again (the engine's dry run,
+    ``clear_plan``), of those of ``ids`` it takes now, in the run's order."""
+    roots = [tid for tid in ids if clearable(run, tid)]
+    if not roots:
+        return []
+    try:
+        return run.clear_plan(roots, downstream)
+    except (KeyError, ValueError):  # changed meanwhile
+        return []
 
 
-def plan(tasks: dict, ids, downstream: bool) -> list[str]:
-    """The tasks ``clear(ids, downstream)`` would run again, in the window's order."""
-    chosen = {tid for tid in ids if tid in tasks and clearable(tasks[tid])}
-    if downstream:
-        stack = [d for tid in chosen for d in tasks[tid].dependents]
-        while stack:
-            tid = stack.pop()
-            info = tasks.get(tid)
-            if info is None or tid in chosen or info.recurring:
-                continue
-            if clearable(info):
-                chosen.add(tid)
-            stack.extend(info.dependents)
-    return [tid for tid in tasks if tid in chosen]
-
-
-def why_not(tasks: dict, ids) -> str | None:
-    """Why none of ``ids`` can be cleared now, or None if one can."""
-    infos = [tasks[tid] for tid in ids if tid in tasks]
-    if not infos:
-        return "Select a finished task to run it again"
-    if any(clearable(info) for info in infos):
-        return None
-    info = infos[0]
-    if info.recurring:
-        return f"{info.id} is recurring: use Run now for an extra run"
-    return f"{info.id} is {info.state.name.lower()}: only a finished task can run again"
+def why_not(run: RunInterface, ids: Iterable[str]) -> str | None:
+    """Why none of ``ids`` can be cleared now (the engine's words), or None if one can."""
+    first = None
+    for tid in ids:
+        try:
+            why = run.why_not(tid, Action.CLEAR)
+        except KeyError:
+            continue
+        if why is None:
+            return None
+        first = first or why
+    return first or "Select a finished task to run it again"
 
 
 class ClearQuestion:
@@ -61,9 +62,10 @@ class ClearQuestion:
     def ask(self, ids, downstream: bool, what: str) -> list[str]:
         """Open the question (window-modal, not blocking); returns the plan shown."""
         tasks = self.window.bridge.tasks
-        targets = plan(tasks, ids, downstream)
+        run = self.window.scheduler
+        targets = plan(run, ids, downstream)
         if not targets:
-            self.window._show_message(why_not(tasks, ids) or "Nothing to run again", True)
+            self.window._show_message(why_not(run, ids) or "Nothing to run again", True)
             return []
         count = len(targets)
         states = "\n".join(f"• {tid} ({tasks[tid].state.name.lower()})" for tid in targets)
@@ -87,7 +89,7 @@ class ClearQuestion:
         """After an edit fixed a FAILED task: offer to run it again with the downstream
         it skipped. "Not now" leaves it FAILED (Run again later does the same)."""
         tasks = self.window.bridge.tasks
-        targets = plan(tasks, [task_id], True)
+        targets = plan(self.window.scheduler, [task_id], True)
         if not targets:
             return []
         return self._open(
@@ -131,7 +133,7 @@ class ClearQuestion:
             return
         try:
             cleared = self.window.scheduler.clear(targets)
-        except (ValueError, KeyError, RuntimeError) as exc:  # changed meanwhile
+        except (ValueError, KeyError, RuntimeError) as exc:  # changed meanwhile, or refused
             self.window._show_message(f"Cannot run again: {exc}", True)
             return
         self.window._show_message(f"Running again: {', '.join(cleared)}", False)
@@ -140,10 +142,9 @@ class ClearQuestion:
 def new_run_text(window) -> str:
     """What "As a new run" would do, or "" where the window cannot start one (no store,
     no file, a watched run): the session says so through ``window.new_run_possible``."""
-    if not getattr(window, "new_run_possible", False):
+    if not window.new_run_possible:
         return ""
-    store = getattr(window.scheduler, "store", None)
-    run = getattr(store, "run", None)
+    run = window.scheduler.run
     name = window.document.path.name if window.document.path is not None else "the file"
     this = f"run {run}" if run is not None else "this run"
     following = f"run {run + 1}" if isinstance(run, int) else "a new run"

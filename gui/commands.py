@@ -7,6 +7,8 @@ so a refused edit never enters the undo stack; the first ``redo()`` that
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from PySide6.QtGui import QUndoCommand
 
 ENGINE_REFUSALS = (KeyError, ValueError, TypeError, RuntimeError)
@@ -20,8 +22,10 @@ class _AppliedCommand(QUndoCommand):
     stack, instead of raising inside Qt's event loop.
     """
 
-    report = None  # report(text, is_error); the controller sets it when pushing
-    keep_edges = None  # keep_edges(task, dependents): the file keeps edges this run cannot
+    # report(text, is_error); the controller sets it when pushing
+    report: Callable[[str, bool], object] | None = None
+    # keep_edges(task, dependents): the file keeps edges this run cannot
+    keep_edges: Callable[[str, list[str]], object] | None = None
 
     def __init__(self, text: str):
         super().__init__(text)
@@ -191,11 +195,12 @@ class RemoveTaskCommand(_AppliedCommand):
         if lost:
             if self.keep_edges is not None:  # Save still writes them
                 self.keep_edges(task_id, lost)
-            self.report(
-                f"{', '.join(lost)} already started: they wait for {task_id} again from the "
-                "next run (the file keeps the edge)",
-                True,
-            )
+            if self.report is not None:
+                self.report(
+                    f"{', '.join(lost)} already started: they wait for {task_id} again from the "
+                    "next run (the file keeps the edge)",
+                    True,
+                )
 
 
 class EditTaskCommand(_AppliedCommand):

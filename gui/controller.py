@@ -6,10 +6,13 @@ controller does it, reporting refusals as messages.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from PySide6.QtCore import QObject, Signal
 from PySide6.QtGui import QUndoStack
 
-from taskloom.engine import Action, CycleError, TaskState
+from taskloom.engine import Action, CycleError, InvalidArgument, TaskState
+from taskloom.engine.run_api import RunInterface
 
 from .commands import (
     AddDependencyCommand,
@@ -32,17 +35,19 @@ class Controller(QObject):
     cycleRefused = Signal(list)  # the cycle the refused edge would have closed
     edited = Signal(str, str)  # (task id, what changed): the event log says it
 
-    def __init__(self, scheduler, parent=None):
+    def __init__(self, scheduler: RunInterface, parent=None):
         super().__init__(parent)
         self.scheduler = scheduler
         self.undo_stack = QUndoStack(self)
-        self.keep_edges = None  # the document's: edges the file keeps that this run cannot
+        # the document's: edges the file keeps that this run cannot
+        self.keep_edges: Callable[[str, list[str]], object] | None = None
         # How each task was defined (what undo of a removal, an edit and Save need)
         # is the engine's to tell: Scheduler.definition(task_id).
 
     def _push(self, command) -> None:
         command.report = self.message.emit  # a step that fails later says why
-        for part in [command, *getattr(command, "commands", ())]:
+        parts = command.commands if isinstance(command, AppliedGroup) else []
+        for part in [command, *parts]:
             part.keep_edges = self.keep_edges
         self.undo_stack.push(command)
 
@@ -125,7 +130,7 @@ class Controller(QObject):
     def remove_tasks(self, ids) -> int:
         """Remove tasks (one undo step for all); a running task is refused, with the reason."""
         step = AppliedGroup(f"remove {', '.join(ids)}")
-        dependents = set()
+        dependents: set[str] = set()
         for tid in ids:
             try:
                 dependents.update(self.scheduler.task(tid).dependents)
@@ -160,7 +165,7 @@ class Controller(QObject):
 
     def edit_refusal(self) -> str | None:
         """Why no graph edit is possible at all (a run watched, not owned), or None."""
-        return getattr(self.scheduler, "edit_refusal", None) or None
+        return self.scheduler.edit_refusal or None
 
     def can_edit(self, tid: str) -> str | None:
         """Why ``tid`` cannot be edited now, or None if it can."""
@@ -207,7 +212,8 @@ class Controller(QObject):
             self.cycleRefused.emit(list(exc.path))
             return "deps", f"{' → '.join(exc.path)} would be a cycle"
         except (ValueError, TypeError, KeyError, RuntimeError) as exc:
-            return getattr(exc, "field", None) or "submit", _describe(exc)
+            field = exc.field if isinstance(exc, InvalidArgument) else None
+            return field or "submit", _describe(exc)
         self._push(EditTaskCommand(self.scheduler, old, new))
         changes = describe_changes(old, new)
         self.edited.emit(tid, changes)

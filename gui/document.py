@@ -234,24 +234,29 @@ class WorkflowDocument(QObject):
         """The file's text as saved at ``target``: the text as read, changed only where
         the document changed; a document without one is written afresh."""
         base = target.resolve().parent
+        workflow = self.workflow
+        if workflow is None:
+            raise ValueError("the document has no workflow to write yet")
         if self.source_text is None:
-            return dumps(self.workflow, base)
-        return update_text(self.source_text, self.workflow, base)
+            return dumps(workflow, base)
+        return update_text(self.source_text, workflow, base)
 
     def save(self, path=None) -> tuple[Path, list[str]]:
         """Write the document to ``path`` (default: its own file) atomically; returns
         (the path, tasks left out). ``ValueError``/``OSError`` leave the file as it was."""
-        if path is None and self.path is None:
-            raise ValueError("save: the workflow has no file yet: use Save As")
-        if self.workflow is None and path is not None:
-            self.workflow = Workflow(name=Path(path).stem, workers=self.scheduler.workers)
-        left_out = self.sync()
         target = Path(path) if path is not None else self.path
+        if target is None:
+            raise ValueError("save: the workflow has no file yet: use Save As")
+        if self.workflow is None:
+            self.workflow = Workflow(name=target.stem, workers=self.scheduler.workers)
+        left_out = self.sync()
+        workflow = self.workflow
         self._rebase_folders(target.resolve().parent)
         text = self.text_for(target)
         write_atomically(target, text)
-        moved = self.path is None or target.resolve() != self.path.resolve()
-        self.workflow.path = target
+        old = self.path
+        moved = old is None or target.resolve() != old.resolve()
+        workflow.path = target
         self.source_text = text
         self.undo_stack.setClean()
         if moved:

@@ -43,7 +43,8 @@ def event_label(event: Event) -> str:
     """The event column's text: the state's glyph and name, or a short label."""
     if event.kind in SHORT_LABELS:
         return SHORT_LABELS[event.kind]
-    glyph = STATE_GLYPHS.get(event.state, "") if _is_state(event) else "•"
+    state = event.state
+    glyph = STATE_GLYPHS.get(state, "") if state is not None and _is_state(event) else "•"
     return f"{glyph} {kind_label(event.kind)}"
 
 
@@ -179,7 +180,9 @@ class EventFilter(QSortFilterProxyModel):
     def filterAcceptsRow(self, row: int, parent) -> bool:
         if not self.task_text and not self.kind:
             return True
-        event = self.sourceModel().events[row]
+        model = self.sourceModel()
+        assert isinstance(model, EventLogModel)
+        event = model.events[row]
         if self.kind and event.kind != self.kind:
             return False
         return not self.task_text or self.task_text in event.task_id.lower()

@@ -133,7 +133,7 @@ class ForecastView:
         owner alive; then whether anything is left to do."""
         if not getattr(self.window, "started", True):
             return False
-        if not getattr(self.window.scheduler, "owner_alive", True):
+        if not self.window.scheduler.owner_alive:
             return False
         counts = self.window.bridge.state_counts()
         return any(counts[s] for s in (*WAITING, TaskState.RUNNING))
@@ -153,9 +153,9 @@ class ForecastView:
         wait = None
         if self._running():
             wait = 1.0
-        elif self.live is not None and self.live.forecast.finish is not None:
+        elif self.live is not None and (finish := self.live.forecast.finish) is not None:
             f = self.live.forecast
-            p50 = f.finish_p50 if f.finish_p50 is not None else f.finish
+            p50 = f.finish_p50 if f.finish_p50 is not None else finish
             left = (f.at(p50) - datetime.now().astimezone()).total_seconds()
             if left > 0:
                 wait = (left % 60) + 0.05 if left >= 3600 else (left % 1) + 0.05
@@ -172,7 +172,7 @@ class ForecastView:
 
     # -- answers ----------------------------------------------------------------------
     def show(self, live: Live | None) -> None:
-        if not getattr(self.window.scheduler, "owner_alive", True):
+        if not self.window.scheduler.owner_alive:
             live = None  # a watched run whose owner died: nothing runs it, nothing to tell
         self.live = live
         self.show_eta()
@@ -202,9 +202,9 @@ class ForecastView:
         live = self.live if getattr(self.window, "started", True) else None
         now = datetime.now().astimezone()
         text, tip = eta_texts(live, now, bool(getattr(self.window, "dispatcher_paused", False)))
-        if live is not None and live.forecast.finish is not None and text:
+        if live is not None and (finish := live.forecast.finish) is not None and text:
             f = live.forecast
-            p50 = f.finish_p50 if f.finish_p50 is not None else f.finish
+            p50 = f.finish_p50 if f.finish_p50 is not None else finish
             if f.at(p50) <= now:  # overdue: a forecast from now says how far
                 self.forecaster.request()
         self.eta.setText(text)
@@ -232,22 +232,23 @@ class ForecastView:
         """Each waiting task's expected start, just under its card (on the card it hid
         the recurring and paused marks)."""
         scene = self.window.scene
-        starts = self.live.forecast.starts if self.live is not None and not self.hidden else {}
+        live = self.live if not self.hidden else None
+        starts = live.forecast.starts if live is not None else {}
         wanted: dict[str, str] = {}
         now = datetime.now().astimezone()
         for tid, info in scene.tasks.items():
-            if len(wanted) >= BADGE_LIMIT:
+            if len(wanted) >= BADGE_LIMIT or live is None:
                 break
             if info.state in WAITING and tid in starts and tid in scene.nodes:
-                wanted[tid] = "≈ " + clock_text(self.live.forecast.at(starts[tid]), now)[-8:]
+                wanted[tid] = "≈ " + clock_text(live.forecast.at(starts[tid]), now)[-8:]
         for tid in list(self.badges):
-            badge = self.badges[tid]
-            if not shiboken6.isValid(badge):  # its card was rebuilt (a filter, a group)
+            old = self.badges[tid]
+            if not shiboken6.isValid(old):  # its card was rebuilt (a filter, a group)
                 del self.badges[tid]
             elif tid not in wanted or tid not in scene.nodes:
                 del self.badges[tid]
-                if badge.scene() is not None:
-                    badge.scene().removeItem(badge)
+                if old.scene() is not None:
+                    old.scene().removeItem(old)
         for tid, text in wanted.items():
             badge = self.badges.get(tid)
             node = scene.nodes[tid]

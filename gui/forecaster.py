@@ -31,6 +31,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from itertools import count
@@ -162,8 +163,8 @@ class Forecaster(QObject):
         self.store = store_of(scheduler)
         # Called on the GUI thread when a forecast starts: {task: expected seconds},
         # and how far ahead the views want to see (seconds).
-        self.expected = expected or (lambda: {})
-        self.horizon = horizon or (lambda: MIN_HORIZON)
+        self.expected: Callable[[], dict[str, float]] = expected or (lambda: {})
+        self.horizon: Callable[[], float] = horizon or (lambda: MIN_HORIZON)
         # Whether time alone changes the forecast (something waits or runs): the
         # periodic refresh skips a run that is over.
         self.active = active or (lambda: True)
@@ -190,8 +191,13 @@ class Forecaster(QObject):
         # Armed after each answer, as often as time changes the forecast (_pace).
         self._periodic = QTimer(self)
         self._periodic.setSingleShot(True)
-        self._periodic.timeout.connect(lambda: self.active() and self.request())
+        self._periodic.timeout.connect(self._periodic_refresh)
         relay.install()  # answers come back through it (a closed window may be gone)
+
+    def _periodic_refresh(self) -> None:
+        """The periodic refresh: a new forecast while time alone changes it."""
+        if self.active():
+            self.request()
 
     def forget_definitions(self) -> None:
         """Tasks were added, removed or edited: copy their definitions afresh."""

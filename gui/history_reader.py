@@ -129,6 +129,7 @@ class HistoryReader(QObject):
     # -- the worker thread -------------------------------------------------------------
     def _run(self, rid: int, kind: str, args: tuple) -> None:
         key = args[0] if kind == ATTEMPTS else None
+        answer: object
         try:
             if kind == ATTEMPTS:
                 answer = stored_attempts(self.store, *args)

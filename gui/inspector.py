@@ -11,6 +11,7 @@ the read answers ("loading earlier runs…" until then).
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 
 from PySide6.QtCore import Qt, QTimer, QUrl, Signal
 from PySide6.QtGui import QColor, QDesktopServices, QFont, QPalette
@@ -33,6 +34,7 @@ from PySide6.QtWidgets import (
 )
 
 from taskloom.engine import Attempt, Outcome, TaskInfo, TaskState
+from taskloom.engine.durations import format_duration
 
 from .duration_trend import DurationTrend
 from .live_output import LogTail
@@ -100,7 +102,8 @@ class Inspector(QWidget):
             form.addRow(key.capitalize() + ("?" if key == "why not" else ""), label)
         # (definition, base folder) of the task as the workflow file says, or None:
         # the window sets it; a live definition that differs is flagged.
-        self.file_definition = None
+        # tid -> (the file's definition, its folder) or None; the window's
+        self.file_definition: Callable[[str], tuple | None] | None = None
         self.dispatcher_paused = lambda: False  # the window's
         self.attempt_list = QTreeWidget()
         self.attempt_list.setObjectName("attempts")
@@ -227,7 +230,8 @@ class Inspector(QWidget):
 
     # A past run shown read-only (the window's): info -> (the task as that run left
     # it, the run's number), or None while the live run is shown.
-    past_info = None
+    # the task as a past run shown left it, with that run's number, or None: the window's
+    past_info: Callable[[TaskInfo], tuple[TaskInfo, int] | None] | None = None
 
     def refresh(self) -> None:
         info = self.bridge.tasks.get(self.task_id) if self.task_id else None
@@ -310,7 +314,7 @@ class Inspector(QWidget):
         self.fields["error"].setText(info.error or "—")
 
     def _retry_at(self, tid: str) -> float | None:
-        for entry in getattr(self.bridge, "upcoming", ()):
+        for entry in self.bridge.upcoming:
             if entry.task_id == tid and entry.kind == "retry":
                 return entry.run_at
         return None
@@ -320,15 +324,22 @@ class Inspector(QWidget):
         scheduler = self.bridge.scheduler
         now = self.bridge.clock_now()
         retry_at = self._retry_at(info.id)
+        pool_wait = None
+        if info.state is TaskState.READY:
+            try:
+                pool_wait = scheduler.pool_wait(info.id)
+            except (KeyError, RuntimeError):
+                pass
         self.fields["why not"].setText(
             why_not_running(
                 info,
                 self.bridge.tasks,
                 dispatcher_paused=bool(self.dispatcher_paused()),
                 clock_now=now,
-                busy=getattr(scheduler, "busy", None),
-                workers=getattr(scheduler, "workers", None),
+                busy=scheduler.busy,
+                workers=scheduler.workers,
                 retry_at=retry_at,
+                pool_wait=pool_wait,
             )
             or "—"
         )
@@ -372,10 +383,11 @@ class Inspector(QWidget):
             self._show_note("earlier runs unavailable")
             return
         if self._asked is None or self._asked[1] != tid:
-            run = self.store.run
-            known = {(run, a.number) for a in self.bridge.attempts(tid)}
+            reader, store = self.reader, self.store
+            assert reader is not None and store is not None  # _wants_history() said so
+            known = {(store.run, a.number) for a in self.bridge.attempts(tid)}
             offset = wall_offset(self.bridge.scheduler.clock)
-            rid = self.reader.request_attempts(tid, known, EARLIER_KEPT, offset)
+            rid = reader.request_attempts(tid, known, EARLIER_KEPT, offset)
             if not rid:  # the reader stopped with the session: this run only
                 self._show_note("")
                 return
@@ -452,7 +464,9 @@ class Inspector(QWidget):
                 select = index
         if attempts:
             row = select if select is not None else len(attempts) - 1
-            self.attempt_list.setCurrentItem(self.attempt_list.topLevelItem(row))
+            current = self.attempt_list.topLevelItem(row)
+            if current is not None:
+                self.attempt_list.setCurrentItem(current)
         else:
             self.output.clear()
 
@@ -485,11 +499,33 @@ class Inspector(QWidget):
             details.append(f"worker: {attempt.worker}")
         if attempt.log_path:
             details.append(f"log: {attempt.log_path}")
+        details += self._jitter_and_outputs(attempt)
         if details:
             parts.append("\n".join(details))
         self.output.setPlainText(
             "\n\n".join(parts) or f"attempt {attempt.number}: {attempt.outcome}"
         )
+
+    def _jitter_and_outputs(self, attempt: Attempt) -> list[str]:
+        """The attempt's jitter delay, and the outputs its success gave (the latest)."""
+        scheduler, tid = self.bridge.scheduler, self.task_id
+        lines: list[str] = []
+        if tid is None or (attempt.run is not None and self.store is not None
+                           and attempt.run != self.store.run):  # fmt: skip
+            return lines
+        try:
+            delay = scheduler.jitter_delays(tid).get(attempt.number)
+            succeeded = [a for a in self._attempts if a.outcome == Outcome.SUCCEEDED]
+            latest = bool(succeeded) and succeeded[-1] is attempt
+            outputs = scheduler.outputs(tid) if latest else None
+        except (KeyError, RuntimeError):  # gone, or the run has ended
+            return lines
+        if delay is not None:
+            lines.append(f"jitter: started {format_duration(round(delay, 3))} after its time")
+        if outputs:
+            shown = ", ".join(f"{k}={v}" for k, v in outputs.items())
+            lines.append(f"outputs: {shown}")
+        return lines
 
     # -- a running attempt's output, live ----------------------------------------
     def _show_live(self, attempt: Attempt) -> bool:

@@ -7,7 +7,7 @@ so the legend never forces the window wider than the screen.
 from __future__ import annotations
 
 from PySide6.QtCore import QPoint, QRect, QSize, Qt
-from PySide6.QtWidgets import QLabel, QLayout, QSizePolicy, QWidget
+from PySide6.QtWidgets import QLabel, QLayout, QLayoutItem, QSizePolicy, QWidget
 
 from taskloom.engine import TaskState
 
@@ -29,7 +29,7 @@ class FlowLayout(QLayout):
 
     def __init__(self, parent=None, spacing: int = 6):
         super().__init__(parent)
-        self._items = []
+        self._items: list[QLayoutItem] = []
         self.setSpacing(spacing)
 
     def addItem(self, item) -> None:
@@ -108,6 +108,7 @@ class Legend(QWidget):
     def full_width(self) -> int:
         """The width the legend needs on one line with every label written out."""
         layout = self.layout()
+        assert layout is not None  # set in __init__
         margins = layout.contentsMargins()
         chips = [
             chip.fontMetrics().horizontalAdvance(self._text(s, False)) + CHIP_PADDING

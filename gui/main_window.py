@@ -21,6 +21,7 @@ from PySide6.QtCore import (
 )
 from PySide6.QtGui import QAction, QGuiApplication, QKeySequence
 from PySide6.QtWidgets import (
+    QBoxLayout,
     QCompleter,
     QDockWidget,
     QFileDialog,
@@ -29,11 +30,13 @@ from PySide6.QtWidgets import (
     QMenu,
     QMessageBox,
     QSizePolicy,
+    QToolButton,
     QVBoxLayout,
     QWidget,
 )
 
 from taskloom.engine import Action, Outcome, TaskState
+from taskloom.engine.run_api import RunInterface
 
 from .accessibility import GraphDescription, label_window
 from .app_settings import user_settings
@@ -71,10 +74,13 @@ class MainWindow(QMainWindow):
     newRunRequested = Signal()  # Run again as a new run: the session starts it
     newRequested = Signal()  # File > New: an empty workflow
     startRequested = Signal()  # Start: the owner of the run starts its schedule
+    # Made in __init__ after the lambdas that use them (for the checker):
+    timeline: Timeline
+    act_pause_all: QAction
 
     def __init__(
         self,
-        scheduler,
+        scheduler: RunInterface,
         parent=None,
         settings: QSettings | None = None,
         title: str = "",
@@ -137,7 +143,7 @@ class MainWindow(QMainWindow):
         self.pause_bar = PauseBar(lambda: self.act_pause_all.setChecked(False))
         central_layout.addWidget(self.pause_bar)
         # A past run opened read-only from the Runs view (past_run.py).
-        self.past_run = None
+        self.past_run: PastRun | None = None
         self._past_request = 0
         self._past_actions: dict = {}  # action -> (enabled, tip, status tip) before
         self.past_run_bar = PastRunBar(self.back_to_live)
@@ -153,7 +159,9 @@ class MainWindow(QMainWindow):
         from .run_header import RunHeader
 
         self.run_header = RunHeader(self)
-        self.filter_bar.layout().addWidget(self.run_header, 2)
+        row = self.filter_bar.layout()
+        assert isinstance(row, QBoxLayout)  # FilterBar's row
+        row.addWidget(self.run_header, 2)
         central_layout.addWidget(self.graph_view, 1)
         self.setCentralWidget(central)
 
@@ -169,6 +177,7 @@ class MainWindow(QMainWindow):
         self.timeline.attach_history(scheduler, self.history_reader)
         self.timeline.later_occurrences = lambda entries: later_occurrences(scheduler, entries)
         self.timeline.recurrence_text = self._recurrence_text
+        self.timeline.jitter_of = self._jitter_of
         self.event_log = EventLog(self._clock_text)
         self.inspector_dock = self._dock(
             "Inspector", self.inspector, Qt.DockWidgetArea.RightDockWidgetArea
@@ -469,13 +478,13 @@ class MainWindow(QMainWindow):
             self.act_undo,
             self.act_redo,
         ):
-            bar.widgetForAction(action).setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonIconOnly)
+            _icon_only(bar.widgetForAction(action))
         spacer = QWidget()
         spacer.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Preferred)
         bar.addWidget(spacer)
         for action in (self.act_relayout, self.act_zoom_out, self.act_zoom_in, self.act_fit):
             bar.addAction(action)
-            bar.widgetForAction(action).setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonIconOnly)
+            _icon_only(bar.widgetForAction(action))
         self.search = QLineEdit()
         self.search.setObjectName("search")
         self.search.setPlaceholderText("Find task (Ctrl+F)")
@@ -649,11 +658,7 @@ class MainWindow(QMainWindow):
 
     # -- a past run, read-only ----------------------------------------------------------
     def live_run_id(self) -> int | None:
-        run = getattr(self.scheduler, "run", None)  # a watched run says it itself
-        if not isinstance(run, int):
-            store = getattr(self.scheduler, "store", None)
-            run = getattr(store, "run", None) if store is not None else None
-        return run if isinstance(run, int) else None
+        return self.scheduler.run
 
     def open_past_run(self, run: int) -> None:
         """Show stored run ``run`` read-only (read off the GUI thread); the live run's
@@ -690,6 +695,8 @@ class MainWindow(QMainWindow):
     def _colour_past_run(self) -> None:
         """The graph's cards as the past run left them (its last attempts)."""
         past = self.past_run
+        if past is None:
+            return
         tasks = self.document.tasks
         states = {tid: past.state_of(tid) for tid in tasks}
         # A task that did not run after an upstream that failed was skipped.
@@ -792,14 +799,21 @@ class MainWindow(QMainWindow):
         if change is not None and change.changed:
             self.timeline.forget_recurrence(change.changed)
 
+    def _jitter_of(self, tid: str) -> float | None:
+        """A task's jitter (seconds), for its window on the timeline; None without."""
+        try:
+            return self.scheduler.definition(tid).jitter
+        except (KeyError, RuntimeError):
+            return None
+
     def _recurrence_text(self, tid: str) -> str | None:
         """ "every 10 s" or the cron expression: a recurring task's band on the timeline."""
         try:
             definition = self.scheduler.definition(tid)
-        except (KeyError, RuntimeError, AttributeError):
+        except (KeyError, RuntimeError):
             return None
         kind = definition.schedule_kind
-        if kind == "every":
+        if kind == "every" and definition.every is not None:
             mode = " after each end" if str(definition.mode) == "fixed_delay" else ""
             return f"every {short_duration(definition.every)}{mode}"
         if kind == "cron":
@@ -901,9 +915,10 @@ class MainWindow(QMainWindow):
 
     def _on_selection(self, ids: list) -> None:
         self.selected = list(ids)
-        last = self.past_run.last(ids[0]) if self.past_run is not None and ids else None
-        if last is not None:  # that run's attempt, from the store
-            self.inspector.choose_attempt(ids[0], self.past_run.run, last.number)
+        past = self.past_run
+        last = past.last(ids[0]) if past is not None and ids else None
+        if past is not None and last is not None:  # that run's attempt, from the store
+            self.inspector.choose_attempt(ids[0], past.run, last.number)
         else:
             self.inspector.show_task(ids[0] if ids else None)
         self._pace_inspector()
@@ -959,9 +974,9 @@ class MainWindow(QMainWindow):
             action.setToolTip(refusal)
 
     def _update_run_again(self, ids, allowed) -> None:
-        """Run again follows the tasks' states; Retry and Run now the engine's answer,
-        and each says why when it cannot act."""
-        why = why_not(self.bridge.tasks, ids)
+        """Run again, Retry and Run now follow the engine's answer, and each says why
+        (the engine's words) when it cannot act."""
+        why = why_not(self.scheduler, ids)
         for action, tip in (
             (self.act_clear, "Run the selected finished tasks again in this run (Clear)"),
             (self.act_clear_downstream, "Run them and everything after them again (Clear)"),
@@ -969,8 +984,9 @@ class MainWindow(QMainWindow):
             action.setEnabled(why is None)
             action.setStatusTip(why or tip)
             action.setToolTip(why or tip)
+        tasks = self.bridge.tasks  # only a settled task can be cleared: ask about those
         self.act_clear_all.setEnabled(
-            any(why_not(self.bridge.tasks, [t]) is None for t in self.bridge.tasks)
+            any(why_not(self.scheduler, [t]) is None for t in tasks if tasks[t].state.settled)
         )
         for action, kind, tip in (
             (self.act_retry, Action.RETRY, "Run the selected failed, skipped or cancelled tasks"),
@@ -983,13 +999,10 @@ class MainWindow(QMainWindow):
     def _why_not_action(self, ids, kind) -> str:
         if not ids:
             return "Select a task first"
-        info = self.document.tasks[ids[0]]
-        state = info.state.name.lower()
-        if kind is Action.RETRY:
-            if info.state in (S.SKIPPED,):
-                return f"{info.id} was skipped because an upstream task failed: retry that one"
-            return f"{info.id} is {state}: only a failed, skipped or cancelled task can be retried"
-        return f"{info.id} is {state}: nothing waits for a time that Run now could bring forward"
+        try:
+            return self.scheduler.why_not(ids[0], kind) or ""
+        except KeyError:  # gone since the window last heard of it
+            return f"{ids[0]} is gone"
 
     def _update_retry_failed(self) -> None:
         self.act_retry_failed.setEnabled(
@@ -1224,9 +1237,11 @@ class MainWindow(QMainWindow):
         folder = path.resolve().parent if path is not None else Path.cwd()
         stem = path.stem if path is not None else self.document.name
         start = str(folder / f"{stem}-copy.toml")
-        path, _ = QFileDialog.getSaveFileName(self, "Save workflow as", start, "Workflows (*.toml)")
-        if path:
-            self.save_workflow(path)
+        chosen, _ = QFileDialog.getSaveFileName(
+            self, "Save workflow as", start, "Workflows (*.toml)"
+        )
+        if chosen:
+            self.save_workflow(chosen)
 
     # -- the workflow file ---------------------------------------------------------------
     @property
@@ -1293,9 +1308,10 @@ class MainWindow(QMainWindow):
         self._show_message(f"{Path(path).name} has {len(problems)} problem(s): see Problems", True)
 
     def _jump_to_problem(self, task: str) -> None:
-        path = self.document.path
-        same_file = path is not None and self.problems.path is not None
-        same_file = same_file and Path(self.problems.path).resolve() == path.resolve()
+        path, shown = self.document.path, self.problems.path
+        same_file = (
+            path is not None and shown is not None and Path(shown).resolve() == path.resolve()
+        )
         if same_file and task in self.bridge.tasks:
             self.select_tasks([task], centre=True)
             return
@@ -1377,3 +1393,8 @@ class MainWindow(QMainWindow):
         self.forecast_view.close()  # it reads the store's durations too
         if self.history_reader is not None:
             self.history_reader.close()
+
+
+def _icon_only(button: QWidget | None) -> None:
+    if isinstance(button, QToolButton):  # a toolbar's button for an action
+        button.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonIconOnly)

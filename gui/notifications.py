@@ -11,6 +11,8 @@ message selects the task it was about. Both can be turned off in Preferences.
 
 from __future__ import annotations
 
+from typing import Protocol
+
 from PySide6.QtCore import QObject, QTimer, Signal
 from PySide6.QtWidgets import QMenu, QSystemTrayIcon
 
@@ -29,6 +31,12 @@ def setting_on(settings, key: str) -> bool:
     """On unless turned off: QSettings gives "false" back as a string from a file."""
     value = settings.value(key, True)
     return value not in (False, "false", "0", 0)
+
+
+class Notifier(Protocol):
+    """What tells people (``TrayNotifier``, ``FreedesktopNotifier``, a test's)."""
+
+    def notify(self, title: str, text: str, error: bool, task: str | None = None) -> object: ...
 
 
 class TrayNotifier:
@@ -51,6 +59,11 @@ class TrayNotifier:
         self.tray.showMessage(title, text, kind, MESSAGE_MS)
         if self._shown_for_message:
             self._hide.start(MESSAGE_MS + 1000)
+
+    @property
+    def shown_for_message(self) -> bool:
+        """The tray shows only for a message (it hides again afterwards)."""
+        return self._shown_for_message
 
     def stop_hiding(self) -> None:
         """The tray is wanted for its own sake now: keep it."""
@@ -88,8 +101,8 @@ class RunNotices(QObject):
         if notifier is None:
             bus = find_session_bus()
             notifier = FreedesktopNotifier(bus, self) if bus else TrayNotifier(self.tray)
-        self.notifier = notifier
-        if hasattr(notifier, "clicked"):  # it knows which message was clicked
+        self.notifier: Notifier = notifier
+        if isinstance(notifier, FreedesktopNotifier):  # it knows which message was clicked
             notifier.clicked.connect(self._on_clicked)
         self.last_task: str | None = None
         self._states = {tid: info.state for tid, info in window.bridge.tasks.items()}
@@ -194,7 +207,7 @@ class RunNotices(QObject):
     def owns_schedules(self) -> bool:
         """The window runs (owns, and has started) a run with recurring tasks."""
         window = self.window
-        if not window.started or not getattr(window, "owns_run", True):
+        if not window.started or not window.owns_run:
             return False
         return self._recurring
 
@@ -205,10 +218,12 @@ class RunNotices(QObject):
             if isinstance(self.notifier, TrayNotifier):
                 self.notifier.stop_hiding()
             self.tray.show()
-        elif self.tray.isVisible() and not getattr(self.notifier, "_shown_for_message", False):
+        elif self.tray.isVisible() and not (
+            isinstance(self.notifier, TrayNotifier) and self.notifier.shown_for_message
+        ):
             self.tray.hide()
 
     def close(self) -> None:
         self.tray.hide()
-        if hasattr(self.notifier, "close"):
+        if isinstance(self.notifier, FreedesktopNotifier):
             self.notifier.close()

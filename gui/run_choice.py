@@ -7,7 +7,7 @@ and changed, by the definitions' fingerprints.
 
 from __future__ import annotations
 
-from PySide6.QtWidgets import QMessageBox
+from PySide6.QtWidgets import QMessageBox, QPushButton
 
 RESUME_LABEL = "Resume the stored run"
 NEW_RUN_LABEL = "Apply the file: start a new run"
@@ -30,10 +30,17 @@ def describe(differences) -> list[str]:
     return lines
 
 
-def run_choice_box(parent, name: str, differences) -> QMessageBox:
+class RunChoiceBox(QMessageBox):
+    """The question, with its two answers' buttons (``resume`` None when it cannot)."""
+
+    resume: QPushButton | None = None
+    new_run: QPushButton | None = None
+
+
+def run_choice_box(parent, name: str, differences) -> RunChoiceBox:
     """The question, not yet shown: its buttons are ``box.resume`` (None when the run
     cannot be resumed) and ``box.new_run``."""
-    box = QMessageBox(parent)
+    box = RunChoiceBox(parent)
     box.setObjectName("run_choice")
     box.setIcon(QMessageBox.Icon.Question)
     box.setWindowTitle("Taskloom: the file differs from its unfinished run")
@@ -51,7 +58,6 @@ def run_choice_box(parent, name: str, differences) -> QMessageBox:
         info = "Tasks the file removed cannot be resumed: a new run starts from the file."
     box.setInformativeText(info + "\n\n" + "\n".join("• " + line for line in lines))
     box.setDetailedText("\n".join(lines))
-    box.resume = None
     if differences.resumable:
         box.resume = box.addButton(RESUME_LABEL, QMessageBox.ButtonRole.AcceptRole)
     box.new_run = box.addButton(NEW_RUN_LABEL, QMessageBox.ButtonRole.DestructiveRole)

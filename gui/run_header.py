@@ -124,7 +124,7 @@ class RunHeader(QLabel):
         counts = w.bridge.state_counts()  # kept per batch by the bridge
         paused = bool(w.dispatcher_paused)
         eta = w.forecast_view.eta.text() if w.forecast_view.eta.isVisible() else ""
-        owner_alive = getattr(w.scheduler, "owner_alive", True)
+        owner_alive = w.scheduler.owner_alive
         key = (tuple(counts.values()), len(tasks), started, paused, eta, owner_alive)
         if key == self._key:
             return  # nothing the text says has changed
@@ -136,10 +136,7 @@ class RunHeader(QLabel):
                 self.finished_at = time.time()
         else:
             self.finished_at = None
-        run = getattr(w.scheduler, "run", None)  # a watched run says it itself
-        if not isinstance(run, int):
-            store = getattr(w.scheduler, "store", None)
-            run = getattr(store, "run", None) if store is not None else None
+        run = w.scheduler.run
         text = header_text(
             run,
             tasks,

@@ -12,14 +12,18 @@ from __future__ import annotations
 
 import inspect
 import time
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from taskloom.engine import Attempt
 
+if TYPE_CHECKING:
+    from taskloom.engine.run_api import RunInterface
+    from taskloom.engine.store import SQLiteStore
 
-def store_of(scheduler):
-    """The scheduler's store, or None (a scheduler without one, or an older engine)."""
-    return getattr(scheduler, "store", None)
+
+def store_of(scheduler: RunInterface) -> SQLiteStore | None:
+    """The run's store, or None (a scheduler without one)."""
+    return scheduler.store
 
 
 def wall_offset(clock) -> float:
@@ -107,7 +111,7 @@ class WindowHistory:
 
     @property
     def run(self) -> int | None:
-        return getattr(self.store, "run", None)
+        return None if self.store is None else self.store.run
 
     def needs_read(self, t0: float, t1: float, news: bool = True) -> bool:
         """Whether the window [t0, t1] is to be read; ``news``: whether attempts may

@@ -70,9 +70,9 @@ class RunSummary(QLabel):
         self.linkActivated.connect(self.taskActivated)
 
     def refresh(self) -> None:
-        self.setText(self.render())
+        self.setText(self.summary_html())
 
-    def render(self) -> str:
+    def summary_html(self) -> str:
         tasks = self.bridge.tasks
         palette = self.palette()
         link = link_colours(palette)[0].name()

@@ -38,12 +38,12 @@ class StatusPanel:
         running = counts[TaskState.RUNNING]
         # A RUNNING task whose code returned waits for its success to reach the disk:
         # say so, rather than show more tasks running than there are workers.
-        busy = getattr(self.bridge.scheduler, "busy", None)
+        busy = self.bridge.scheduler.busy
         busy = running if busy is None else min(busy, running)
         parts = []
         window = self.counts.palette().color(QPalette.ColorRole.Window)
         gone = 0
-        if not getattr(self.bridge.scheduler, "owner_alive", True):  # a watched run, orphaned
+        if not self.bridge.scheduler.owner_alive:  # a watched run, orphaned
             gone = sum(1 for info in self.bridge.tasks.values() if owner_gone(info))
         for state in TaskState:
             n = busy if state is TaskState.RUNNING else counts[state]
@@ -67,7 +67,7 @@ class StatusPanel:
             else ""
         )
         self.rate.setText(f"{self.bridge.throughput():.1f} runs/s")
-        workers = getattr(self.bridge.scheduler, "workers", None)
+        workers = self.bridge.scheduler.workers
         self.busy.setText(
             f"workers {min(busy, workers)}/{workers} busy" if workers else f"{busy} running"
         )

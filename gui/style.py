@@ -66,7 +66,7 @@ def state_words(info) -> tuple[str, str]:
 
 # Attempt outcomes reuse the state colours so bars and nodes agree. Keyed by
 # Outcome, a StrEnum: a stored outcome's plain string finds its colour too.
-OUTCOME_COLOURS: dict[Outcome, str] = {
+OUTCOME_COLOURS: dict[str, str] = {  # by Outcome, a str
     Outcome.RUNNING: STATE_COLOURS[S.RUNNING],
     Outcome.SUCCEEDED: STATE_COLOURS[S.SUCCEEDED],
     Outcome.FAILED: STATE_COLOURS[S.FAILED],
@@ -164,8 +164,9 @@ def readable_on(colour: QColor, background: QColor, minimum: float = 4.5) -> QCo
             break
         result = result.lighter(125) if towards_light else result.darker(125)
         if towards_light and result.value() == 255:  # lighter() stops at full value
-            h, s, v, a = result.getHsv()
-            result = QColor.fromHsv(h, max(0, s - 20), v, a)
+            result = QColor.fromHsv(
+                result.hsvHue(), max(0, result.hsvSaturation() - 20), 255, result.alpha()
+            )
     return result
 
 

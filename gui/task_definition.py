@@ -103,6 +103,10 @@ def definition_rows(definition, info=None, retry_at=None, clock_now: float = 0.0
     }
     if definition.recurring:
         rows["trigger"] += f" (overlap {definition.overlap}, misfire {definition.misfire})"
+    if getattr(definition, "jitter", None):
+        rows["trigger"] += f"; starts up to {format_duration(definition.jitter)} late (jitter)"
+    if getattr(definition, "pool", None):
+        rows["rule"] += f"; counts against pool {definition.pool}"
     return rows
 
 
@@ -131,8 +135,10 @@ def why_not_running(
     busy: int | None = None,
     workers: int | None = None,
     retry_at: float | None = None,
+    pool_wait: str | None = None,
 ) -> str:
-    """Why ``info``'s task is not running now, in words ("" while it runs)."""
+    """Why ``info``'s task is not running now, in words ("" while it runs).
+    ``pool_wait``: what it waits for when its pool's slots are taken (``[pools]``)."""
     state = info.state
     if state is S.RUNNING:
         return ""
@@ -150,6 +156,8 @@ def why_not_running(
     if state is S.READY:
         if dispatcher_paused:
             return "ready, but the dispatcher is paused: Resume all lets it start"
+        if pool_wait:
+            return f"ready, {pool_wait}"
         if busy is not None and workers:
             return f"ready, waiting for a worker ({busy}/{workers} busy)"
         return "ready, waiting for a worker"

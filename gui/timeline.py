@@ -23,6 +23,7 @@ from __future__ import annotations
 import math
 import time
 from collections import deque
+from collections.abc import Callable
 
 from PySide6.QtCore import QPointF, QRectF, QSize, Qt, QTimer, Signal
 from PySide6.QtGui import (
@@ -48,7 +49,7 @@ from .style import ENTRY_COLOURS, OUTCOME_COLOURS, RECURRING_MARK
 LANE_HEIGHT = 24
 LABEL_WIDTH = 130
 AXIS_HEIGHT = 24
-SPANS = (10.0, 20.0, 30.0, 60.0, 150.0, 300.0, 600.0, 1800.0, 3600.0)
+SPANS: tuple[float, ...] = (10.0, 20.0, 30.0, 60.0, 150.0, 300.0, 600.0, 1800.0, 3600.0)
 SPANS += (3 * 3600.0, 6 * 3600.0, 12 * 3600.0, 86400.0, 2 * 86400.0)
 NOW_AT = 0.2  # where now sits while following, as a fraction of the width
 # View > Look ahead: the next hour, day or week after now (the forecast fills it).
@@ -115,6 +116,16 @@ class TimelineModel:
         self.forecast_reach: float | None = None
         self.forecast_filling = False
         self.forecast_end_note = ""
+        # Tasks with jitter: tid -> its most delay (s), or None; read once per task. An
+        # upcoming entry of one is drawn as the window it may start in, not a point.
+        self.jitter: dict[str, float | None] = {}
+
+    def jitter_window(self, tid: str) -> tuple[float, float] | None:
+        """(earliest, latest) start of the task's next upcoming entry, if it has jitter."""
+        jitter, entries = self.jitter.get(tid), self.entries.get(tid)
+        if not jitter or not entries:
+            return None
+        return entries[0].run_at, entries[0].run_at + jitter
 
     def visible_lanes(self) -> list[str]:
         if self.by_worker:
@@ -284,11 +295,11 @@ class TimelineModel:
                             (event.task_id, bar)
                         )
             elif event.outcome is not None:  # the engine says this event ended an attempt
-                bars = self.bars.get(event.task_id)
-                if not bars:
+                known = self.bars.get(event.task_id)
+                if not known:
                     continue
-                own = [bar for bar in bars if bar[3] == event.attempt]
-                bar = own[-1] if own else bars[-1]
+                own = [bar for bar in known if bar[3] == event.attempt]
+                bar = own[-1] if own else known[-1]
                 if bar[1] is None:
                     bar[1] = event.at
                     bar[2] = event.outcome
@@ -335,7 +346,7 @@ class TimelineCanvas(QWidget):
         """Seconds ahead of now shown while following."""
         return self.span * (1 - NOW_AT)
 
-    def window(self, now: float | None = None) -> tuple[float, float]:
+    def window(self, now: float | None = None) -> tuple[float, float]:  # type: ignore[override]  # not Qt's window()
         """(left, right) of the visible window on the scheduler clock."""
         now = self.clock_now() if now is None else now
         if not self.following:
@@ -729,11 +740,19 @@ class TimelineCanvas(QWidget):
             beyond = x > right
             x = min(x, right - 6)
             colour = QColor(ENTRY_COLOURS.get(entry.kind, "#888888"))
+            jitter = self.model.jitter.get(tid) if entry.kind != "retry" else None
+            if jitter:  # the window it may start in (jitter): a faint span after the marker
+                span = QColor(colour)
+                span.setAlpha(70)
+                end = min(self.x_of(entry.run_at + jitter, now), right)
+                painter.fillRect(QRectF(x, mid - 5, max(2.0, end - x), 10), span)
             painter.setBrush(colour)
             painter.setPen(QPen(LATE_COLOUR if late else colour.darker(150), 2 if late else 1))
             painter.drawPath(_marker(entry.kind, x, mid))
             delay = entry.run_at - now
             when = f"late by {-delay:.1f} s" if late else f"in {delay:.1f} s"
+            if jitter:
+                when += f", starts within {_short(jitter)} after (jitter)"
             what = entry.kind
             if entry.kind == "retry":
                 attempt = self.model.attempts_next.get(tid, 0)
@@ -930,7 +949,7 @@ class TimelineAxis(QWidget):
         faint.setAlpha(170)
         painter.setPen(faint)
         taken = list(taken)
-        for run, start in run_starts_in(canvas.model, *window, with_runs=True):
+        for run, start in run_starts_in(canvas.model, window[0], window[1], with_runs=True):
             x = canvas.x_of(start, now) - 2
             label = f"run {run}"
             width = metrics.horizontalAdvance(label) + 4
@@ -978,16 +997,16 @@ class Timeline(QWidget):
         self.model = TimelineModel(attempts_of)
         self.canvas = TimelineCanvas(self.model, clock_now)
         self.axis = TimelineAxis(self.canvas)
-        self.scroll = QScrollArea()
-        self.scroll.setWidget(self.canvas)
-        self.scroll.setWidgetResizable(True)
-        self.scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
-        self.scroll.setFrameShape(QScrollArea.Shape.NoFrame)
+        self.scroll_area = QScrollArea()
+        self.scroll_area.setWidget(self.canvas)
+        self.scroll_area.setWidgetResizable(True)
+        self.scroll_area.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.scroll_area.setFrameShape(QScrollArea.Shape.NoFrame)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(4, 0, 4, 4)
         layout.setSpacing(0)
         layout.addWidget(self.axis)
-        layout.addWidget(self.scroll)
+        layout.addWidget(self.scroll_area)
         self.canvas.taskClicked.connect(self.taskClicked)
         # Right-click (and View > Timeline lanes by worker) switches the lanes.
         self.by_worker_action = QAction("Lanes by worker", self)
@@ -1085,7 +1104,7 @@ class Timeline(QWidget):
             canvas.update()
             self.axis.update()
         wait = self._next_move(now)
-        if read_later:
+        if read_later and history is not None:
             wait = min(wait, history.min_interval)
         if wait < math.inf and not self._timer.isActive():
             self._timer.start(max(MIN_TICK_MS, min(int(wait * 1000), MAX_TICK_MS)))
@@ -1184,9 +1203,11 @@ class Timeline(QWidget):
         self.canvas.update_height()
         self._touch()
 
-    later_occurrences = None  # entries -> recurring tasks' occurrences after the next
+    # entries -> recurring tasks' occurrences after the next
+    later_occurrences: Callable[[list[Entry]], list[Entry]] | None = None
     _recurring_ids: set[str]  # tasks known to recur (their labels are read again)
-    recurrence_text = None  # tid -> "every 10 s" (or its cron), None if not recurring
+    # tid -> "every 10 s" (or its cron), None if not recurring
+    recurrence_text: Callable[[str], str | None] | None = None
 
     def _label_recurring(self, tasks) -> None:
         """Each recurring task's band label, read once per task (again after
@@ -1203,9 +1224,16 @@ class Timeline(QWidget):
                 if text:
                     labels[tid] = text
 
+    jitter_of: Callable[[str], float | None] | None = None  # tid -> its jitter (seconds)
+
     def set_upcoming(self, entries) -> None:
         self._touch()
         self.model.set_upcoming(entries)
+        if self.jitter_of is not None:
+            known = self.model.jitter
+            for tid in self.model.entries:
+                if tid not in known:
+                    known[tid] = self.jitter_of(tid)
         later: dict[str, list] = {}
         if self.later_occurrences is not None:
             for entry in self.later_occurrences(entries):
@@ -1223,6 +1251,11 @@ class Timeline(QWidget):
 
     def forget_recurrence(self, ids=None) -> None:
         """Definitions changed (of ``ids``; None: any): their labels are read again."""
+        if ids is None:
+            self.model.jitter.clear()  # read again with the entries
+        else:
+            for tid in ids:
+                self.model.jitter.pop(tid, None)
         ids = set(self._recurring_ids if ids is None else ids) & self._recurring_ids
         for tid in ids:
             self.model.recurring.pop(tid, None)
@@ -1309,7 +1342,7 @@ class Timeline(QWidget):
         lanes = self.canvas.model.visible_lanes()
         row = lanes.index(tid) if tid in lanes else None
         if row is not None:
-            self.scroll.ensureVisible(0, row * LANE_HEIGHT + LANE_HEIGHT // 2, 0, LANE_HEIGHT)
+            self.scroll_area.ensureVisible(0, row * LANE_HEIGHT + LANE_HEIGHT // 2, 0, LANE_HEIGHT)
         self.canvas.update()
 
     def set_span(self, seconds: float) -> None:

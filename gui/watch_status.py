@@ -58,7 +58,8 @@ class WatchStatus(QWidget):
         """Show the owner's answers; notice when it stopped."""
         for _rid, action, tid, status, text in self.run.take_answers():
             error = status != "done"
-            prefix = "The owner refused: " if status == "refused" else "Owner: "
+            prefixes = {"refused": "The owner refused: ", "failed": "Not sent: "}
+            prefix = prefixes.get(status, "Owner: ")
             self.window_.statusBar().showMessage(
                 ("⚠ " if error else "") + prefix + (text or f"{action} {tid}"),
                 8000 if error else 3000,
@@ -68,7 +69,7 @@ class WatchStatus(QWidget):
         if not self.run.owner_alive:
             self.stopped()
         else:
-            answering = getattr(self.run, "owner_answering", True)
+            answering = self.run.owner_answering
             if answering != self._answering:  # its heartbeat stopped, or came back
                 self._answering = answering
                 owner = self.run.owner
@@ -78,7 +79,7 @@ class WatchStatus(QWidget):
                     if answering
                     else f"⏸ {who} is not answering (stopped or frozen): requests wait for it"
                 )
-        awaited = getattr(self.run, "awaiting_answers", True)
+        awaited = self.run.awaiting_answers
         self._timer.setInterval(CHECK_MS if awaited else IDLE_CHECK_MS)
 
     def stopped(self) -> None:

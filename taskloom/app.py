@@ -27,7 +27,9 @@ import os
 import sys
 import tempfile
 import threading
+from collections.abc import Callable
 from pathlib import Path
+from typing import cast
 
 from PySide6.QtCore import QEvent, QObject
 
@@ -239,6 +241,7 @@ class WorkflowSession:
         options = dict(workers=workers, log_dir=log_dir, executor=self.executor)
         options["listeners"] = [self._early.listener]
         if self.db_path is None:
+            options["pools"] = self.workflow.pools
             from taskloom.engine import Scheduler
 
             scheduler = Scheduler(**options)
@@ -339,6 +342,8 @@ class WorkflowSession:
 
         env = dict(os.environ)
         env.pop("TASKLOOM_OWNER", None)
+        if self.db_path is None:
+            raise RuntimeError("a run without a store cannot be handed to another process")
         log_dir = self.log_dir or self.db_path.parent
         log_dir.mkdir(parents=True, exist_ok=True)
         argv = [sys.executable, "-m", "taskloom", "run", str(self.workflow.path)]
@@ -430,7 +435,8 @@ class Sessions:
         self.db = None if db is None else Path(db)
         self.fresh = fresh
         self.start = start
-        self.opened = []  # called with each workflow file opened (recent files)
+        # called with each workflow file opened (recent files)
+        self.opened: list[Callable[[Path], object]] = []
         self.data_dir = data_dir
         self.current: WorkflowSession | None = None
         self.closing: list[WorkflowSession] = []  # replaced sessions still stopping
@@ -448,8 +454,9 @@ class Sessions:
                 raise
             self.current.window.show_problems(path, exc.problems)
             return False
-        first = self.current is None
-        if not first and not self.current.window.close_question.may_close():
+        current = self.current
+        first = current is None
+        if current is not None and not current.window.close_question.may_close():
             return False  # unsaved edits or running tasks the person keeps
         db_path, log_dir = store_paths(workflow, self.db if first else None, self.data_dir)
         return self._open(workflow, path, db_path, log_dir, fresh=self.fresh and first)
@@ -750,7 +757,7 @@ def _graph_drawn(sessions, then) -> bool:
 
 
 def run_window(
-    path: str | None,
+    path: str | Path | None,
     screenshot: str | None = None,
     quit_after: float | None = None,
     db: str | Path | None = None,
@@ -784,7 +791,7 @@ def run_window(
 
     from taskloom.gui.app_settings import APP_NAME, DISPLAY_NAME, user_settings
 
-    app = QApplication.instance() or QApplication(sys.argv[:1])
+    app = cast(QApplication, QApplication.instance() or QApplication(sys.argv[:1]))
     app.setApplicationName(APP_NAME)
     app.setOrganizationName(APP_NAME)
     app.setApplicationDisplayName(DISPLAY_NAME)
@@ -877,8 +884,7 @@ def _open_and_run(
             return  # asked again once the graph is drawn
         if screenshot:
             shown = launcher.page if sessions.current is None else sessions.current.window
-            picture = shown.grab()
-            if not picture.save(str(screenshot)):
+            if shown is None or not shown.grab().save(str(screenshot)):
                 print(f"cannot write screenshot {screenshot}", file=sys.stderr)
                 code["value"] = 1
         _close_without_asking(app)

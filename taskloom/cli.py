@@ -34,9 +34,14 @@ import os
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import taskloom
+
+if TYPE_CHECKING:
+    from taskloom.engine import TaskState
 
 # Exit codes (README, "Exit codes"): a script can tell a failed task from a bad file,
 # an interrupt, and a workflow that another process is running right now.
@@ -118,7 +123,7 @@ class _VersionAction(argparse.Action):
         kwargs.setdefault("help", "show program's version number and exit")
         super().__init__(option_strings, dest=dest, default=argparse.SUPPRESS, nargs=0, **kwargs)
 
-    def __call__(self, parser, namespace, values, option_string=None):
+    def __call__(self, parser, _namespace, _values, _option_string=None):
         print(f"taskloom {_version()}")  # to stdout, as argparse's own "version" action
         parser.exit()
 
@@ -739,7 +744,7 @@ def _run_workflow(args, stop_signals: StopSignals) -> int:
             return EXIT_INVALID
         # A store of its own: a task run neither resumes nor disturbs the workflow's run.
         db_path = args.db or db_path.with_name(db_path.stem + ".tasks.db")
-    params = None
+    params: dict[str, str] | None = None
     if args.params:
         params = {}
         for key, value in args.params:
@@ -812,7 +817,7 @@ def _run_workflow(args, stop_signals: StopSignals) -> int:
 
     # Subscribed before the engine starts, so that neither misses an event; the
     # monitor holds its lines until the report exists, and the feed's thread starts
-    # once the first commands have (docs/design.md 7, "Quick to answer").
+    # once the first commands have (docs/cli.md 7, "Quick to answer").
     feed = FeedWriter(scheduler, opened.store)  # for windows that watch this run
     monitor = RunMonitor(workflow, counted_tasks(workflow))
     scheduler.subscribe(monitor.on_event)
@@ -1087,11 +1092,12 @@ class RunMonitor:
         self.workflow = workflow
         self.counted = set(counted)
         self.recurring = len(counted) < len(workflow.tasks)
-        self.states: dict[str, object] = {}  # task id -> TaskState
+        self.states: dict[str, TaskState] = {}
         self.errors: dict[str, str] = {}
         self.started = time.monotonic()
         self.listeners: list = []
-        self.on_output_lost = None  # called when a listener cannot write any more
+        # called when a listener cannot write any more
+        self.on_output_lost: Callable[[], None] | None = None
         # Events (with their elapsed time) held for the listeners until ``release()``:
         # the engine starts before the report is set up.
         self._held: list | None = []
@@ -1334,7 +1340,7 @@ class LiveReport:
         self.console.print(text, style="bold")
 
     def render(self):
-        from rich.console import Group
+        from rich.console import Group, RenderableType
         from rich.progress_bar import ProgressBar
         from rich.table import Table
         from rich.text import Text
@@ -1355,7 +1361,7 @@ class LiveReport:
         for state in monitor.states.values():
             counts[state.value] = counts.get(state.value, 0) + 1
         states = Text("  ".join(f"{name} {n}" for name, n in sorted(counts.items())))
-        parts = [header, states]
+        parts: list[RenderableType] = [header, states]
         try:
             upcoming = self.scheduler.upcoming(5)
             now = self.scheduler.clock.now()

@@ -50,7 +50,7 @@ def notify(
     if not address:
         raise NotifyError("no session bus (DBUS_SESSION_BUS_ADDRESS is not set)")
     hints = {"urgency": ("y", URGENCY.get(urgency, 1))}
-    args = (app_name, 0, icon, summary, body, [], hints, expire_ms)
+    args: tuple = (app_name, 0, icon, summary, body, [], hints, expire_ms)
     with Connection(address, timeout) as bus:
         bus.call(*BUS, "Hello", "", ())
         reply = bus.call(SERVICE, PATH, SERVICE, "Notify", "susssasa{sv}i", args)

@@ -73,9 +73,12 @@ def render_text(workflow, result: Forecast, model: DurationModel, source: str) -
     runs = sorted((r for r in result.runs if not r.replay), key=lambda r: (r.start, r.task_id))
     lines += ["", f"{'start':<20} {'end':<20} {'took':>11}  task"]
     for r in runs[:RUN_LINES]:
+        task = workflow.tasks.get(r.task_id)
+        jitter = getattr(task, "jitter", None)  # a window: it may start up to this later
         lines.append(
             f"{_clock(result, r.start):<20} {_clock(result, r.end):<20} "
             f"{_span(r.end - r.start):>11}  {r.task_id}"
+            + (f" (may start up to {_span(jitter)} later: jitter)" if jitter else "")
         )
     if len(runs) > RUN_LINES:
         lines.append(f"... {len(runs) - RUN_LINES} more runs (--json lists them all)")

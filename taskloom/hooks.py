@@ -195,7 +195,7 @@ class HookRunner:
                 notify_desktop(payload, self.settings.timeout)
 
     def run_number(self) -> int | None:
-        return getattr(self.store, "run", None)
+        return None if self.store is None else self.store.run
 
     def task_payload(self, kind: str, event) -> dict:
         tid = event.task_id

@@ -9,11 +9,15 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from taskloom.engine.store import StoreBusy
 from taskloom.engine.workflow import WorkflowError
 
 from .app import OPEN_ERRORS, Sessions, _show_busy
+
+if TYPE_CHECKING:
+    from taskloom.gui.start_page import StartPage
 
 log = logging.getLogger(__name__)
 
@@ -28,7 +32,7 @@ class Launcher:
         self.recent = RecentFiles(settings)
         self.sessions = Sessions(settings, db=db, fresh=fresh, data_dir=data_dir, start=False)
         self.sessions.opened.append(self._opened)
-        self.page = None
+        self.page: StartPage | None = None
 
     def _opened(self, path) -> None:
         """Remember ``path``, and list the recent files in the window now showing."""
@@ -40,11 +44,11 @@ class Launcher:
     def show_start_page(self):
         from taskloom.gui.start_page import StartPage, bundled_examples
 
-        self.page = StartPage(self.recent.files(), bundled_examples(), self.recent.last())
-        self.page.openRequested.connect(self.open)
-        self.page.newRequested.connect(self.new)
-        self.page.show()
-        return self.page
+        page = self.page = StartPage(self.recent.files(), bundled_examples(), self.recent.last())
+        page.openRequested.connect(self.open)
+        page.newRequested.connect(self.new)
+        page.show()
+        return page
 
     def open(self, path) -> bool:
         """Open ``path`` in the window (waiting for Start); the start page goes once

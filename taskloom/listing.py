@@ -12,8 +12,12 @@ import json
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from taskloom import plan
+
+if TYPE_CHECKING:
+    from taskloom.engine.workflow_model import Problem
 
 JSON_VERSION = 1
 EXIT_OK, EXIT_INVALID = 0, 2
@@ -113,7 +117,7 @@ def next_fires(workflow, count: int, as_json: bool, now: datetime | None = None)
 
 
 # ---------------------------------------------------------------------- validate, history
-def located(path: Path, problems) -> list[tuple[object, str]]:
+def located(path: Path, problems) -> list[tuple[Problem, str]]:
     """(problem, its line of text) for each problem, each with a line and column
     (``workflow_text.locate_problems``): "flow.toml:4:1: tasks.a.prioity: unknown key
     (did you mean 'priority'?)"."""

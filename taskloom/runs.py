@@ -33,6 +33,11 @@ import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from taskloom.engine import Scheduler
+    from taskloom.engine.store import SQLiteStore
 
 DEFINITIONS_KEY = "definitions"  # store meta: {task id: fingerprint} of the run's file
 PARAMS_KEY = "params"  # store meta: {KEY: value} given with --param, kept for a resume
@@ -53,8 +58,8 @@ def default_db_path(workflow) -> Path:
 
 @dataclass
 class OpenedRun:
-    scheduler: object
-    store: object
+    scheduler: Scheduler
+    store: SQLiteStore
     resumed: bool
     note: str
     changed: tuple[str, ...] = ()  # tasks redefined from the file on resume
@@ -200,6 +205,8 @@ def _open(
 ) -> OpenedRun:
     from taskloom.engine import Scheduler
 
+    if workflow.pools:  # shared limits: the file's [pools]
+        scheduler_kwargs = {"pools": workflow.pools, **scheduler_kwargs}
     records = {rec["id"]: rec for rec in store.load_tasks()}
     in_file = workflow.fingerprints()
     missing = set(in_file) - set(records)  # a kill while the run was being set up

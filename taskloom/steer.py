@@ -26,8 +26,15 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from taskloom import human
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from taskloom.engine._store.lock import Owner
+    from taskloom.engine.run_api import RunInterface
 
 EXIT_OK, EXIT_REFUSED, EXIT_INVALID, EXIT_BUSY = 0, 1, 2, 75
 JSON_VERSION = 1
@@ -106,7 +113,7 @@ class RunView:
     file: str
     store: str
     run: int
-    owner: object | None  # _store.lock.Owner
+    owner: Owner | None
     live: bool
     paused: bool
     tasks: list[TaskView]
@@ -116,12 +123,27 @@ class RunView:
     # With no owner: each task it left running, and what its command's supervisor says
     # (still running, or its end: the next start adopts it), else it runs again.
     left_running: list[dict] = field(default_factory=list)  # task, outcome, started
+    # Shared limits that hold ready tasks back: pool, busy, limit, waiting task ids.
+    pool_waits: list[dict] = field(default_factory=list)
 
     def counts(self) -> dict[str, int]:
         counts: dict[str, int] = {}
         for task in self.tasks:
             counts[task.state] = counts.get(task.state, 0) + 1
         return counts
+
+
+def pool_waits(workflow, states: dict[str, str]) -> list[dict]:
+    """The file's pools whose every slot is taken while some of their tasks are ready:
+    ``{"pool", "busy", "limit", "waiting"}`` each (``states``: task id -> state)."""
+    found = []
+    for name, limit in getattr(workflow, "pools", {}).items():
+        members = [tid for tid, task in workflow.tasks.items() if task.pool == name]
+        busy = sum(states.get(tid) == "running" for tid in members)
+        waiting = [tid for tid in members if states.get(tid) == "ready"]
+        if waiting and busy >= limit:
+            found.append({"pool": name, "busy": busy, "limit": limit, "waiting": waiting})
+    return found
 
 
 def _zones(workflow) -> dict[str, str | None]:
@@ -208,7 +230,7 @@ def _stored_view(workflow, db_path: Path, reader) -> RunView:
     upcoming = sorted(
         ({"task": t.id, "at": t.next, "kind": "recurring" if t.recurring else t.state}
          for t in tasks if t.next is not None),
-        key=lambda e: e["at"],
+        key=_at,
     )  # fmt: skip
     left_running = []
     for task in tasks:
@@ -289,6 +311,7 @@ def status(args) -> int:
         return EXIT_INVALID
     finally:
         reader.close()
+    view.pool_waits = pool_waits(workflow, {t.id: t.state for t in view.tasks})
     now = time.time()
     if args.json:
         _dump(_view_json(view, now))
@@ -345,6 +368,7 @@ def _view_json(view: RunView, now: float) -> dict:
             for r in view.running
         ],
         "failures": [{**f, "ended": human.iso(f["ended"])} for f in view.failures],
+        "pool_waits": view.pool_waits,
         "next": [
             {
                 "task": e["task"],
@@ -355,6 +379,10 @@ def _view_json(view: RunView, now: float) -> dict:
             for e in view.upcoming
         ],  # fmt: skip
     }
+
+
+def _at(entry: dict[str, Any]) -> float:
+    return entry["at"]
 
 
 def _view_lines(view: RunView, zones: dict, now: float) -> list[str]:
@@ -401,6 +429,11 @@ def _view_lines(view: RunView, zones: dict, now: float) -> list[str]:
                 "was running when its owner stopped (runs again at the next start): "
                 + ", ".join(again)
             )
+    for wait in view.pool_waits:
+        lines.append(
+            f"waiting for pool {wait['pool']}: {wait['busy']} of {wait['limit']} busy: "
+            + ", ".join(wait["waiting"])
+        )
     if view.failures:
         lines.append("recent failures:")
         for f in view.failures:
@@ -611,30 +644,77 @@ def _steer_stored(args, workflow, db_path: Path, action: str, tasks: list[str]) 
             if refusal is not None:
                 _fail(refusal)
                 return EXIT_REFUSED
-        done = []
-        for name, tid in requests:
-            done.append(_apply(scheduler, name, tid))
+        ended = _end_adopted_commands(scheduler, requests)
+        done = [(tid, _apply(scheduler, name, tid)) for name, tid in requests]
+        if ended:
+            _wait_settled(scheduler, ended)
     except (ValueError, KeyError, StoreError) as exc:
         _fail(f"taskloom {word}: {exc}")
         return EXIT_INVALID
     finally:
         try:
             if scheduler is not None:
-                scheduler.shutdown(wait=True)
+                scheduler.shutdown(wait=True, hand_over=True)
         finally:
             store.close()
-    for text in done:
+    for tid, text in done:
+        if tid in ended:
+            _say(
+                f"{word}: {text} in the stored run {store.run}: its command was ended "
+                "(it ran on under the supervisor of an owner that had stopped)",
+                args.quiet,
+            )
+            continue
         _say(f"{word}: {text} in the stored run {store.run} (no process runs "
              f"{workflow.name} now; the next 'taskloom run {args.file}' carries it out)",
              args.quiet)  # fmt: skip
     return EXIT_OK
 
 
-def _apply(scheduler, action: str, tid: str) -> str:
+def _end_adopted_commands(scheduler, requests) -> set[str]:
+    """Cancelling a task whose command still runs under the supervisor of a stopped
+    owner must end that command now, and record it cancelled, or the next start would
+    adopt it and record its success. This process owns the store for the moment:
+    start the scheduler paused (nothing new starts) so that the adopted commands' ends
+    are followed; ``shutdown(hand_over=True)`` leaves the others to the next owner."""
+    adopted = set(scheduler.adopted_tasks())
+    ended = {tid for name, tid in requests if name == "cancel" and tid in adopted}
+    if ended:
+        scheduler.pause()
+        scheduler.start()
+    return ended
+
+
+def _wait_settled(scheduler, tasks: set[str], timeout: float = 30.0) -> None:
+    """Until each of ``tasks`` has settled (its ended command recorded), or ``timeout``."""
+    import threading
+
+    settled = threading.Event()
+
+    def check(_event=None) -> None:
+        if all(scheduler.task(tid).state.settled for tid in tasks):
+            settled.set()
+
+    unsubscribe = scheduler.subscribe(check)
+    try:
+        check()
+        settled.wait(timeout)
+    finally:
+        unsubscribe()
+
+
+def _apply(scheduler: RunInterface, action: str, tid: str) -> str:
     if action in ("clear", "clear_downstream"):
         cleared = scheduler.clear(tid, downstream=action == "clear_downstream")
         return "cleared " + ", ".join(cleared)
-    getattr(scheduler, action)(tid)
+    steer: dict[str, Callable[[str], object]] = {
+        "cancel": scheduler.cancel,
+        "retry": scheduler.retry,
+        "run_now": scheduler.run_now,
+        "pause": scheduler.pause,
+        "resume": scheduler.resume,
+    }
+    steer[action](tid)
     return _done_text(action, tid)
 
 

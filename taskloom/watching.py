@@ -31,7 +31,8 @@ class WatchSession:
         self.workflow = workflow
         self.db_path = Path(db_path)
         self.store = None
-        self.scheduler = WatchedRun(self.db_path, name=workflow.name)
+        # The window never waits for the store: attempts come from the watcher's thread.
+        self.scheduler = WatchedRun(self.db_path, name=workflow.name, answer_from_memory=True)
         self.scheduler.definitions = dict(workflow.tasks)  # Save writes the file's tasks back
         self._stopped = False
         try:

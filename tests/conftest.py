@@ -7,8 +7,14 @@ the next one.
 
 from __future__ import annotations
 
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
 import threading
 from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
 
 import pytest
 
@@ -266,3 +272,169 @@ def recorder():
 def private_data_dir(tmp_path_factory, monkeypatch):
     """Run stores (``taskloom run``, the window) go to a fresh dir per test."""
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path_factory.mktemp("xdg-data")))
+
+
+# -- Nothing outside the temporary folders -------------------------------------------------
+#
+# HOME and the XDG folders point into the session's temp dir for the whole run (the
+# processes tests start inherit them): the command logs of a run without a log folder
+# (<user cache>/taskloom/logs), the run stores, the window's settings, zsh's
+# completion dump all land there. An audit hook watches this process's own writes
+# (files opened for writing, folders made, SQLite files opened) and fails the test
+# that wrote outside the temp folders; at the end the repository's tree must be as
+# it was (the processes tests start write only where they are told).
+
+REPO = Path(__file__).resolve().parent.parent
+_TEMP = os.path.realpath(tempfile.gettempdir())
+_home = Path()
+_outside: list[str] = []  # paths this process wrote outside the temp folders
+
+
+def _written_outside(path) -> str | None:
+    if isinstance(path, int):
+        return None
+    if isinstance(path, os.PathLike):
+        path = os.fspath(path)
+    if isinstance(path, bytes):
+        path = os.fsdecode(path)
+    if not isinstance(path, str) or not path or path.startswith(("file:", ":memory:")):
+        return None
+    full = os.path.realpath(path)
+    if full == os.devnull or full.startswith(("/dev/", "/proc/")):
+        return None
+    if full == _TEMP or full.startswith(_TEMP + os.sep):
+        return None
+    if f"{os.sep}__pycache__{os.sep}" in full:  # Python's own byte-code cache
+        return None
+    if f"{os.sep}.pytest_cache{os.sep}" in full:  # pytest's own (and its plugins')
+        return None
+    return full
+
+
+def _audit(event: str, args: tuple) -> None:
+    if event == "open":
+        path, mode, flags = args
+        writing = (mode is not None and any(c in mode for c in "wax+")) or (
+            mode is None and flags & (os.O_WRONLY | os.O_RDWR | os.O_CREAT)
+        )
+        found = _written_outside(path) if writing else None
+    elif event in ("os.remove", "os.rmdir", "os.mkdir", "os.rename"):
+        # (path, [mode,] dir_fd): a path relative to a folder's fd (shutil.rmtree
+        # walks so) was checked when that folder was opened
+        dir_fd = {"os.mkdir": 2, "os.rename": 2}.get(event, 1)
+        found = _written_outside(args[0]) if args[dir_fd] is None else None
+    elif event in ("shutil.rmtree", "sqlite3.connect"):
+        found = _written_outside(args[0])
+    else:
+        return
+    if found is not None:
+        _outside.append(f"{event}: {found}")
+
+
+def _repo_changes() -> set[str]:
+    """The repository's untracked files (ignored ones too, but not the virtualenv,
+    byte-code and tool caches the run itself makes)."""
+    try:
+        out = subprocess.run(
+            ["git", "status", "--porcelain", "--ignored", "--untracked-files=all"],
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            check=False,
+        ).stdout
+    except OSError:  # no git: nothing to compare
+        return set()
+    skip = (".venv/", ".pytest_cache/", ".mypy_cache/", ".ruff_cache/", ".hypothesis/")
+    return {  # new files only: a tracked file edited while the tests run is someone's work
+        line
+        for line in out.splitlines()
+        if line[:2] in ("??", "!!")
+        and not line[3:].startswith(skip)
+        and "__pycache__/" not in line
+        and ".egg-info/" not in line
+    }
+
+
+_saved_environ: dict[str, str] = {}
+_repo_before: set[str] = set()
+
+
+def pytest_configure(config):
+    """Before any test module is imported (some copy ``os.environ`` at import): the
+    session's own HOME and XDG folders in a temp folder; the pip configuration of the
+    real home is kept (the wheel builds read it)."""
+    global _home
+    _saved_environ.update(os.environ)
+    _home = Path(tempfile.mkdtemp(prefix="taskloom-tests-home-"))
+    real_home = Path.home()
+    pip_config = [real_home / ".config/pip/pip.conf", real_home / ".pip/pip.conf"]
+    found = [path for path in pip_config if path.is_file()]
+    if found and "PIP_CONFIG_FILE" not in os.environ:
+        os.environ["PIP_CONFIG_FILE"] = str(found[0])
+    os.environ["HOME"] = str(_home)
+    for name, sub in (
+        ("XDG_CACHE_HOME", ".cache"),
+        ("XDG_CONFIG_HOME", ".config"),
+        ("XDG_DATA_HOME", ".local/share"),
+        ("XDG_STATE_HOME", ".local/state"),
+        ("XDG_RUNTIME_DIR", "runtime"),
+    ):
+        folder = _home / sub
+        folder.mkdir(mode=0o700, parents=True)
+        os.environ[name] = str(folder)
+    _repo_before.update(_repo_changes())
+
+
+def pytest_unconfigure(config):
+    os.environ.clear()
+    os.environ.update(_saved_environ)
+    shutil.rmtree(_home, ignore_errors=True)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def nothing_written_outside_temp():
+    """At the end: the repository's tree as it was, and no write outside the temp
+    folders between tests."""
+    yield
+    changed = _repo_changes() - _repo_before
+    assert not changed, f"the tests wrote into the repository: {sorted(changed)}"
+    assert not _outside, f"written outside the temporary folders between tests: {_outside}"
+
+
+sys.addaudithook(_audit)
+
+
+@pytest.fixture(scope="session")
+def source_tree(tmp_path_factory) -> Path:
+    """A copy of the repository's working tree (no virtualenv, caches or git) for the
+    tests that build a wheel or an sdist: the builds write ``build/`` and
+    ``*.egg-info`` beside the sources, and must not into the repository."""
+    copy = tmp_path_factory.mktemp("source") / "taskloom"
+    shutil.copytree(
+        REPO,
+        copy,
+        ignore=shutil.ignore_patterns(
+            ".git", ".venv", "build", "dist", "*.egg-info", "__pycache__", ".*_cache", ".hypothesis"
+        ),
+    )
+    return copy
+
+
+# Hypothesis: the same examples every run, and no example database in the repository.
+try:
+    from hypothesis import settings as _hypothesis_settings
+except ImportError:  # pragma: no cover
+    pass
+else:
+    _hypothesis_settings.register_profile("taskloom", derandomize=True, database=None)
+    _hypothesis_settings.load_profile("taskloom")
+
+
+@pytest.fixture(autouse=True)
+def writes_stay_in_temp():
+    """Fails a test that wrote outside the temp folders (this process's writes)."""
+    found, _outside[:] = list(_outside), []
+    assert not found, f"written outside the temporary folders before this test: {found}"
+    yield
+    found, _outside[:] = list(_outside), []
+    assert not found, f"the test wrote outside its temporary folders: {found}"

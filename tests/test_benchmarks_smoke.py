@@ -36,6 +36,7 @@ SYSTEMS = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(30)
 def test_quick_run_reports_every_workload_for_every_system(tmp_path):
     proc = subprocess.run(
@@ -69,6 +70,7 @@ def test_quick_run_reports_every_workload_for_every_system(tmp_path):
     assert "Machine:" in table
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(120)
 def test_the_watch_benchmark_runs_every_configuration_and_measures_the_lag(tmp_path):
     proc = subprocess.run(

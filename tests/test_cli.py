@@ -103,6 +103,7 @@ def test_run_a_syntax_error_exits_2(tmp_path):
     assert f"{path}:1:" in result.stderr
 
 
+@pytest.mark.slow
 def test_run_etl_succeeds():
     result = taskloom("run", EXAMPLES / "etl.toml")
     assert result.returncode == 0, result.stdout + result.stderr
@@ -115,6 +116,7 @@ def test_run_etl_succeeds():
     assert finished.index("load") > max(finished.index("clean_a"), finished.index("clean_b"))
 
 
+@pytest.mark.slow
 def test_run_flaky_exits_1_with_a_retried_success_and_a_skip():
     result = taskloom("run", EXAMPLES / "flaky.toml")
     assert result.returncode == 1, result.stdout + result.stderr
@@ -126,6 +128,7 @@ def test_run_flaky_exits_1_with_a_retried_success_and_a_skip():
     assert "FAILED broken" in out
 
 
+@pytest.mark.slow
 def test_run_recurring_for_a_while_exits_0():
     result = taskloom("run", EXAMPLES / "recurring.toml", "--for", "5s")
     assert result.returncode == 0, result.stdout + result.stderr
@@ -144,6 +147,7 @@ def test_for_stops_an_unfinished_workflow_and_exits_1(tmp_path):
     assert "flow: 1 ready" in result.stdout
 
 
+@pytest.mark.slow
 def test_next_run_resumes_an_interrupted_one_and_then_starts_afresh(tmp_path):
     marker = tmp_path / "first-done"
     path = write(
@@ -173,6 +177,7 @@ def test_next_run_resumes_an_interrupted_one_and_then_starts_afresh(tmp_path):
     assert marker.exists()
 
 
+@pytest.mark.slow
 def test_run_with_processes_executor(tmp_path):
     path = write(
         tmp_path,
@@ -352,6 +357,7 @@ def test_run_and_validate_never_import_qt():
     assert result.returncode == 0, result.stderr
 
 
+@pytest.mark.slow
 def test_window_takes_a_screenshot(tmp_path):
     picture = tmp_path / "window.png"
     env = {**ENV, "QT_QPA_PLATFORM": "offscreen"}
@@ -419,6 +425,7 @@ def test_a_second_run_of_a_running_workflow_is_refused_and_the_first_is_untouche
     assert "WorkerLost" not in out and "lost" not in out
 
 
+@pytest.mark.slow
 def test_workflows_with_one_name_in_two_folders_keep_separate_stores(tmp_path):
     one, two = tmp_path / "one", tmp_path / "two"
     for folder, word in ((one, "one"), (two, "two")):
@@ -456,6 +463,7 @@ def test_a_closed_output_pipe_ends_the_run_promptly(tmp_path):
 @pytest.mark.parametrize(
     "signals", [["SIGHUP"], ["SIGQUIT"], ["SIGINT", "SIGINT", "SIGINT"]], ids="+".join
 )
+@pytest.mark.slow
 def test_stop_signals_end_every_command_and_leave_the_run_resumable(tmp_path, signals):
     fifo = tmp_path / "announce"
     os.mkfifo(fifo)
@@ -486,6 +494,7 @@ def test_stop_signals_end_every_command_and_leave_the_run_resumable(tmp_path, si
     assert "resuming the unfinished run" in resumed.stdout
 
 
+@pytest.mark.slow
 def test_a_resumed_run_runs_what_the_file_says_now(tmp_path):
     ledger = tmp_path / "ledger"
     fifo = tmp_path / "announce"
@@ -575,6 +584,7 @@ def test_a_mistyped_command_gets_did_you_mean_and_exit_2(typed, meant):
     )
 
 
+@pytest.mark.slow
 def test_a_file_named_like_a_command_still_opens_in_the_window(tmp_path):
     """Only a word that is no file is taken for a typo: ./histroy exists, so it is opened."""
     write(tmp_path, '[tasks.a]\ncommand = ["true"]\n', "histroy")
@@ -610,8 +620,19 @@ def test_a_failed_task_exits_1_and_an_unknown_option_exits_2(tmp_path):
 
 
 # ---------------------------------------------------------------- -q / -v
-def test_quiet_run_prints_nothing_when_all_went_well():
-    result = taskloom("run", "-q", EXAMPLES / "etl.toml")
+def test_quiet_run_prints_nothing_when_all_went_well(tmp_path):
+    # Commands that print on stdout and stderr, in a chain of dependencies: all went well.
+    flow = """
+    [tasks.extract]
+    command = ["python3", "-c", "print('extracting')"]
+    [tasks.load]
+    command = ["sh", "-c", "echo loading; echo warning >&2"]
+    deps = ["extract"]
+    [tasks.report]
+    command = ["true"]
+    deps = ["load"]
+    """
+    result = taskloom("run", "-q", write(tmp_path, flow))
     assert result.returncode == 0, result.stderr
     assert (result.stdout, result.stderr) == ("", "")
 
@@ -627,6 +648,7 @@ def test_quiet_run_says_only_what_failed_on_stderr(tmp_path):
     assert len(lines) == 2
 
 
+@pytest.mark.slow
 def test_verbose_logs_the_store_and_log_folder_and_quiet_validate_is_silent(tmp_path):
     path = write(tmp_path, '[tasks.ok]\ncommand = ["true"]\n')
     ran = taskloom("run", path, "-v")

@@ -16,6 +16,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(120)
 def test_the_cli_benchmark_times_every_command_and_lists_the_imports(tmp_path):
     proc = subprocess.run(

@@ -73,6 +73,7 @@ def test_validate_checks_each_call_imports_with_its_line_and_column(tmp_path):
     assert result.stderr.strip() == f"{bad}: 3 problems"
 
 
+@pytest.mark.slow
 def test_dask_workers_get_the_folder_too(tmp_path):
     pytest.importorskip("distributed")
     from distributed import Client, LocalCluster

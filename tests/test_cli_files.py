@@ -39,6 +39,7 @@ def test_run_writes_logs_beside_its_store_and_no_temp_folder(tmp_path, private_t
     assert list(private_tmp.iterdir()) == []
 
 
+@pytest.mark.slow
 def test_a_screenshot_leaves_no_temp_folder(tmp_path, private_tmp):
     picture = tmp_path / "shot.png"
     env = {**ENV, "QT_QPA_PLATFORM": "offscreen", "TMPDIR": str(private_tmp)}
@@ -61,6 +62,7 @@ def _size(store: Path) -> int:
     return store.stat().st_size + (wal.stat().st_size if wal.exists() else 0)
 
 
+@pytest.mark.slow
 def test_the_store_keeps_its_last_runs_and_stops_growing(tmp_path):
     config = tmp_path / "config"
     (config / "taskloom").mkdir(parents=True)
@@ -119,6 +121,7 @@ def test_the_config_folder_is_lower_case(tmp_path, monkeypatch):
     assert places.config_dir() == tmp_path / "taskloom"
 
 
+@pytest.mark.slow
 def test_a_long_run_keeps_each_tasks_last_attempts(tmp_path):
     """A task every 10 ms: the run's own history is capped per task (keep_attempts),
     with the events and log files of the attempts it drops."""

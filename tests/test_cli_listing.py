@@ -160,6 +160,7 @@ def test_validate_json_lists_problems_with_file_line_and_column(tmp_path):
     assert missing.returncode == 2 and json.loads(missing.stdout)["unreadable"] is True
 
 
+@pytest.mark.slow
 def test_history_json_lists_attempts_oldest_first(tmp_path):
     path = write(tmp_path, '[tasks.a]\ncommand = ["true"]\n[tasks.b]\ncommand = ["false"]\n')
     empty = json.loads(taskloom("history", path, "--json").stdout)
@@ -173,6 +174,7 @@ def test_history_json_lists_attempts_oldest_first(tmp_path):
     assert abs(started - datetime.now(UTC)) < timedelta(minutes=5)
 
 
+@pytest.mark.slow
 def test_run_one_task_runs_only_it_now_in_a_store_of_its_own(tmp_path):
     ledger = tmp_path / "ledger"
     step = f'command = ["sh", "-c", "echo $0 >> {ledger}"]'
@@ -235,6 +237,7 @@ def test_dry_run_says_what_would_run_and_runs_nothing(tmp_path):
     assert one.stdout.splitlines()[1].split() == ["1.", "extract", "at", "once"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("command", [["list"], ["next", "-n", "5000"]])
 def test_output_into_a_closed_pipe_exits_141_without_a_traceback(tmp_path, command):
     # `taskloom list FILE | head -1`: the reader goes away after one line.

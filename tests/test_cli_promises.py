@@ -57,6 +57,7 @@ def test_every_command_is_tried_here():
     assert set(EVERY) == set(SUBCOMMANDS)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("flag", ["-q", "-v", "--quiet", "--verbose"])
 @pytest.mark.parametrize("command", sorted(EVERY))
 def test_every_command_takes_quiet_and_verbose_after_the_command(command, flag):

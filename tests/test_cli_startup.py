@@ -31,6 +31,7 @@ HEAVY = (
     "taskloom.engine.forecast",
     "taskloom.engine.feed",
     "taskloom.engine.pools",
+    "tomlkit",  # the writer: reading a file does not need it
 )
 # ...and a command that reads no store opens none.
 STORE = ("sqlite3", "taskloom.engine.store")

@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow  # real processes: owners, watchers, signals, kills
+
 ROOT = Path(__file__).resolve().parents[1]
 ENV = {**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "200"}
 
@@ -118,6 +120,7 @@ def live(tmp_path):
         owner.communicate(timeout=30)
 
 
+@pytest.mark.slow
 def test_status_of_a_live_run_names_owner_counts_running_failures_and_next(live):
     path, owner, _ = live
     result = taskloom("status", path)
@@ -143,6 +146,7 @@ def test_status_of_a_live_run_names_owner_counts_running_failures_and_next(live)
     assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d[+-]\d\d:\d\d", document["next"][0]["at"])
 
 
+@pytest.mark.slow
 def test_retry_cancel_pause_resume_clear_reach_a_live_owner(live):
     path, owner, go = live
     pid = owner.pid
@@ -199,6 +203,7 @@ def test_retry_cancel_pause_resume_clear_reach_a_live_owner(live):
     assert "backup           succeeded (attempt 1)" in out
 
 
+@pytest.mark.slow
 def test_an_owner_that_does_not_answer_gives_75(live):
     path, owner, _ = live
     owner.send_signal(signal.SIGSTOP)
@@ -240,6 +245,7 @@ STORED = """
 """
 
 
+@pytest.mark.slow
 def test_status_and_steering_of_a_stored_run_with_no_owner(tmp_path):
     path = write(tmp_path, STORED)
     first = taskloom("run", path, "--for", "2s", "-q")
@@ -316,6 +322,7 @@ RECURRING = """
 """
 
 
+@pytest.mark.slow
 def test_run_says_once_what_it_waits_for(tmp_path):
     path = write(tmp_path, RECURRING)
     result = taskloom("run", path, "--for", "2s")
@@ -360,3 +367,47 @@ def test_run_example_etl_runs_the_bundled_example_headless():
     for task in ("extract", "clean_a", "clean_b", "load", "report", "cleanup"):
         assert re.search(rf"{task}\s+succeeded \(attempt 1\)", result.stdout), task
     assert re.search(r"etl: 6 succeeded in \d+(\.\d)? s", result.stdout), result.stdout
+
+
+def test_cancel_of_a_command_still_running_after_its_owner_was_killed_ends_it(tmp_path):
+    # Found by hand: 'taskloom cancel' said "cancelled long" of a command that went on
+    # under its supervisor, and the next start adopted it and recorded a success.
+    fifo = tmp_path / "announce"
+    os.mkfifo(fifo)
+    path = write(
+        tmp_path,
+        f"""
+        [tasks.long]
+        command = ["sh", "-c", "echo $$ > '{fifo}'; exec sleep 300"]
+
+        [tasks.after]
+        command = ["true"]
+        deps = ["long"]
+        """,
+    )
+    owner = start_run(path)
+    with open(fifo) as stream:
+        command = int(stream.read())
+    owner.send_signal(signal.SIGKILL)
+    owner.wait(timeout=30)  # (its supervisor still holds the stderr pipe it inherited)
+    owner.stdout.close()
+    owner.stderr.close()
+    os.kill(command, 0)  # its supervisor keeps it running
+
+    cancelled = taskloom("cancel", path, "long")
+    assert cancelled.returncode == 0, cancelled.stderr
+    assert "cancelled long" in cancelled.stdout and "its command was ended" in cancelled.stdout
+
+    def gone() -> bool:
+        try:
+            os.kill(command, 0)
+        except ProcessLookupError:
+            return True
+        return False
+
+    wait_until(gone, what="the cancelled command to end")
+    assert state_of(path, "long") == "cancelled"
+    assert state_of(path, "after") == "skipped"
+    history = taskloom("history", path, "--json")
+    (attempt,) = [a for a in json.loads(history.stdout)["attempts"] if a["task"] == "long"]
+    assert attempt["outcome"] == "cancelled", attempt

@@ -4,28 +4,35 @@ the lines its problems must be placed on."""
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
-import os
-import subprocess
-import sys
+import logging
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = sorted((ROOT / "tests" / "broken").glob("*.toml"))
-ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
 
 
-def taskloom(*args) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "taskloom", *map(str, args)],
-        cwd=ROOT,
-        env=ENV,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+def taskloom(*args) -> SimpleNamespace:
+    """``taskloom ARGS`` in this process (validate reads files, starts nothing; a
+    process each would be most of this file's time): exit code, stdout, stderr.
+    ``tests/test_cli_listing.py`` runs validate as a real process."""
+    from taskloom.cli import main
+
+    logger = logging.getLogger("taskloom")  # main() sets up its stderr handler
+    saved = (logger.handlers[:], logger.level, logger.propagate)
+    out, err = io.StringIO(), io.StringIO()
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            code = main([str(arg) for arg in args])
+    finally:
+        logger.handlers[:], logger.propagate = saved[0], saved[2]
+        logger.setLevel(saved[1])
+    return SimpleNamespace(returncode=code, stdout=out.getvalue(), stderr=err.getvalue())
 
 
 def marked_lines(path: Path) -> set[int]:

@@ -54,6 +54,7 @@ def quick_workflow(tmp_path: Path) -> Path:
     return path
 
 
+@pytest.mark.slow
 def test_opening_a_file_runs_nothing_until_start(env, tmp_path):
     path = quick_workflow(tmp_path)
     db = tmp_path / "quick.db"
@@ -89,6 +90,7 @@ def test_example_and_file_together_are_a_usage_error(env, tmp_path):
     assert result.returncode == 2 and "invalid choice" in result.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="DISPLAY is X11/Wayland's")
 def test_without_a_display_one_line_says_to_use_run_and_exits_2(tmp_path):
     bare = {

@@ -263,6 +263,6 @@ def test_a_killed_owner_on_a_process_pool_leaves_no_worker_tracker_or_command(tm
 
 
 def _group_alive(pgid: int) -> bool:
-    from taskloom.engine._jobs.survivors import _group_alive as alive
+    from tests._processes import group_alive
 
-    return alive(pgid)
+    return group_alive(pgid)

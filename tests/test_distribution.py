@@ -16,15 +16,17 @@ import pytest
 import taskloom
 import taskloom.engine
 
+pytestmark = pytest.mark.slow  # builds a wheel or an sdist (a minute)
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(scope="module")
-def dist(tmp_path_factory) -> Path:
+def dist(tmp_path_factory, source_tree) -> Path:
     """``python -m build``: the sdist, then the wheel built from that sdist."""
     out = tmp_path_factory.mktemp("dist")
     built = subprocess.run(
-        [sys.executable, "-m", "build", "-q", "--outdir", str(out), str(ROOT)],
+        [sys.executable, "-m", "build", "-q", "--outdir", str(out), str(source_tree)],
         capture_output=True,
         text=True,
         timeout=300,

@@ -12,6 +12,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(60)
 def test_quick_forecast_bench_reports_every_workload(tmp_path):
     subprocess.run(

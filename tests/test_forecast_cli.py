@@ -9,6 +9,8 @@ import json
 import textwrap
 from datetime import datetime
 
+import pytest
+
 from taskloom.engine.durations_model import DurationModel
 from taskloom.engine.forecast import Plan, SimRun, critical_path, forecast
 from taskloom.engine.workflow import load
@@ -124,6 +126,7 @@ def _run(workflow, db):
     return open_run(workflow, db, fresh=True, log_dir=str(db.parent / "logs"))
 
 
+@pytest.mark.slow
 def test_eta_at_the_start_of_a_second_run_is_within_ten_percent(tmp_path):
     path = tmp_path / "sleeps.toml"
     path.write_text(textwrap.dedent(SLEEPS))

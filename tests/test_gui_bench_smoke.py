@@ -43,6 +43,7 @@ LAG_KEYS = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(30)
 def test_quick_run_reports_first_paint_and_lag_for_both_bridges(tmp_path):
     env = dict(os.environ, QT_QPA_PLATFORM="offscreen")

@@ -12,17 +12,19 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow  # builds a wheel or an sdist (a minute)
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(scope="module")
-def installed(tmp_path_factory):
+def installed(tmp_path_factory, source_tree):
     """A fresh venv with the wheel installed; its dependencies come from the test
     environment through a .pth file (so no download), the wheel alone is new."""
     work = tmp_path_factory.mktemp("wheel")
     build = subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "--no-deps",
-         "-q", "-w", str(work / "dist"), str(ROOT)],
+         "-q", "-w", str(work / "dist"), str(source_tree)],
         capture_output=True, text=True, timeout=300,
     )  # fmt: skip
     assert build.returncode == 0, build.stderr

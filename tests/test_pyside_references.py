@@ -2,7 +2,7 @@
 methods and ``Signal.emit()`` without taking a reference: each call leaves the
 interpreter one reference short, and after a few thousand it aborts. pyproject
 allows 6.12 only on Python >= 3.12, where None and True are immortal (PEP 683)
-and a missing reference is harmless (docs/design.md, "Packaging"). This test fails if the
+and a missing reference is harmless (docs/architecture.md, "Packaging"). This test fails if the
 installed PySide6 has the bug, whichever version it is: the loop runs in a
 subprocess (the bug kills the interpreter) and watches the reference counts."""
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import concurrent.futures
 import logging
 import os
+import random
 import threading
 import time
 import traceback
@@ -25,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 from .._jobs.context import RemoteResult, RunContext, _current, run_in_context
 from .._jobs.supervision import SUPERVISED_WORKER
 from .._schedule.timers import TimerQueue
+from ..actions import Call
 from ..clock import Clock
 from ..command import Command, CommandDetached
 from ..errors import TaskCancelled
@@ -38,7 +40,8 @@ from .delivery import EventDelivery
 from .events import Events
 from .graph import TaskGraph
 from .heaps import ReadyHeap
-from .task import Run, Task
+from .slots import PARKED, PoolSlots
+from .task import MAX_ATTEMPTS_KEPT, Run, Task
 
 if TYPE_CHECKING:
     from .._store.journal import Journal
@@ -133,6 +136,8 @@ class Dispatcher:
         workers: int,
         executor: Executor | None,
         log_dir: str | None,
+        pools: dict[str, int] | None = None,
+        seed: int | None = None,
     ) -> None:
         self._core = core
         self._clock = clock
@@ -173,6 +178,9 @@ class Dispatcher:
         # flight: as many workers as adopted runs still in flight stay parked.
         self._adopted_in_flight = 0
         self._parked = 0
+        # Shared limits beside ``workers`` (slots.py), and the draws of jitter delays.
+        self.slots = PoolSlots(pools or {})
+        self._random = random.Random(seed)
 
     # ------------------------------------------------------------------ threads
     def start_threads(self) -> None:
@@ -219,6 +227,8 @@ class Dispatcher:
         if task.start_held:
             task.held = True  # made ready when the run in the way ends (finish)
             return
+        if task.jitter is not None and not task.retry_pending and not self._jitter_done(task):
+            return  # queued when its random delay ends (on_jitter)
         due = self._clock.now()  # read once
         if task.run_at is not None and task.run_at < due:
             due = task.run_at
@@ -228,8 +238,55 @@ class Dispatcher:
 
     def drop_ready(self, task: Task) -> None:
         """Take the task's ready entry off the heap (cancel, remove, pause)."""
-        self.ready.discard(task.ready)
+        entry = task.ready
+        if entry is not None and entry[5] == PARKED:  # waiting for a slot of its pool
+            self.slots.discard(task.pool, entry)
+        else:
+            self.ready.discard(entry)
         task.ready = None
+        if task.jitter_timer is not None:  # the occurrence's delay ends with it
+            self._timers.discard(task.jitter_timer)
+            task.jitter_timer = None
+        if task.jittered is not None:
+            task.jittered = None
+
+    # ------------------------------------------------------------------ jitter
+    def _jitter_done(self, task: Task) -> bool:
+        """Whether the occurrence being queued has waited its random delay: draws it
+        (uniform in [0, jitter]) and arms its timer the first time it is asked."""
+        if task.jitter_timer is not None:
+            return False  # still waiting
+        if task.jittered is not None:
+            return True
+        assert task.jitter is not None
+        delay = task.jittered = self._random.uniform(0.0, task.jitter)
+        task.jitter_timer = self._timers.add(self._clock.now() + delay, task, "jitter")
+        self._timers.changed()
+        return False
+
+    def on_jitter(self, task: Task) -> None:
+        """The timer of a task's jitter came due: it is queued now."""
+        task.jitter_timer = None
+        self.push_ready(task)
+
+    # ------------------------------------------------------------------ pools
+    def _free_slot(self, run: Run) -> None:
+        """A run of a pool's task ended: the best task waiting for the pool goes on."""
+        pool, run.pool = run.pool, None
+        assert pool is not None
+        entry = self.slots.release(pool)
+        if entry is not None:
+            task = entry[4]
+            task.ready = self.ready.add(-entry[0], entry[1], entry[2], task, "run")
+            if self._idle_workers:
+                self._core.work_cond.notify()
+
+    def pool_wait(self, task: Task) -> str | None:
+        """What a ready task waits for, if it waits for a slot of its pool."""
+        entry = task.ready
+        if entry is None or entry[5] != PARKED or task.pool is None:
+            return None
+        return self.slots.wait_text(task.pool)
 
     def adopt(
         self, task: Task, record: Attempt, wait_end: Callable[[], Any], log_path: str | None
@@ -249,6 +306,9 @@ class Dispatcher:
             self._adopted_in_flight += 1
         if task.timeout is not None:
             run.timeout_entry = self._timers.add_timeout(record.started + task.timeout, run)
+        if task.pool is not None:
+            self.slots.take(task.pool)
+            run.pool = task.pool
         self.adopted.append(run)
 
     def adopted_end(self, run: Run, now: float) -> float:
@@ -270,6 +330,8 @@ class Dispatcher:
             self.running -= 1
             if self.executor is None:
                 self._adopted_in_flight -= 1
+            if run.pool is not None:
+                self._free_slot(run)
         if adopted and self.running == 0:
             self._core.notify_settled()
 
@@ -313,12 +375,18 @@ class Dispatcher:
                 )
                 task.retry_pending = False
                 continue
-            if not task.start_held:
-                return self._start_run(task)
-            task.held = True  # a run in its way began lingering after it was queued
+            if task.start_held:
+                task.held = True  # a run in its way began lingering after it was queued
+                continue
+            pool = task.pool
+            if pool is not None and self.slots.full(pool):
+                task.ready = self.slots.park(pool, entry)  # goes on when a slot frees
+                continue
+            return self._start_run(task)
 
     def _start_run(self, task: Task) -> Run:
         scheduled = None  # the occurrence's nominal time (epoch), for scheduled_at
+        jitter = None
         if task.retry_pending:
             task.retry_pending = False
             scheduled = task.occurrence_at
@@ -329,17 +397,26 @@ class Dispatcher:
                 task.waiting_runs -= 1
             if task.repeats:  # each occurrence gets a fresh retry budget
                 task.budget_base = task.attempt
+            if task.jittered is not None:  # the delay this occurrence waited
+                jitter, task.jittered = task.jittered, None
         tasks = self._graph.tasks
+        inputs = None
         for dep_id in task.deps:  # record which upstream successes this run used
             dep = tasks.get(dep_id)
             if dep is not None and dep.repeats:
                 if task.consumed is None:
                     task.consumed = {}
                 task.consumed[dep_id] = dep.successes
+            if dep is not None and dep.outputs is not None:  # given to this attempt
+                if inputs is None:
+                    inputs = {}
+                inputs[dep_id] = dep.outputs
         task.attempt += 1
         now = self._clock.now()
         ctx = RunContext(task.id, task.attempt, self._log_dir)
         ctx.env = self.env
+        if inputs is not None:
+            ctx.inputs = inputs
         if scheduled is not None:
             ctx.scheduled_at = scheduled
         elif task.run_at is not None and not task.repeats:  # a one-shot's time
@@ -349,6 +426,17 @@ class Dispatcher:
         run = Run(task, task.attempt, ctx, now)
         task.add_run(run)
         self.running += 1
+        if task.pool is not None:
+            self.slots.take(task.pool)
+            run.pool = task.pool
+        if jitter is not None:
+            run.jitter = jitter
+            jitters = task.jitters
+            if jitters is None:
+                jitters = task.jitters = {}
+            jitters[task.attempt] = jitter
+            if len(jitters) > MAX_ATTEMPTS_KEPT:
+                del jitters[next(iter(jitters))]
         if task.timeout is not None:
             run.timeout_entry = self._timers.add_timeout(now + task.timeout, run)
         if task.history is None:
@@ -373,6 +461,8 @@ class Dispatcher:
         task.history.append(record)
         if journal is not None:
             row = journal.put_attempt(task, record)
+            if jitter is not None:
+                journal.store.put_jitter(task.id, task.attempt, jitter)
             if not _needs_durable_start(run):
                 run.start_row = row
             journal.record_processes(run)
@@ -384,6 +474,18 @@ class Dispatcher:
             self.push_ready(task)
         return run
 
+    def _keep_outputs(self, run: Run) -> None:
+        """A run succeeded with outputs: its task gives them to its dependents' next
+        attempts, and the store keeps them with the attempt (engine/outputs.py)."""
+        ctx = run.ctx
+        outputs, ctx._outputs = ctx._outputs, None
+        assert outputs is not None
+        run.task.outputs = outputs
+        if self._store is not None:
+            from ..outputs import encode
+
+            self._store.put_outputs(run.task.id, run.attempt, encode(outputs))
+
     def forget_durable(self, run: Run) -> None:
         """The run failed for another reason: no commit will finish it."""
         self.durable.discard(run)
@@ -393,6 +495,8 @@ class Dispatcher:
         if not run.released:
             run.released = True
             self.running -= 1
+            if run.pool is not None:
+                self._free_slot(run)
             if self.running == 0:
                 self._core.notify_settled()
 
@@ -402,8 +506,12 @@ class Dispatcher:
             return
         run.released = True
         self.running -= 1
+        if run.pool is not None:
+            self._free_slot(run)
         if self.running == 0:
             self._core.notify_settled()
+        if run.ctx._outputs is not None and error is None and not run.done:
+            self._keep_outputs(run)
         task = run.task
         if error is not None and error.__class__ is CommandDetached:
             if run.adopted is not None and self.executor is None:
@@ -438,6 +546,8 @@ class Dispatcher:
         self._timers.discard(run.timeout_entry)
         run.timeout_entry = None
         ctx = run.ctx
+        if ctx._outputs is not None:  # queued before the success: the same commit, mostly
+            self._keep_outputs(run)
         ended = self._clock.now()
         if run.adopted is not None:  # it may have ended before this owner came
             ended = self.adopted_end(run, ended)
@@ -565,7 +675,12 @@ class Dispatcher:
         outer = getattr(local, "run", None)
         local.run = run
         try:
-            return run.task.fn()
+            result = run.task.fn()
+            if result is not None and type(run.task.fn) is Call:  # its return value
+                from ..outputs import outputs_of_value
+
+                run.ctx._outputs = outputs_of_value(result)
+            return result
         finally:
             local.run = outer
             _current.reset(token)

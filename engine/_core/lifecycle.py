@@ -23,11 +23,13 @@ from ..clock import Clock
 from ..errors import CommandLost, CycleError, InvalidArgument, TaskTimeout
 from ..models import Action, Attempt, RetryPolicy
 from ..options import Misfire, Mode, Outcome, Overlap, TriggerRule
+from ..run_api import clear_plan, refusal_text
 from ..states import NOT_STARTED, TaskState, check_transition
 from .core import Core
 from .events import Events
 from .graph import RELEASE, SKIP, TaskGraph
 from .task import MAX_ATTEMPTS_KEPT, Run, Task
+from .task import task_info as _info_of
 
 if TYPE_CHECKING:
     from datetime import datetime
@@ -225,6 +227,8 @@ class Lifecycle:
             task.attempt = task.budget_base = self._journal.first_attempt(name)
         if recurrence is not None:
             self._make_recurring(task, recurrence, options)
+        if "pool" in options or "jitter" in options:
+            task.pool, task.jitter = options.get("pool"), options.get("jitter")
         waited = graph.insert(task, deps)
         if not task.repeats:
             self._core.unsettled += 1
@@ -455,6 +459,7 @@ class Lifecycle:
         task.priority, task.retry, task.timeout = priority, retry, timeout
         task.trigger_rule = trigger_rule
         task.recurrence = recurrence
+        task.pool, task.jitter = options.get("pool"), options.get("jitter")
         if recurrence is not None:
             task.overlap, task.misfire = options["overlap"], options["misfire"]
             task.misfire_grace = options["misfire_grace"]
@@ -515,24 +520,33 @@ class Lifecycle:
         self.evaluate_many(rearmed)
         return True
 
+    def clear_plan(self, roots: list[Task], downstream: bool) -> list[str]:
+        """The ids ``clear(roots, downstream)`` resets, in the run's order (a dry run)."""
+        chosen = clear_plan(
+            roots,
+            downstream,
+            self._dependents_of,
+            lambda task: task.recurrence is not None,
+            lambda task: task.state.settled and not task.runs,
+        )
+        ids = {task.id for task in chosen}
+        return [tid for tid in self._graph.tasks if tid in ids]
+
+    def _dependents_of(self, task: Task) -> list[Task]:
+        tasks = self._graph.tasks
+        return [tasks[d] for d in task.dependents]
+
+    def clearable(self, task: Task) -> bool:
+        """Whether ``clear`` takes the task as a root: settled, one-shot, nothing in flight."""
+        return task.state.settled and not task.runs and task.recurrence is None
+
     def clear(self, roots: list[Task], downstream: bool) -> list[str]:
         """``Scheduler.clear`` once its checks passed: ``roots`` (and, with
         ``downstream``, the settled one-shot tasks below them) back to PENDING."""
         tasks = self._graph.tasks
-        chosen = {task.id: task for task in roots}
-        if downstream:
-            stack = [d for task in roots for d in task.dependents]
-            while stack:
-                dependent = tasks[stack.pop()]
-                if dependent.id in chosen or dependent.recurrence is not None:
-                    continue
-                if dependent.state.settled and not dependent.runs:
-                    chosen[dependent.id] = dependent
-                stack.extend(dependent.dependents)
-        order = {tid: n for n, tid in enumerate(tasks)}
-        cleared = sorted(chosen, key=order.__getitem__)
+        cleared = self.clear_plan(roots, downstream)
         for tid in cleared:
-            task = chosen[tid]
+            task = tasks[tid]
             task.cancel_requested = False
             task.budget_base = task.attempt
             task.retry_pending = False
@@ -648,11 +662,7 @@ class Lifecycle:
         allowed = [Action.RESUME if task.paused else Action.PAUSE]
         if not (state.settled or task.cancel_requested):
             allowed.append(Action.CANCEL)
-        if (
-            state in (FAILED, SKIPPED, CANCELLED)
-            and not task.runs
-            and (task.recurrence is not None or self._graph.decide(task) != SKIP)
-        ):
+        if state in (FAILED, SKIPPED, CANCELLED) and not task.runs and not self._retry_futile(task):
             allowed.append(Action.RETRY)
         if self.run_now_acts(task):
             allowed.append(Action.RUN_NOW)
@@ -662,7 +672,25 @@ class Lifecycle:
                 allowed.append(Action.EDIT)
         if state in NOT_STARTED or task.recurrence is not None:
             allowed.append(Action.ADD_DEPENDENCY)
+        if self.clearable(task):
+            allowed.append(Action.CLEAR)
         return frozenset(allowed)
+
+    def _retry_futile(self, task: Task) -> bool:
+        """A one-shot task its dependencies would only skip again."""
+        return task.recurrence is None and self._graph.decide(task) == SKIP
+
+    def why_not(self, task: Task, action: Action) -> str | None:
+        """Why ``action`` is not allowed for the task now (``refusal_text``), or None."""
+        if action in self.allowed_actions(task):
+            return None
+        return refusal_text(
+            _info_of(task),
+            action,
+            in_flight=bool(task.runs),
+            cancelling=task.cancel_requested,
+            upstream_rules_out=action is Action.RETRY and self._retry_futile(task),
+        )
 
     # ------------------------------------------------------------------ timers
     def on_timer(self, due: float, target: Any, kind: str, now: float) -> None:
@@ -680,6 +708,8 @@ class Lifecycle:
         elif kind == "recurring":
             target.timer = None
             self._occurrence(target, due, now)
+        elif kind == "jitter":  # an occurrence's random delay ended (Task.jitter)
+            self.dispatcher.on_jitter(target)
         else:
             target.timer = None
             self._timers.drop_at(target)

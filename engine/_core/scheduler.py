@@ -12,7 +12,7 @@
   them to listeners;
 - ``Journal`` (_store/journal.py): rows for the optional store, and ``restore``.
 
-Concurrency (the whole contract is in docs/design.md, "Concurrency contract"):
+Concurrency (the whole contract is in docs/concurrency.md):
 one core lock (``Core.lock``, with three conditions on it) guards the graph, the
 queues, every ``Task`` and ``Run`` record and the run flags, so a transition that
 touches several parts is atomic. Other locks guard their own small state (event
@@ -63,7 +63,9 @@ from .dispatch import Dispatcher
 from .events import Events
 from .graph import TaskGraph
 from .lifecycle import Lifecycle
+from .slots import checked_limits
 from .task import Task
+from .task import task_info as _info
 
 TRIGGER_RULES = values(TriggerRule)
 _TRIGGER_RULE_OF = {rule.value: rule for rule in TriggerRule}  # a StrEnum hashes as its str
@@ -135,7 +137,7 @@ REMOVED_KEPT = 64  # removed tasks restore() can put back (the newest ones)
 class Scheduler:
     """Runs callables when they are due: at a time, after a delay, on an interval or a
     cron schedule, and once their dependencies allow, with priorities, retries,
-    cancellation and events. The public API of the engine; see docs/design.md.
+    cancellation and events. The public API of the engine; see docs/engine.md.
 
     ``workers`` attempts run at once, on engine-owned threads or on ``executor``
     (any ``concurrent.futures.Executor``; ``SyncExecutor`` runs everything on the
@@ -156,11 +158,14 @@ class Scheduler:
         log_dir: str | None = None,
         listeners: Iterable[Callable[[Any], object]] = (),
         env: Mapping[str, str] | None = None,
+        pools: Mapping[str, int] | None = None,
+        seed: int | None = None,
     ):
         if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
             raise InvalidArgument(f"workers must be an int >= 1, got {workers!r}", "workers")
         self._clock: Clock = clock or SystemClock()
         self._store = store
+        limits = checked_limits(pools)
         self._store_error_reported = False  # by shutdown(): a store failure is raised once
         # update() goes through the scheduling calls (definition.submit), which check
         # every argument; this thread's call then replaces the task named here.
@@ -189,6 +194,8 @@ class Scheduler:
             workers=workers,
             executor=executor,
             log_dir=log_dir,
+            pools=limits,
+            seed=seed,
         )
         self._lifecycle.connect(self._dispatcher)
         if env:
@@ -391,6 +398,8 @@ class Scheduler:
         retry: RetryPolicy | None = None,
         timeout: float | None = None,
         trigger_rule: str = "all_success",
+        pool: str | None = None,
+        jitter: float | None = None,
     ) -> str:
         """Add a one-shot task; returns its id. ``run_at`` is a time on the scheduler's
         clock (seconds) or an aware ``datetime``; None means as soon as ``deps`` allow.
@@ -398,8 +407,9 @@ class Scheduler:
         (higher first); ``retry`` a ``RetryPolicy``; ``timeout`` seconds per attempt;
         ``trigger_rule`` one of ``TRIGGER_RULES``. A refused call changes nothing."""
         return self._create(
-            fn, run_at, name, deps, priority, retry, timeout, trigger_rule, None, {}
-        )
+            fn, run_at, name, deps, priority, retry, timeout, trigger_rule, None,
+            _extras({}, pool, jitter),
+        )  # fmt: skip
 
     def schedule_after(
         self,
@@ -412,13 +422,16 @@ class Scheduler:
         retry: RetryPolicy | None = None,
         timeout: float | None = None,
         trigger_rule: str = "all_success",
+        pool: str | None = None,
+        jitter: float | None = None,
     ) -> str:
         """Like ``schedule``, due ``delay`` seconds from now."""
         delay = _check_seconds("delay", delay)
         run_at = self._clock.now() + delay
         return self._create(
-            fn, run_at, name, deps, priority, retry, timeout, trigger_rule, None, {}, after=delay
-        )
+            fn, run_at, name, deps, priority, retry, timeout, trigger_rule, None,
+            _extras({}, pool, jitter), after=delay,
+        )  # fmt: skip
 
     def add(self, fn: Any, deps: Iterable[str] = (), **kw: Any) -> str:
         """Like ``schedule``, run as soon as ``deps`` allow (the usual way to build a graph)."""
@@ -440,6 +453,8 @@ class Scheduler:
         retry: RetryPolicy | None = None,
         timeout: float | None = None,
         trigger_rule: str = "all_success",
+        pool: str | None = None,
+        jitter: float | None = None,
     ) -> str:
         """Add a recurring task every ``interval`` seconds; returns its id. ``mode`` is
         fixed_rate (a cadence) or fixed_delay (interval after each run ends);
@@ -450,7 +465,7 @@ class Scheduler:
         if mode not in MODES:
             raise InvalidArgument(f"mode must be one of {', '.join(MODES)}, got {mode!r}", "mode")
         recurrence = IntervalRecurrence(interval, Mode(mode))
-        options = self._recurring_options(overlap, misfire, misfire_grace)
+        options = _extras(self._recurring_options(overlap, misfire, misfire_grace), pool, jitter)
         return self._create(
             fn, run_at, name, deps, priority, retry, timeout, trigger_rule, recurrence, options
         )
@@ -470,10 +485,12 @@ class Scheduler:
         retry: RetryPolicy | None = None,
         timeout: float | None = None,
         trigger_rule: str = "all_success",
+        pool: str | None = None,
+        jitter: float | None = None,
     ) -> str:
         """Add a task at the times of a cron expression (5 fields, or 6 with seconds)
         in time zone ``tz`` (None: UTC); returns its id. Each occurrence runs once, at
-        its wall-clock time; daylight-saving days follow docs/design.md (Cron).
+        its wall-clock time; daylight-saving days follow docs/engine.md (3.8 Cron).
         ``overlap`` and ``misfire`` as in ``schedule_every``."""
         from ..cron import CronTrigger  # the cron library loads only when used
 
@@ -481,6 +498,7 @@ class Scheduler:
         recurrence = CronRecurrence(CronTrigger(expr, zone_name), expr, zone_name)
         options = self._recurring_options(overlap, misfire, misfire_grace)
         options["timezone"] = tz  # as given, for the definition
+        _extras(options, pool, jitter)
         return self._create(
             fn, None, name, deps, priority, retry, timeout, trigger_rule, recurrence, options
         )
@@ -515,6 +533,8 @@ class Scheduler:
         """Check the arguments, then add the task under the lock (``Lifecycle.add_task``).
         ``after``: the delay given to ``schedule_after``, kept for ``definition()``."""
         self._check_open()  # before the checks below: after shutdown, always RuntimeError
+        if "pool" in options:
+            self._check_pool(options["pool"])
         fn = self._normalise_fn(fn)
         at = None if run_at is None else self._normalise_run_at(run_at)
         name, deps, priority, retry, timeout, rule = _checked_options(
@@ -567,6 +587,14 @@ class Scheduler:
             deferred = core.take_deferred()
         self._dispatcher.after(deferred)
         return task_id
+
+    def _check_pool(self, pool: object) -> None:
+        limits = self._dispatcher.slots.limits
+        if not isinstance(pool, str) or pool not in limits:
+            known = ", ".join(sorted(limits)) or "none"
+            raise InvalidArgument(
+                f"pool must be one of the scheduler's pools ({known}), got {pool!r}", "pool"
+            )
 
     def _normalise_fn(self, fn: object) -> Any:
         if isinstance(fn, str):
@@ -714,16 +742,27 @@ class Scheduler:
         ``retry`` does) and keeps its attempt history (numbers go on). Returns the
         ids cleared, upstream first. ``KeyError`` for an unknown id.
         """
-        ids = [task_ids] if isinstance(task_ids, str) else list(task_ids)
         with self._edit():
-            roots = [self._graph.get(tid) for tid in ids]
-            for task in roots:
-                if not task.state.settled or task.runs or task.recurrence is not None:
-                    what = "recurring" if task.recurrence is not None else task.state.name
-                    raise ValueError(
-                        f"task {task.id!r} is {what}: only a settled one-shot task can be cleared"
-                    )
-            return self._lifecycle.clear(roots, downstream)
+            return self._lifecycle.clear(self._clear_roots(task_ids), downstream)
+
+    def clear_plan(self, task_ids: str | Iterable[str], downstream: bool = False) -> list[str]:
+        """What ``clear(task_ids, downstream)`` would reset now, in the same order,
+        without changing anything (a dry run: what a window shows before it asks);
+        the same errors as ``clear``."""
+        with self._core.lock:
+            return self._lifecycle.clear_plan(self._clear_roots(task_ids), downstream)
+
+    def _clear_roots(self, task_ids: str | Iterable[str]) -> list[Task]:
+        """``clear``'s tasks, checked (with the core lock held)."""
+        ids = [task_ids] if isinstance(task_ids, str) else list(task_ids)
+        roots = [self._graph.get(tid) for tid in ids]
+        for task in roots:
+            if not self._lifecycle.clearable(task):
+                what = "recurring" if task.recurrence is not None else task.state.name
+                raise ValueError(
+                    f"task {task.id!r} is {what}: only a settled one-shot task can be cleared"
+                )
+        return roots
 
     def run_now(self, task_id: str) -> bool:
         """Run a task that waits for its time now; a recurring task gets an extra run."""
@@ -850,6 +889,36 @@ class Scheduler:
             at = self._lifecycle.occurrence_of(self._graph.get(task_id))
         return None if at is None else datetime.fromtimestamp(at, UTC)
 
+    def pool_wait(self, task_id: str) -> str | None:
+        """What a ready task waits for when every slot of its pool is taken ("waiting
+        for pool db: 3 of 3 busy"), else None. ``KeyError`` if unknown."""
+        with self._core.lock:
+            return self._dispatcher.pool_wait(self._graph.get(task_id))
+
+    def pool_usage(self) -> dict[str, tuple[int, int, list[str]]]:
+        """Each pool's runs in flight, its limit and the tasks waiting for a slot (best
+        first): ``{"db": (3, 3, ["load"])}``."""
+        with self._core.lock:
+            slots = self._dispatcher.slots
+            return {
+                name: (slots.busy[name], limit, slots.waiting(name))
+                for name, limit in slots.limits.items()
+            }
+
+    def outputs(self, task_id: str) -> dict[str, Any] | None:
+        """What the task's latest success gave its dependents (``TASKLOOM_OUTPUT``, a
+        call's return value; engine/outputs.py), or None. ``KeyError`` if unknown."""
+        with self._core.lock:
+            outputs = self._graph.get(task_id).outputs
+            return None if outputs is None else dict(outputs)
+
+    def jitter_delays(self, task_id: str) -> dict[int, float]:
+        """The random delay (seconds) each recent attempt's occurrence waited before it
+        started (``jitter``), by attempt number; retries wait none. ``KeyError`` if
+        unknown."""
+        with self._core.lock:
+            return dict(self._graph.get(task_id).jitters or {})
+
     def attempts(self, task_id: str) -> list[Attempt]:
         """The task's recent attempts (this run, in memory), oldest first, as frozen
         ``Attempt`` records; the store keeps them all."""
@@ -920,6 +989,22 @@ class Scheduler:
                 return frozenset()
             return self._lifecycle.allowed_actions(task)
 
+    def why_not(self, task_id: str, action: Action) -> str | None:
+        """Why ``action`` cannot be done to the task now, in a sentence a window shows
+        (it names the task), or None when ``allowed_actions`` has it. KeyError if the
+        task is unknown."""
+        with self._core.lock:
+            task = self._graph.get(task_id)
+            if self._core.closed:
+                return "the run has ended: nothing can be done to its tasks"
+            return self._lifecycle.why_not(task, action)
+
+    def on_attempts(self, callback: Callable[[str], object]) -> Callable[[], None]:
+        """For the run interface: a watched run calls ``callback(task_id)`` when it
+        has read attempts ``attempts`` answered without; this scheduler holds its
+        attempts in memory and never calls it. Returns a function that forgets it."""
+        return lambda: None
+
     @property
     def paused(self) -> bool:
         """Whether the whole dispatcher is paused."""
@@ -949,6 +1034,21 @@ class Scheduler:
         """The store the scheduler writes to, or None."""
         return self._store
 
+    @property
+    def run(self) -> int | None:
+        """The run's number in its store, or None without a store."""
+        return None if self._store is None else self._store.run
+
+    @property
+    def owner_alive(self) -> bool:
+        """Always True: this process owns the run (a watched run may lose its owner)."""
+        return True
+
+    @property
+    def edit_refusal(self) -> str | None:
+        """Why no graph edit is possible at all: None, this scheduler takes them."""
+        return None
+
     @contextmanager
     def _edit(self) -> Iterator[None]:
         """Hold the lock for a scheduling or editing call; afterwards, outside the lock,
@@ -968,20 +1068,13 @@ class Scheduler:
             raise RuntimeError("the scheduler has been shut down")
 
 
-def _info(t: Task) -> TaskInfo:
-    return TaskInfo(
-        t.id,
-        t.id,
-        t.state,
-        tuple(t.deps),
-        tuple(t.dependents),
-        t.priority,
-        t.attempt,
-        t.run_at,
-        t.recurrence is not None,
-        t.paused,
-        t.error,
-    )
+def _extras(options: dict[str, Any], pool: object, jitter: object) -> dict[str, Any]:
+    """``options`` with a task's pool and jitter, when given (jitter checked here)."""
+    if pool is not None:
+        options["pool"] = pool
+    if jitter is not None:
+        options["jitter"] = _check_seconds("jitter", jitter)
+    return options
 
 
 def _checked_options(

@@ -15,6 +15,7 @@ from operator import attrgetter
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
+from ..models import TaskInfo
 from ..options import Misfire, Overlap, TriggerRule
 from ..states import TaskState
 
@@ -73,6 +74,15 @@ COLD_DEFAULTS: dict[str, Any] = {
     # its attempts are told as scheduled_at.
     "dues": None,  # list[float]
     "occurrence_at": None,
+    # Shared limits and jitter (workflow keys ``pool`` and ``jitter``, slots.py): the
+    # pool's name; the most random delay before an occurrence starts, seconds; the
+    # timer that ends the delay drawn; that delay, once waited (the next run has it).
+    "pool": None,
+    "jitter": None,
+    "jitter_timer": None,
+    "jittered": None,
+    "jitters": None,  # dict[int, float]: attempt number -> the delay it waited
+    "outputs": None,  # what its latest success gave its dependents (engine/outputs.py)
 }
 
 
@@ -106,6 +116,12 @@ class _Cold:
         self.repeats = False
         self.dues: list[float] | None = None
         self.occurrence_at: float | None = None
+        self.pool: str | None = None
+        self.jitter: float | None = None
+        self.jitter_timer: list | None = None
+        self.jittered: float | None = None
+        self.jitters: dict[int, float] | None = None
+        self.outputs: dict[str, Any] | None = None
 
 
 SHARED_COLD = _Cold()  # never written: a task writes its own copy
@@ -179,6 +195,12 @@ class Task:
         repeats: _Field[bool] = _Field()
         dues: _Field[list[float] | None] = _Field()
         occurrence_at: _Field[float | None] = _Field()
+        pool: _Field[str | None] = _Field()
+        jitter: _Field[float | None] = _Field()
+        jitter_timer: _Field[list | None] = _Field()
+        jittered: _Field[float | None] = _Field()
+        jitters: _Field[dict[int, float] | None] = _Field()
+        outputs: _Field[dict[str, Any] | None] = _Field()
     else:
         for _name, _default in COLD_DEFAULTS.items():
             locals()[_name] = _cold_field(_name, _default)
@@ -283,6 +305,8 @@ class Run:
         "lingers",
         "start_row",
         "adopted",
+        "pool",
+        "jitter",
     )
 
     def __init__(self, task: Task, attempt: int, ctx: RunContext, started: float) -> None:
@@ -303,3 +327,22 @@ class Run:
         # A command started by an earlier owner of the store, adopted by recovery:
         # what waits for its end (instead of the task's code); None for our own runs.
         self.adopted: Callable[[], Any] | None = None
+        self.pool: str | None = None  # the pool whose slot it holds until its code returns
+        self.jitter: float | None = None  # the random delay its start waited (jitter)
+
+
+def task_info(t: Task) -> TaskInfo:
+    """The task as a frozen ``TaskInfo`` (what ``Scheduler.task`` answers)."""
+    return TaskInfo(
+        t.id,
+        t.id,
+        t.state,
+        tuple(t.deps),
+        tuple(t.dependents),
+        t.priority,
+        t.attempt,
+        t.run_at,
+        t.recurrence is not None,
+        t.paused,
+        t.error,
+    )

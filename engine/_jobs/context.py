@@ -60,6 +60,10 @@ class RunContext:
         "_cancelled",
         "_callbacks",
         "_event",
+        # The dependencies' outputs (engine/outputs.py), set only when there are some:
+        # never written in __init__, so an attempt without them costs nothing.
+        "_inputs",
+        "_outputs",
     )
 
     def __init__(self, task_id: str, attempt: int, log_dir: str | None = None):
@@ -90,6 +94,25 @@ class RunContext:
         self._cancelled = False
         self._callbacks: list[Callable[[], object]] | None = None
         self._event: threading.Event | None = None
+        self._outputs: dict[str, Any] | None = None  # what it gives its dependents
+
+    @property
+    def inputs(self) -> dict[str, dict[str, Any]]:
+        """The outputs of the dependencies this attempt started after: {task: {key: value}}."""
+        return getattr(self, "_inputs", None) or {}
+
+    @inputs.setter
+    def inputs(self, value: dict[str, dict[str, Any]]) -> None:
+        self._inputs = value
+
+    @property
+    def outputs(self) -> dict[str, Any] | None:
+        """What this attempt gives its dependents, once its code returned (or None)."""
+        return self._outputs
+
+    @outputs.setter
+    def outputs(self, value: dict[str, Any] | None) -> None:
+        self._outputs = value
 
     @property
     def scheduled_at(self) -> float | None:
@@ -236,6 +259,11 @@ def attempt_env(ctx: RunContext | None) -> dict[str, str]:
     if scheduled is None:
         scheduled = time.time()
     env["TASKLOOM_SCHEDULED_AT"] = iso_time(scheduled)
+    inputs = getattr(ctx, "_inputs", None)
+    if inputs:  # the dependencies' outputs (engine/outputs.py)
+        from ..outputs import input_variables
+
+        env.update(input_variables(inputs))
     return env
 
 

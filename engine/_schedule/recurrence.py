@@ -31,9 +31,6 @@ class IntervalRecurrence:
     def first_due(self, clock: Clock) -> float:
         return clock.now() + self.interval
 
-    def following(self, due: float, clock: Clock) -> float:
-        return due + self.interval
-
     def due_until(self, due: float, now: float, clock: Clock) -> tuple[list[float], float]:
         """Occurrences from ``due`` up to ``now`` (capped), and the first one after ``now``."""
         missed = int(math.floor((now - due) / self.interval)) + 1

@@ -23,6 +23,7 @@ what ``snapshot()`` shows first, and a resume writes no event rows for it.
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -109,6 +110,15 @@ class Recovery:
                 # does: never number a new attempt like one already recorded.
                 restored.attempt = max(restored.attempt, stored[-1]["number"])
 
+        for task_id, delays in store.jitter_delays().items():
+            restored = tasks.get(task_id)
+            if restored is not None:
+                restored.jitters = delays
+        for task_id, kept in store.outputs().items():  # a resumed run keeps its outputs
+            restored = tasks.get(task_id)
+            if restored is not None and restored.successes:
+                restored.outputs = json.loads(kept[max(kept)])  # its latest success's
+
         pending: list[str] = []
         for rec in records:
             self._restore_state(rec["task"], rec["last_attempt"], pending)
@@ -131,6 +141,8 @@ class Recovery:
             run_at=None if rec["next_wall"] is None else rec["next_wall"] - offset,
         )
         task.definition = definition
+        if definition.pool is not None or definition.jitter is not None:
+            task.pool, task.jitter = definition.pool, definition.jitter
         task.recurrence = definition.recurrence()
         if task.recurrence is not None:
             task.overlap = definition.overlap

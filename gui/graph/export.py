@@ -75,5 +75,5 @@ def _png(scene: GraphScene, path: Path) -> None:
         _render(scene, painter, QRectF(0, 0, size.width(), size.height()))
     finally:
         painter.end()
-    if not image.save(str(path), "PNG"):
+    if not image.save(str(path), "PNG"):  # type: ignore[call-overload]  # Qt stubs: bytes
         raise OSError(f"cannot write {path}")

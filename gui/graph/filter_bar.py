@@ -12,7 +12,7 @@ from .filters import GraphFilter
 
 S = TaskState
 # (label, states, with what they block)
-STATE_CHOICES = (
+STATE_CHOICES: tuple[tuple[str, frozenset[TaskState], bool], ...] = (
     ("All states", frozenset(), False),
     (f"{STATE_GLYPHS[S.FAILED]} Failed and what they block", frozenset({S.FAILED}), True),
     (f"{STATE_GLYPHS[S.FAILED]} Failed only", frozenset({S.FAILED}), False),

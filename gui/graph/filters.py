@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from taskloom.engine import TaskState
+from taskloom.engine import TaskInfo, TaskState
 
 
 def _walk(tasks: Mapping[str, object], start: Iterable[str], attribute: str) -> set[str]:
@@ -49,7 +49,7 @@ class GraphFilter:
     def active(self) -> bool:
         return bool(self.states or self.text.strip() or self.around)
 
-    def shown(self, tasks: Mapping[str, object]) -> set[str] | None:
+    def shown(self, tasks: Mapping[str, TaskInfo]) -> set[str] | None:
         """The task ids this filter lets through, or None when it is not active."""
         if not self.active:
             return None

@@ -53,10 +53,10 @@ class GroupItem(QGraphicsPathItem):
     def __init__(self, rep: str, base: QColor, ink: QColor):
         super().__init__(_group_path())
         self.rep = rep
-        self.group = group_name(rep)
+        self.group_name = group_name(rep)  # not .group: QGraphicsItem.group() is Qt's
         self.setData(ROLE_ID, None)
         self.setData(ROLE_KIND, "group")
-        self.setData(ROLE_GROUP, self.group)
+        self.setData(ROLE_GROUP, self.group_name)
         self.setZValue(1)
         self.counts: dict[TaskState, int] = {}
         self.shadow = QGraphicsPathItem(_group_path(), self)  # the stack's second card
@@ -119,13 +119,13 @@ class GroupItem(QGraphicsPathItem):
         if small:  # as wide as the card and the gap after it, on screen; the count kept
             count = f" {self.total:,}"
             width = (NODE_WIDTH + 60) * self.zoom - metrics.horizontalAdvance(count)
-            name = metrics.elidedText(self.group, Qt.TextElideMode.ElideRight, int(width))
+            name = metrics.elidedText(self.group_name, Qt.TextElideMode.ElideRight, int(width))
             self.name_text.setText(name + count)
             self.name_text.setPos(4, 1)
         else:
             self.name_text.setText(
                 metrics.elidedText(
-                    f"▣ {self.group}", Qt.TextElideMode.ElideMiddle, int(NODE_WIDTH - 20)
+                    f"▣ {self.group_name}", Qt.TextElideMode.ElideMiddle, int(NODE_WIDTH - 20)
                 )
             )
             self.name_text.setPos(10, 4)
@@ -142,7 +142,7 @@ class GroupItem(QGraphicsPathItem):
             )
         )
         self.setToolTip(
-            f"<b>{self.group}</b>: {total:,} tasks<br>"
+            f"<b>{self.group_name}</b>: {total:,} tasks<br>"
             + "<br>".join(
                 f"{STATE_GLYPHS[s]} {s.name.lower()}: {self.counts[s]:,}"
                 for s in BAR_ORDER

@@ -9,6 +9,8 @@ the view and lay it out again (a full relayout: the structure changed a lot).
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 import networkx as nx
 from PySide6.QtCore import QPointF
@@ -29,6 +31,15 @@ from .groups import (
 )
 from .items import routed_curve
 from .layout import NODE_HEIGHT, NODE_WIDTH
+
+if TYPE_CHECKING:
+    from PySide6.QtCore import QTimer
+    from PySide6.QtWidgets import QGraphicsScene as _SceneBase
+
+    from .items import NodeItem
+    from .layout import Layout
+else:
+    _SceneBase = object  # a mixin of GraphScene, itself a QGraphicsScene
 
 LABEL_FONT_SIZE = 11.0
 
@@ -56,20 +67,39 @@ class ViewWork:
             self.collapsed |= fresh
         self.seen |= fresh
         self.view = build_view(tasks, self.groups, self.collapsed, self.filter.shown(tasks))
-        graph = nx.DiGraph()  # upstream -> downstream, mirrors the engine's edges
+        graph: nx.DiGraph = nx.DiGraph()  # upstream -> downstream, mirrors the engine's edges
         graph.add_nodes_from(tasks)
         graph.add_edges_from((dep, t.id) for t in tasks.values() for dep in t.deps if dep in tasks)
         self.graph = graph
 
 
-class GroupedScene:
+class GroupedScene(_SceneBase):
     """Groups (collapsed or not) and the filter of a GraphScene."""
 
     # Above this many tasks, groups start collapsed; None: never by themselves.
     collapse_above: int | None = COLLAPSE_ABOVE
 
+    if TYPE_CHECKING:  # GraphScene's, which this is a part of (for the checker)
+        tasks: dict[str, TaskInfo]
+        nodes: dict[str, NodeItem]
+        selected: list[str]
+        kept: dict[str, tuple[float, float]]
+        base: QColor
+        layout: Layout | None
+        _fresh: set[str]
+        _unbuilt: list[str]
+        _layout_waiting: Layout | None
+        _place_timer: QTimer
+        _edges_timer: QTimer
+
+        def set_tasks(self, tasks: dict[str, TaskInfo]) -> None: ...
+        def _show_view(self) -> None: ...
+        def _route(self, up: str, down: str) -> Any: ...
+        def _update_halo(self) -> None: ...
+
     def _init_groups(self) -> None:
-        self.group_source = None  # callable: task id -> its file's ``group`` key, or None
+        # task id -> its file's ``group`` key, or None
+        self.group_source: Callable[[str], str | None] | None = None
         self.groups: dict[str, str] = {}  # task id -> group
         self.collapsed: set[str] = set()
         self._seen_groups: set[str] = set()
@@ -155,7 +185,7 @@ class GroupedScene:
         for tid, info in changed.items():
             rep = rep_of.get(tid)
             item = self.group_items.get(rep) if rep is not None else None
-            if item is None:
+            if rep is None or item is None:
                 continue
             counts = touched.setdefault(rep, dict(item.counts))
             old = old_states.get(tid)

@@ -178,7 +178,7 @@ def build_view(
         if shown is not None and tid not in shown:
             continue
         group = groups.get(tid)
-        rep = group_rep(group) if counts.get(group, 0) > 1 else tid
+        rep = group_rep(group) if group is not None and counts.get(group, 0) > 1 else tid
         rep_of[tid] = rep
         members.setdefault(rep, []).append(tid)
     edges: dict[tuple[str, str], int] = {}

@@ -65,6 +65,7 @@ class NodeItem(QGraphicsPathItem):
             NodeItem._name_font.setBold(True)
             NodeItem._status_font = QFont()
             NodeItem._status_font.setPointSizeF(8.5)
+        assert NodeItem._name_font is not None and NodeItem._status_font is not None
         self.name_text = QGraphicsSimpleTextItem(self)
         self.name_text.setFont(NodeItem._name_font)
         self.name_text.setPos(12, 6)
@@ -101,6 +102,7 @@ class NodeItem(QGraphicsPathItem):
             self.port.setPen(look.port_pen)
         name = info.name or info.id
         if old is None or (old.name or old.id) != name:
+            assert NodeItem._name_font is not None  # made with the first card
             self.name_text.setText(
                 QFontMetrics(NodeItem._name_font).elidedText(
                     name, Qt.TextElideMode.ElideMiddle, int(NODE_WIDTH - 24)
@@ -117,6 +119,8 @@ class NodeItem(QGraphicsPathItem):
         self._show_status()
 
     def _show_status(self) -> None:
+        if self.info is None:
+            return  # nothing to say before set_info
         held = getattr(self.scene(), "dispatcher_paused", False)
         status = _status_text(self.info, self.elapsed, held)
         if status != self.status_text.text():

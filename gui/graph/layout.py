@@ -53,7 +53,7 @@ def layered_positions(nodes: Iterable[str], edges: Iterable[tuple[str, str]], sw
 
 def _ordered_layers(nodes, edges, sweeps: int, route: bool):
     """Layers (with dummy slots for long edges when ``route``) and {edge: [dummy, ...]}."""
-    graph = nx.DiGraph()
+    graph: nx.DiGraph = nx.DiGraph()
     graph.add_nodes_from(nodes)
     graph.add_edges_from((u, v) for u, v in edges if u in graph and v in graph)
     try:

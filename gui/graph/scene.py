@@ -54,7 +54,7 @@ REFUSE_COLOUR = QColor("#D55E00")
 SELECT_COLOUR = QColor("#1F6FEB")
 
 
-class GraphScene(QGraphicsScene, GroupedScene):
+class GraphScene(GroupedScene, QGraphicsScene):
     layoutApplied = Signal()
 
     def __init__(self, parent=None):

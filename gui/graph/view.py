@@ -155,7 +155,7 @@ class GraphView(QGraphicsView):
             self.fit()
 
     # -- search ---------------------------------------------------------------------
-    def find(self, text: str) -> str | None:
+    def find(self, text: str) -> str | None:  # type: ignore[override]  # not Qt's find(WId)
         """Select and centre the first task whose id or name contains ``text`` (any case)."""
         needle = text.strip().lower()
         if not needle:
@@ -274,7 +274,7 @@ class GraphView(QGraphicsView):
         tid, kind = self._hit(event.position().toPoint())
         if kind == "port" and self.read_only:
             kind = "node"  # select the task; no edge is drawn
-        if kind == "port":
+        if kind == "port" and tid is not None:
             self._start_connect(tid)
             event.accept()
             return
@@ -452,9 +452,12 @@ class GraphView(QGraphicsView):
 
     def _update_connect(self, scene_point: QPointF) -> None:
         scene = self.graph_scene
-        start = scene.nodes[self._connect_from].output_point()
+        upstream = self._connect_from
+        if upstream is None:
+            return  # no drag from a port going on
+        start = scene.nodes[upstream].output_point()
         target = scene.node_at(scene_point)
-        if target == self._connect_from:
+        if target == upstream:
             target = None
         self._connect_target = target
         if target is None:
@@ -463,7 +466,6 @@ class GraphView(QGraphicsView):
             scene.hide_cycle()
             self.connectHint.emit("")
             return
-        upstream = self._connect_from
         cycle = scene.would_close_cycle(upstream, target)
         started = not scene.can_gain_dependency(target)
         ok = cycle is None and not started and not scene.graph.has_edge(upstream, target)

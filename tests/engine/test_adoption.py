@@ -24,6 +24,8 @@ from taskloom.engine.command import Command
 from taskloom.engine.store import SQLiteStore
 from tests._processes import alive, wait_for
 
+pytestmark = pytest.mark.slow  # real processes: owners, watchers, signals, kills
+
 ROOT = Path(__file__).resolve().parents[2]
 PY = sys.executable
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import pickle
 import signal
+import stat
 import sys
 import threading
 from pathlib import Path
@@ -12,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from taskloom.engine import RetryPolicy, SystemClock, TaskState
-from taskloom.engine._jobs.context import RunContext, run_in_context
 from taskloom.engine.command import Command, CommandFailed
 from taskloom.engine.errors import TaskCancelled
+from taskloom.engine.testing import RunContext, run_in_context
 from tests._processes import group_exists
 
 PY = sys.executable
@@ -80,8 +81,16 @@ def test_each_attempt_gets_its_own_log(tmp_path):
     assert Path(second.log_path).name.startswith("job-2-")
 
 
-def test_without_a_run_the_log_goes_to_a_temp_dir():
-    Command([PY, "-c", "print('outside')"])()  # no RunContext: still runs, no error
+def test_without_a_run_the_log_goes_to_the_private_cache_folder(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    folder = tmp_path / "cache" / "taskloom" / "logs"
+    # No RunContext: it still runs, returns, and its output is kept in the user's cache.
+    assert Command([PY, "-c", "print('outside')"])() is None
+    [log] = folder.iterdir()
+    assert log.name.endswith(".log") and log.read_text() == "outside\n"
+    assert stat.S_IMODE(os.stat(folder).st_mode) == 0o700
+    with pytest.raises(CommandFailed, match="exit code 5"):  # and it still fails like one
+        Command([PY, "-c", "raise SystemExit(5)"])()
 
 
 def test_big_output_is_capped_with_its_tail_kept(tmp_path, monkeypatch):

@@ -46,6 +46,7 @@ def test_a_cron_command_is_told_its_occurrence_and_the_run_env(tmp_path):
     s.start()
     clock.advance(30 * 60 + 3)  # 02:30:03: the 02:30 run
     [first] = seen(out)
+    assert first.pop("TASKLOOM_OUTPUT").endswith(".output")  # where its outputs may go
     assert first == {
         "TASKLOOM_RUN": "7",
         "TASKLOOM_PARAM_DAY": "2026-12-01",

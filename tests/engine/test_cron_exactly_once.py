@@ -92,6 +92,7 @@ def drive(expr, tz, start_wall, mono_start, skew, occurrences, rng) -> None:
     skew=st.floats(-MAX_SKEW, MAX_SKEW),
     rng=st.randoms(use_true_random=False),
 )
+@pytest.mark.slow
 def test_each_occurrence_runs_once_across_dst_with_wall_jitter(
     tz, which, expr, occurrences, before, mono_start, skew, rng
 ):
@@ -101,6 +102,7 @@ def test_each_occurrence_runs_once_across_dst_with_wall_jitter(
     drive(expr, tz, start, mono_start, skew, occurrences, rng)
 
 
+@pytest.mark.slow
 def test_ten_thousand_minutes_each_run_once():
     # A week of "* * * * *" across Berlin's fall-back, minute by minute with jitter.
     start = datetime(2026, 10, 21, 11, 59, 13, 250000, tzinfo=UTC)

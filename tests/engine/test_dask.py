@@ -22,7 +22,7 @@ from tests.engine import _remote_tasks as remote
 
 S = TaskState
 TASKS = "tests.engine._remote_tasks"
-pytestmark = pytest.mark.timeout(60)
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(60)]
 
 
 @pytest.fixture(scope="module")

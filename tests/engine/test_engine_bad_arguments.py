@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from taskloom.engine import RetryPolicy, TaskState
-from taskloom.engine._jobs.context import RunContext, run_in_context
 from taskloom.engine.command import Command, CommandFailed
+from taskloom.engine.testing import RunContext, run_in_context
 
 S = TaskState
 

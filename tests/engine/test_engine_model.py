@@ -6,7 +6,7 @@ and after every step checks the engine against the model and against its own
 event log.
 
 The model only gives dependent tasks delay 0: when a re-armed downstream task
-honours its old run_at is a choice docs/design.md leaves open.
+honours its old run_at is a choice docs/engine.md leaves open.
 """
 
 from __future__ import annotations

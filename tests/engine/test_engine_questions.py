@@ -98,7 +98,7 @@ def test_allowed_actions_of_the_plain_states(sched, clock, runs):
     runs.fail.add("bad")
     sched.add(runs.fn("bad"), name="bad")
     assert sched.task("bad").state is S.FAILED
-    assert sched.allowed_actions("bad") == {A.RETRY, A.PAUSE, A.REMOVE, A.EDIT}
+    assert sched.allowed_actions("bad") == {A.RETRY, A.PAUSE, A.REMOVE, A.EDIT, A.CLEAR}
     sched.pause("bad")
     assert A.RESUME in sched.allowed_actions("bad") and A.PAUSE not in sched.allowed_actions("bad")
 

@@ -78,6 +78,7 @@ def _expected(plan: Plan, final: dict[str, TaskState], name: str) -> TaskState:
     return S.FAILED if plan.fails[name] else S.SUCCEEDED
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(150)
 def test_many_producers_and_workers_settle_every_task_exactly_once():
     terminal: Counter = Counter()

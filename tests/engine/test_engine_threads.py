@@ -437,6 +437,7 @@ def hammer_body():
         raise RuntimeError("flaky")
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(60)
 @pytest.mark.parametrize("seed", [11, 22, 33])
 def test_an_eight_thread_api_hammer_kills_no_engine_thread_and_strands_no_task(monkeypatch, seed):

@@ -22,8 +22,14 @@ from concurrent.futures import Executor, Future
 
 import pytest
 
-from taskloom.engine import RetryPolicy, Scheduler, SystemClock, TaskState, current_run
-from taskloom.engine._jobs.context import RemoteResult
+from taskloom.engine import (
+    RemoteResult,
+    RetryPolicy,
+    Scheduler,
+    SystemClock,
+    TaskState,
+    current_run,
+)
 from taskloom.engine.command import Command
 from taskloom.engine.errors import TaskCancelled
 from taskloom.engine.store import SQLiteStore
@@ -181,6 +187,7 @@ LINGERER = textwrap.dedent(
 )
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(60)
 @pytest.mark.parametrize("executor", ["threads", "processes"])
 def test_copies_of_a_command_that_lingers_after_sigterm_never_overlap(tmp_path, executor):
@@ -495,6 +502,7 @@ def test_a_cancel_during_submit_to_a_process_pool_terminates_the_command(tmp_pat
 
 
 # ---------------------------------------------------------------------- the hammer
+@pytest.mark.slow
 @pytest.mark.timeout(60)
 def test_eight_threads_hammering_cancel_retry_run_now_never_overlap_an_attempt(monkeypatch):
     crashes = []

@@ -50,6 +50,7 @@ def until(predicate, timeout: float = 10.0) -> None:
         threading.Event().wait(0.01)
 
 
+@pytest.mark.slow
 def test_a_run_nobody_watches_is_looked_at_twice_a_second_not_ten_times(tmp_path):
     from taskloom.engine.feed import FEED_INTERVAL, UNWATCHED_INTERVAL
 
@@ -77,6 +78,7 @@ def test_a_run_nobody_watches_is_looked_at_twice_a_second_not_ten_times(tmp_path
         store.close()
 
 
+@pytest.mark.slow
 def test_a_watcher_of_a_quiet_run_reads_it_twice_a_second_and_hurries_when_it_asks(owner, tmp_path):
     from taskloom.engine.watched_run import IDLE_POLL_INTERVAL, POLL_INTERVAL, QUIET_POLLS
 
@@ -393,6 +395,7 @@ def test_a_garbage_request_is_refused_and_the_valid_one_beside_it_answered(owner
     conn.close()
 
 
+@pytest.mark.slow
 def test_a_huge_request_is_refused_without_being_read_and_blanked(owner, tmp_path):
     scheduler, store, feed = owner
     conn = sqlite3.connect(tmp_path / "run.db", isolation_level=None)

@@ -70,7 +70,7 @@ def test_a_member_is_its_string():
 @pytest.mark.parametrize("given", [Mode.FIXED_DELAY, "fixed_delay"])
 def test_mode_is_accepted_as_enum_or_string_and_kept_as_the_enum(sched, clock, runs, given):
     sched.schedule_every(runs.fn("tick"), 10.0, name="tick", mode=given)
-    assert sched._graph.tasks["tick"].recurrence.mode is Mode.FIXED_DELAY
+    assert sched.definition("tick").mode is Mode.FIXED_DELAY
     clock.advance(12.0)
     assert sched.task("tick").run_at == 22.0  # counted from the end of the run
 
@@ -79,7 +79,7 @@ def test_mode_is_accepted_as_enum_or_string_and_kept_as_the_enum(sched, clock, r
 @pytest.mark.parametrize("misfire", [Misfire.RUN_ALL, "run_all", Misfire.SKIP, "run_once"])
 def test_overlap_and_misfire_are_accepted_as_enum_or_string(sched, overlap, misfire):
     sched.schedule_every(_noop, 10.0, name="tick", overlap=overlap, misfire=misfire)
-    task = sched._graph.tasks["tick"]
+    task = sched.definition("tick")
     assert task.overlap is Overlap(overlap)
     assert task.misfire is Misfire(misfire)
 
@@ -87,14 +87,14 @@ def test_overlap_and_misfire_are_accepted_as_enum_or_string(sched, overlap, misf
 @pytest.mark.parametrize("misfire", [Misfire.RUN_ALL, "run_all"])
 def test_cron_takes_the_enums_too(sched, misfire):
     sched.schedule_cron(_noop, "0 * * * *", name="hourly", overlap=Overlap.QUEUE, misfire=misfire)
-    task = sched._graph.tasks["hourly"]
+    task = sched.definition("hourly")
     assert (task.overlap, task.misfire) == (Overlap.QUEUE, Misfire.RUN_ALL)
 
 
 @pytest.mark.parametrize("rule", [*TriggerRule, *(r.value for r in TriggerRule)])
 def test_trigger_rule_is_accepted_as_enum_or_string(unstarted, rule):
     unstarted.add(_noop, name="a", deps=["later"], trigger_rule=rule)
-    assert unstarted._graph.tasks["a"].trigger_rule is TriggerRule(rule)
+    assert unstarted.definition("a").trigger_rule is TriggerRule(rule)
 
 
 def test_trigger_rule_enum_decides_like_its_string(sched, runs):

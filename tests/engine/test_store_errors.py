@@ -128,6 +128,7 @@ def test_a_store_missing_a_table_is_damaged(tmp_path):
     ],
     ids=["state", "spec-key", "spec-json"],
 )
+@pytest.mark.slow
 def test_damaged_rows_are_named_as_store_damage_not_a_file_problem(tmp_path, damage):
     db = tmp_path / "run.db"
     path = tmp_path / "flow.toml"

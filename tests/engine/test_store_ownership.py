@@ -106,6 +106,7 @@ def test_a_reader_reads_beside_a_live_owner(tmp_path):
 
 
 # ---------------------------------------------------------------- no orphans
+@pytest.mark.slow
 @pytest.mark.timeout(60)
 def test_commands_outlive_their_killed_owner_under_their_supervisor(tmp_path):
     """With a store, a command and everything it started go on when their owner is

@@ -106,6 +106,7 @@ def test_a_huge_file_is_refused_before_reading(tmp_path):
     assert "32 MiB" in problem.message
 
 
+@pytest.mark.slow
 def test_a_big_but_sane_file_loads(tmp_path):
     text = "".join(task(name=f"t{n}") for n in range(10_000))
     path = tmp_path / "flow.toml"

@@ -22,6 +22,8 @@ from taskloom.engine.store import SQLiteStore
 from taskloom.engine.workflow import load
 from taskloom.watching import WatchSession
 
+pytestmark = pytest.mark.slow  # real processes: owners, watchers, signals, kills
+
 ROOT = Path(__file__).resolve().parents[2]
 S = TaskState
 

@@ -55,6 +55,7 @@ def stored_outcomes(db: Path, task: str) -> list[str]:
         reader.close()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sig", ["SIGTERM", "SIGHUP", "SIGQUIT", "SIGINT"])
 def test_a_stop_signal_to_the_window_ends_its_commands_and_leaves_the_run_resumable(tmp_path, sig):
     path, fifo = announcing_workflow(tmp_path)
@@ -77,6 +78,7 @@ def test_a_stop_signal_to_the_window_ends_its_commands_and_leaves_the_run_resuma
     assert stored_outcomes(db, "long") == ["interrupted"]
 
 
+@pytest.mark.slow
 def test_a_window_on_a_workflow_that_runs_elsewhere_watches_it_and_starts_nothing(tmp_path):
     path, fifo = announcing_workflow(tmp_path)
     db = tmp_path / "run.db"
@@ -110,6 +112,7 @@ def test_a_window_on_a_workflow_that_runs_elsewhere_watches_it_and_starts_nothin
         owner.wait(30)
 
 
+@pytest.mark.slow
 def test_file_open_of_a_workflow_owned_elsewhere_says_who_and_keeps_the_window(
     qtbot, tmp_path, settings
 ):

@@ -7,11 +7,27 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from PySide6.QtGui import QColor, QGuiApplication, QImage, QPalette
 from PySide6.QtWidgets import QApplication
 
 from taskloom.app import run_window
+from taskloom.cli import _window_parser
+from taskloom.engine import TaskState
 from taskloom.gui.main_window import MainWindow
+from taskloom.gui.style import (
+    STATE_COLOURS,
+    apply_theme,
+    contrast,
+    is_dark,
+    state_colour,
+    state_outline,
+    state_text_colour,
+    theme_palette,
+)
+
+ROOT = Path(__file__).resolve().parents[2]
+S = TaskState
 
 
 def noop():
@@ -83,6 +99,7 @@ def test_run_window_refuses_a_bad_file(qtbot, tmp_path, capsys):
     assert not (tmp_path / "no.png").exists()
 
 
+@pytest.mark.slow
 def test_taskloom_command_takes_a_screenshot_headless(tmp_path):
     path = write_workflow(tmp_path, '[tasks.only]\ncommand = ["PY", "-c", "print(1)"]\n')
     picture = tmp_path / "cli.png"
@@ -112,3 +129,59 @@ def test_taskloom_command_takes_a_screenshot_headless(tmp_path):
     assert result.returncode == 0, result.stderr
     image = QImage(str(picture))
     assert (image.width(), image.height()) == (1400, 900)
+
+
+# Forced themes, and state colours that read in both (from the screenshot review).
+def test_apply_theme_forces_dark_and_light(qapp):
+    original = QGuiApplication.palette()
+    try:
+        assert apply_theme(qapp, "dark") == "dark"
+        assert is_dark(QGuiApplication.palette())
+        assert apply_theme(qapp, "light") == "light"
+        assert not is_dark(QGuiApplication.palette())
+        with pytest.raises(ValueError):
+            apply_theme(qapp, "purple")
+    finally:
+        QApplication.setPalette(original)
+
+
+def test_window_parser_takes_theme_and_select():
+    args = _window_parser().parse_args(["--theme", "dark", "--select", "flaky"])
+    assert (args.theme, args.select) == ("dark", "flaky")
+    assert _window_parser().parse_args([]).theme is None
+    with pytest.raises(SystemExit):
+        _window_parser().parse_args(["--theme", "sepia"])
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(90)
+def test_screenshot_in_the_dark_theme_with_a_task_selected(tmp_path):
+    out = tmp_path / "dark.png"
+    env = dict(os.environ, QT_QPA_PLATFORM="offscreen", XDG_DATA_HOME=str(tmp_path))
+    env["TASKLOOM_THEME"] = "dark"  # the environment variable alone picks the theme
+    command = [sys.executable, "-m", "taskloom", str(ROOT / "resources/examples/flaky.toml")]
+    command += ["--screenshot", str(out), "--quit-after", "1", "--select", "reset"]
+    subprocess.run(command, cwd=ROOT, env=env, check=True, timeout=80)
+    image = QImage(str(out))
+    assert image.width() >= 960
+    corner = image.pixelColor(image.width() // 3, image.height() // 4)  # the graph's background
+    assert corner.lightness() < 60, corner.name()
+
+
+@pytest.mark.parametrize("theme", ["light", "dark"])
+def test_state_text_reads_on_the_log_in_both_themes(theme):
+    palette = theme_palette(theme)
+    rows = [palette.color(QPalette.ColorRole.Base), palette.color(QPalette.ColorRole.AlternateBase)]
+    for state in TaskState:
+        colour = state_text_colour(state, rows)
+        for background in rows:
+            assert contrast(colour, background) >= 4.5, (state, colour.name())
+    assert contrast(QColor("#F0E442").darker(115), QColor("white")) < 2  # what ready was
+
+
+def test_cancelled_is_visible_on_the_dark_background():
+    base = QColor("#17181A")
+    assert contrast(QColor(STATE_COLOURS[S.CANCELLED]), base) < 2.5  # what it was
+    assert contrast(state_colour(S.CANCELLED, dark=True), base) >= 3
+    assert contrast(state_outline(S.CANCELLED, dark=True), base) >= 7
+    assert state_colour(S.CANCELLED).name() == STATE_COLOURS[S.CANCELLED].lower()  # light as is

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import re
 
+from PySide6.QtCore import Qt
 from PySide6.QtGui import QColor, QGuiApplication, QPalette
 from PySide6.QtWidgets import QApplication
 
 from taskloom.engine import Event, RetryPolicy, TaskState
 from taskloom.gui.event_log import EventLog
-from taskloom.gui.style import contrast
+from taskloom.gui.style import contrast, theme_palette
 
 S = TaskState
 
@@ -160,3 +161,50 @@ def test_run_summary_follows_every_batch_not_only_the_clock_tick(
     manual_scheduler.start()
     qtbot.waitUntil(lambda: re.search(r"1\s+.*succeeded", shown()) is not None, timeout=3000)
     assert re.search(r"1\s+.*scheduled", shown())
+
+
+# The event log's words and columns; the run summary (from the screenshot review).
+def test_log_shows_kinds_as_words_and_colours_by_palette(qtbot):
+    log = EventLog()
+    qtbot.addWidget(log)
+    log.add_events([Event(1, "retry_wait", "t", S.RETRY_WAIT, 0.0, 1, 5.0, "boom")])
+    index = log.model.index(0, 3)
+    assert log.model.data(index) == "↻ retry wait"
+    assert log.kind_filter.findText("retry wait") >= 0
+    log.model.set_palette(theme_palette("light"))
+    colour = log.model.data(index, Qt.ItemDataRole.ForegroundRole).color()
+    assert contrast(colour, QColor("#FFFFFF")) >= 4.5
+
+
+def test_log_columns_fit_at_1400_px(qtbot, make_window, manual_scheduler):
+    manual_scheduler.add(noop, name="a_rather_long_task_name")
+    window = make_window(manual_scheduler, size=(1400, 900))
+    manual_scheduler.start()
+    table = window.event_log.table
+    qtbot.waitUntil(lambda: table.model().rowCount() > 0, timeout=3000)
+    header = table.horizontalHeader()
+    assert header.length() <= table.viewport().width()
+    assert table.horizontalScrollBar().maximum() == 0
+    metrics = header.fontMetrics()
+    for column in (0, 1, 3, 4):  # the fixed columns are at least as wide as their header
+        title = table.model().headerData(column, Qt.Orientation.Horizontal)
+        assert header.sectionSize(column) >= metrics.horizontalAdvance(title)
+
+
+def test_inspector_summarises_the_run_with_nothing_selected(qtbot, make_window, manual_scheduler):
+    manual_scheduler.add(noop, name="ok")
+    manual_scheduler.add(broken, name="broken")
+    manual_scheduler.schedule_after(noop, 30, name="later")
+    manual_scheduler.start()
+    window = make_window(manual_scheduler)
+    qtbot.waitUntil(lambda: window.bridge.tasks["broken"].state is S.FAILED, timeout=3000)
+    inspector = window.inspector
+    inspector.refresh()
+    assert inspector.pages.currentIndex() == 1
+    text = inspector.summary.text()
+    assert "3 tasks" in text and "failed" in text and "bad row 17" in text
+    assert 'href="later"' in text and "in 30.0 s" in text
+    inspector.summary.linkActivated.emit("broken")  # what clicking the link sends
+    assert window.graph_view.selected() == ["broken"]
+    assert inspector.pages.currentIndex() == 0
+    assert inspector.title.text() == "broken"

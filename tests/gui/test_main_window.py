@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 
-from PySide6.QtCore import Qt
+from PySide6.QtCore import Qt, QTimer
 from PySide6.QtGui import QAction
 from PySide6.QtWidgets import QApplication, QToolBar, QWidget
 
@@ -76,11 +76,45 @@ def test_status_bar_counts_states(qtbot, make_window, manual_scheduler):
     assert "workers 0/2 busy" in window.status_panel.busy.text()
 
 
-def test_window_leaves_nothing_behind(qtbot, make_window, manual_scheduler):
+def test_window_leaves_nothing_behind(qtbot, make_window, manual_scheduler, monkeypatch):
+    # The scheduler is the caller's and outlives the window: closing the window must end
+    # its subscriptions to the engine and stop every timer it runs.
+    listening: list = []
+    subscribe, unsubscribe = manual_scheduler.subscribe, manual_scheduler.unsubscribe
+
+    def counted_subscribe(callback):
+        undo = subscribe(callback)
+        listening.append(callback)
+
+        def counted_undo():
+            if callback in listening:
+                listening.remove(callback)
+            undo()
+
+        return counted_undo
+
+    def counted_unsubscribe(callback):
+        if callback in listening:
+            listening.remove(callback)
+        unsubscribe(callback)
+
+    monkeypatch.setattr(manual_scheduler, "subscribe", counted_subscribe)
+    monkeypatch.setattr(manual_scheduler, "unsubscribe", counted_unsubscribe)
+    manual_scheduler.add(noop, name="a")
+    manual_scheduler.start()
     window = make_window(manual_scheduler)
+    qtbot.waitUntil(lambda: window.bridge.tasks["a"].state is S.SUCCEEDED)
+    assert listening  # the window follows the engine while open
+
     window.close()
     QApplication.processEvents()
     assert not window.isVisible()
+    assert listening == []  # no callback of the closed window is left in the engine
+    running = [timer for timer in window.findChildren(QTimer) if timer.isActive()]
+    assert not running, [(timer.parent(), timer.interval()) for timer in running]
+    manual_scheduler.add(noop, name="b")  # the engine goes on without it
+    manual_scheduler.clock.advance(1.0)
+    assert manual_scheduler.task("b").state is S.SUCCEEDED
 
 
 def test_zoom_shortcuts_and_find(qtbot, make_window, manual_scheduler):

@@ -331,3 +331,40 @@ def test_view_menu_looks_ahead_an_hour_a_day_or_a_week(qtbot, make_window, manua
         assert abs(canvas.horizon - seconds) < 1e-6
         now = manual_scheduler.clock.now()
         assert abs(canvas.window(now)[1] - (now + seconds)) < 1e-6
+
+
+# The axis labels and the fitted range (from the screenshot review).
+def test_axis_labels_are_centred_on_their_ticks(qtbot, make_window, manual_scheduler):
+    window = make_window(manual_scheduler)
+    timeline = window.timeline
+    timeline.set_span(150)
+    axis, canvas = timeline.axis, timeline.canvas
+    axis.repaint()
+    now = manual_scheduler.clock.now()
+    assert len(axis.label_rects) >= 3
+    for t, box in axis.label_rects:
+        assert abs(box.center().x() - canvas.x_of(t, now)) < 0.5
+        assert box.left() >= LABEL_WIDTH and box.right() <= axis.width()
+
+
+def test_timeline_fits_a_short_run_until_the_user_zooms(qtbot, make_window, manual_scheduler):
+    manual_scheduler.schedule_after(noop, 2, name="first")
+    manual_scheduler.schedule_after(noop, 5, name="second")
+    manual_scheduler.start()
+    window = make_window(manual_scheduler)
+    timeline = window.timeline
+    canvas = timeline.canvas
+    qtbot.waitUntil(lambda: len(timeline.model.entries) == 2, timeout=3000)
+    manual_scheduler.clock.advance(3)  # "first" runs: a bar from t0+2
+    qtbot.waitUntil(lambda: "first" in timeline.model.bars, timeout=3000)
+    now = manual_scheduler.clock.now()
+    assert canvas.refit(now) or canvas.fit_left is not None
+    left, right = canvas.window(now)
+    assert canvas.span == 20.0  # 3 s of work fits the smallest fitted range
+    started = timeline.model.bars["first"][0][0]
+    assert left < started and right > now + 2  # the bar and the upcoming "second"
+    width = canvas.x_of(started + 1, now) - canvas.x_of(started, now)
+    assert width > 15  # a 1 s attempt is readable (2 px on the old fixed 150 s range)
+    canvas.zoom(-10)  # the user zooms in: no more fitting
+    assert canvas.span == SPANS[0] == 10.0
+    assert not canvas.auto_fit and not canvas.refit(now)

@@ -6,11 +6,9 @@ from __future__ import annotations
 import os
 import re
 import signal
-import statistics
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 
 import pytest
@@ -21,6 +19,8 @@ from taskloom.engine._store.lock import read_owner
 from taskloom.engine.watched_run import WatchOnly
 from taskloom.engine.workflow import load
 from taskloom.watching import WatchSession
+
+pytestmark = pytest.mark.slow  # real processes: owners, watchers, signals, kills
 
 ROOT = Path(__file__).resolve().parents[2]
 LINE = re.compile(r"^\s*[\d.]+s\s+(\S*)\s+(\w+)")
@@ -140,9 +140,9 @@ def test_a_watcher_follows_the_owner_live_in_the_same_order(qtbot, tmp_path, own
     session = s.current
     assert isinstance(session, WatchSession)
     window = session.window
-    seen: list[tuple[str, str, float, float]] = []  # task, kind, received (wall), at (owner)
+    seen: list[tuple[str, str]] = []  # task, kind
     window.bridge.eventsArrived.connect(
-        lambda events: seen.extend((e.task_id, e.kind, time.time(), e.at) for e in events)
+        lambda events: seen.extend((e.task_id, e.kind) for e in events)
     )
     # Whose run it is, in the title bar and the status bar.
     assert f"pid {owner.process.pid}" in window.windowTitle()
@@ -151,20 +151,22 @@ def test_a_watcher_follows_the_owner_live_in_the_same_order(qtbot, tmp_path, own
     assert window.bridge.tasks["a"].state is S.RUNNING  # from the snapshot
 
     go.touch()
-    went = time.time()
-    qtbot.waitUntil(lambda: ("d", "succeeded") in [(t, k) for t, k, *_ in seen], timeout=20000)
-    qtbot.waitUntil(lambda: ("r", "succeeded") in [(t, k) for t, k, *_ in seen], timeout=20000)
-    qtbot.waitUntil(lambda: [k for t, k, *_ in seen if t == "tick"].count("succeeded") >= 2)
+    qtbot.waitUntil(lambda: ("d", "succeeded") in [(t, k) for t, k in seen], timeout=20000)
+    qtbot.waitUntil(lambda: ("r", "succeeded") in [(t, k) for t, k in seen], timeout=20000)
+    qtbot.waitUntil(lambda: [k for t, k in seen if t == "tick"].count("succeeded") >= 2)
 
     for task in ("a", "b", "c", "d", "r"):
-        watched = [k for t, k, *_ in seen if t == task]
+        watched = [k for t, k in seen if t == task]
         assert watched == owner.events(task)[-len(watched) :], task
-    r_events = [k for t, k, *_ in seen if t == "r"]
+    r_events = [k for t, k in seen if t == "r"]
     assert r_events.index("retry_wait") < r_events.index("succeeded")  # the retry, seen
     # Every view follows: graph/inspector/status read the bridge, the timeline has
     # the attempts, the event log the events.
     assert {t: window.bridge.tasks[t].state for t in "abcdr"} == dict.fromkeys("abcdr", S.SUCCEEDED)
-    assert [a.outcome for a in window.bridge.attempts("r")] == ["failed", "succeeded"]
+    # A watching window reads attempts off the GUI thread: they come a round later.
+    qtbot.waitUntil(
+        lambda: [a.outcome for a in window.bridge.attempts("r")] == ["failed", "succeeded"]
+    )
     qtbot.waitUntil(lambda: "succeeded" in window.scene.nodes["d"].status_text.text())
     window.select_tasks(["r"])  # the inspector lists both attempts, from this run
     qtbot.waitUntil(lambda: window.inspector.attempt_list.topLevelItemCount() == 2)
@@ -176,13 +178,9 @@ def test_a_watcher_follows_the_owner_live_in_the_same_order(qtbot, tmp_path, own
     assert window.event_log.model.rowCount() >= len(seen)
     window._refresh_status()
     assert "succeeded" in window.status_panel.counts.text()
-    # Within half a second of the owner's event (same host: one wall clock).
-    # The run's recent past came first (a's start, before this window opened).
-    assert ("a", "running") in [(t, k) for t, k, *_ in seen]
-    offset = session.scheduler.clock.offset
-    lags = sorted(received - (at + offset) for _, _, received, at in seen if at + offset >= went)
-    assert statistics.median(lags) < 0.5, lags
-    assert lags[int(len(lags) * 0.9)] < 0.5, lags
+    # The run's recent past came first (a's start, before this window opened). How soon
+    # a watcher hears of an event (lag p50/p99) is benchmarks/watch_bench.py's figure.
+    assert ("a", "running") in seen
 
 
 STEER = """
@@ -198,6 +196,7 @@ every = "1h"
 """
 
 
+@pytest.mark.slow
 def test_cancel_retry_run_now_and_pause_from_a_watcher_reach_the_owner(
     qtbot, tmp_path, owners, sessions
 ):
@@ -274,6 +273,7 @@ def test_cancel_retry_run_now_and_pause_from_a_watcher_reach_the_owner(
     assert any("1 cancelled" in line and "1 failed" in line for line in owner.lines)
 
 
+@pytest.mark.slow
 def test_the_watcher_says_when_the_owner_dies_and_takes_the_run_over(
     qtbot, tmp_path, owners, sessions
 ):
@@ -351,8 +351,12 @@ def test_after_the_owner_dies_nothing_is_shown_running_that_is_not(
     qtbot.waitUntil(lambda: "owner gone" in window.scene.nodes["inproc"].status_text.text())
     window.inspector.refresh()
     assert "owner gone" in window.inspector.state.text()
-    outcomes = [str(a.outcome) for a in window.scheduler.attempts("inproc")]
-    assert outcomes and "running" not in outcomes  # the attempt is lost, as a take-over finds
+
+    def outcomes() -> list[str]:  # read off the GUI thread: a round after it is asked
+        return [str(a.outcome) for a in window.scheduler.attempts("inproc")]
+
+    qtbot.waitUntil(lambda: bool(outcomes()))
+    assert "running" not in outcomes()  # the attempt is lost, as a take-over finds
     qtbot.waitUntil(lambda: not window.forecast_view.eta.isVisible(), timeout=5000)
 
     def cmd_told_truly() -> bool:
@@ -398,6 +402,7 @@ def test_file_open_of_a_workflow_run_elsewhere_watches_it(qtbot, tmp_path, owner
         s.close()
 
 
+@pytest.mark.slow
 def test_a_stopped_owner_is_shown_not_answering_then_watched_again(
     qtbot, tmp_path, owners, sessions
 ):
@@ -446,6 +451,7 @@ every = "200ms"
 """
 
 
+@pytest.mark.slow
 def test_closing_a_window_can_hand_its_schedule_to_a_background_owner(
     qtbot, tmp_path, settings, sessions
 ):

@@ -1,0 +1,66 @@
+"""The window shows a task waiting for a slot of its pool, and a jittered occurrence
+as the window it may start in (issue 26: pools and jitter)."""
+
+from __future__ import annotations
+
+import threading
+
+from taskloom.engine import Scheduler, TaskState
+from taskloom.engine.durations import format_duration
+
+S = TaskState
+
+
+def noop():
+    return None
+
+
+def test_the_window_shows_a_pool_wait_and_a_jitter_window(qtbot, make_window):
+    scheduler = Scheduler(workers=4, pools={"db": 1})
+    gate = threading.Event()
+    try:
+        scheduler.add(lambda: gate.wait(10), name="hold", pool="db", priority=1)
+        scheduler.add(noop, name="load", pool="db")
+        scheduler.schedule_after(noop, 3600.0, name="nightly", jitter=300.0)
+        scheduler.start()
+        window = make_window(scheduler)
+        qtbot.waitUntil(lambda: scheduler.pool_wait("load") is not None, timeout=10000)
+        qtbot.waitUntil(lambda: window.bridge.tasks["load"].state is S.READY, timeout=10000)
+        window.select_tasks(["load"])
+        why = window.inspector.fields["why not"].text()
+        assert why == "ready, waiting for pool db: 1 of 1 busy"
+        assert "counts against pool db" in window.inspector.fields["rule"].text()
+
+        window.select_tasks(["nightly"])
+        assert "starts up to 5m late (jitter)" in window.inspector.fields["trigger"].text()
+        timeline = window.timeline
+        qtbot.waitUntil(lambda: timeline.model.jitter_window("nightly") is not None)
+        start, end = timeline.model.jitter_window("nightly")
+        assert end - start == 300.0
+        timeline.canvas.grab()  # paints: the entry's tooltip says it is a window
+        tips = [tip for _, tid, tip in timeline.canvas._hits if tid == "nightly"]
+        assert any("starts within 5 min after (jitter)" in tip for tip in tips), tips
+    finally:
+        gate.set()
+        scheduler.shutdown(wait=True)
+
+
+def give():
+    return {"rows": 17}
+
+
+def test_the_inspector_shows_an_attempts_jitter_delay_and_its_outputs(
+    qtbot, make_window, manual_scheduler
+):
+    s, clock = manual_scheduler, manual_scheduler.clock
+    s.schedule_after(f"{__name__}:give", 10.0, name="extract", jitter=60.0)
+    s.start()
+    clock.advance(10.0)  # due: waits its random delay
+    clock.advance(s.next_due() - clock.now())
+    assert s.task("extract").state is S.SUCCEEDED
+    delay = s.jitter_delays("extract")[1]
+    window = make_window(s)
+    window.select_tasks(["extract"])
+    qtbot.waitUntil(lambda: "outputs: rows=17" in window.inspector.output.toPlainText())
+    text = window.inspector.output.toPlainText()
+    assert f"jitter: started {format_duration(round(delay, 3))} after its time" in text

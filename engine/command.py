@@ -33,6 +33,8 @@ from typing import TYPE_CHECKING
 
 from ._jobs.context import RunContext, attempt_env, current_run
 from .errors import CommandLost, TaskCancelled
+from .secret_env import environment as secrets_env
+from .secret_env import masked
 
 if TYPE_CHECKING:  # loaded on the first command: defining tasks needs none of it
     from ._jobs import supervision
@@ -98,7 +100,7 @@ class Command:
         # TASKLOOM_* of the attempt and the run's env (context.attempt_env), then its own.
         # Sent as the environment most commands share (sent again only when it changes)
         # and the few variables of this attempt.
-        env = {**os.environ, **self.env}
+        env = {**os.environ, **secrets_env(), **self.env}
         extra = {k: v for k, v in attempt_env(run).items() if k not in self.env}
         if run is not None:
             run.log_path = str(log_path)
@@ -114,6 +116,9 @@ class Command:
             "tail_bytes": TAIL_BYTES,
             "grace": GRACE_SECONDS,
         }
+        secrets = masked()
+        if secrets:  # secret_env values: the supervisor writes *** for each
+            request["mask"] = list(secrets)
         if run is None:
             pending = supervision.client().start(request)
         else:

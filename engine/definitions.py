@@ -26,7 +26,7 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import dataclass, fields, replace
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from enum import StrEnum
 from pathlib import Path
 from typing import Any
@@ -96,6 +96,9 @@ class TaskDefinition:
     # Where the window draws it: the group it collapses into (a display label only;
     # the engine and the store ignore it).
     group: str | None = None
+    # Days a recurring task leaves out (calendars.py): merged (first, last) date
+    # ranges, read in ``timezone`` (UTC when None): a file's ``skip`` and ``calendar``.
+    skip: tuple[tuple[date, date], ...] = ()
     # The shared limit it counts against (a ``[pools]`` name; None: only ``workers``),
     # and the most random delay (seconds) each occurrence waits before it starts.
     pool: str | None = None
@@ -146,13 +149,21 @@ class TaskDefinition:
     def recurrence(self):
         """The engine's recurrence for it (``recurrence.py``), or None for a one-shot."""
         if self.every is not None:
-            return IntervalRecurrence(self.every, self.mode)
+            return IntervalRecurrence(self.every, self.mode, self.skip_days())
         if self.cron is not None:
             from .cron import CronTrigger  # the cron library loads only when used
 
             tz = self.timezone or "UTC"
-            return CronRecurrence(CronTrigger(self.cron, tz), self.cron, tz)
+            return CronRecurrence(CronTrigger(self.cron, tz), self.cron, tz, self.skip_days())
         return None
+
+    def skip_days(self):
+        """Its skipped days as a ``calendars.SkipDays`` (None without any)."""
+        if not self.skip:
+            return None
+        from .calendars import SkipDays
+
+        return SkipDays(self.skip, self.timezone or "UTC")
 
     # -- the engine -----------------------------------------------------------------
     def submit(self, scheduler) -> str:
@@ -178,6 +189,8 @@ class TaskDefinition:
             return scheduler.schedule(self.action, run_at=self.at, **common)
         if kind == "after":
             return scheduler.schedule_after(self.action, self.after, **common)
+        if self.skip:
+            recurring["skip"] = self.skip_days()
         if kind == "every":
             return scheduler.schedule_every(
                 self.action, self.every, mode=self.mode, **recurring, **common
@@ -209,6 +222,12 @@ class TaskDefinition:
         # ``expected`` only informs the forecast, and the group only places the task in
         # the window: changing either must not redefine the task.
         del data["id"], data["action"], data["expected"], data["group"]
+        if not self.skip:  # the digest of a task without skipped days is as it was
+            del data["skip"]
+        else:
+            from .calendars import ranges_as_text
+
+            data["skip"] = ranges_as_text(self.skip)
         for key in ("pool", "jitter"):  # newer keys: a task without them keeps its digest
             if data[key] is None:
                 del data[key]
@@ -275,6 +294,7 @@ class TaskDefinition:
             misfire_grace=30.0 if misfire_grace is None else misfire_grace,
             expected=seconds("expected"),
             group=table.get("group"),
+            skip=_skip(table.get("skip")),
             pool=table.get("pool"),
             jitter=seconds("jitter"),
         )
@@ -307,7 +327,7 @@ class TaskDefinition:
             table[kind] = getattr(self, kind)
         if kind == "every" and self.mode != Mode.FIXED_RATE:
             table["mode"] = self.mode.value
-        if self.timezone is not None and kind in ("cron", "at"):
+        if self.timezone is not None and (kind in ("cron", "at") or self.skip):
             table["timezone"] = self.timezone
         if self.deps:
             table["deps"] = list(self.deps)
@@ -330,6 +350,10 @@ class TaskDefinition:
             table["expected"] = self.expected
         if self.group is not None:
             table["group"] = self.group
+        if self.skip and self.recurring:
+            from .calendars import ranges_as_text
+
+            table["skip"] = ranges_as_text(self.skip)
         if self.pool is not None:
             table["pool"] = self.pool
         if self.jitter is not None:
@@ -342,11 +366,16 @@ class TaskDefinition:
         had, so older readers still read it, plus ``schema`` and ``at`` (ISO text),
         ``after`` and ``timezone`` as given. ``TypeError`` for an action that cannot
         run again after a restart."""
-        return _row(
+        row = _row(
             self.action, self.at, self.after, self.every, self.mode, self.cron, self.timezone,
             self.deps, self.priority, self.retry, self.timeout, self.trigger_rule, self.overlap,
             self.misfire, self.misfire_grace, self.pool, self.jitter,
         )  # fmt: skip
+        if self.skip and self.recurring:
+            from .calendars import ranges_as_text
+
+            row["skip"] = ranges_as_text(self.skip)
+        return row
 
     @classmethod
     def from_row(cls, task_id: str, row: dict) -> TaskDefinition:
@@ -379,6 +408,7 @@ class TaskDefinition:
             overlap=row.get("overlap", Overlap.SKIP),
             misfire=row.get("misfire", Misfire.RUN_ONCE),
             misfire_grace=row.get("misfire_grace", 30.0),
+            skip=_skip(row.get("skip")),
             pool=row.get("pool"),
             jitter=row.get("jitter"),
         )
@@ -443,11 +473,16 @@ def row_of_call(
         every, mode = recurrence.interval, recurrence.mode
     else:
         cron = recurrence.expr
-    return _row(
+    row = _row(
         fn, None, None, every, mode, cron, options.get("timezone"), deps, priority, retry,
         timeout, trigger_rule, options["overlap"], options["misfire"], options["misfire_grace"],
         options.get("pool"), options.get("jitter"),
     )  # fmt: skip
+    if recurrence.skip is not None:
+        from .calendars import ranges_as_text
+
+        row["skip"] = ranges_as_text(recurrence.skip.ranges)
+    return row
 
 
 def action_row(action) -> dict:
@@ -497,6 +532,15 @@ def _retry(value) -> RetryPolicy | None:
     return RetryPolicy(**data)
 
 
+def _skip(value) -> tuple:
+    """Skipped days as a file or a row gives them (strings, dates or ranges)."""
+    if not value:
+        return ()
+    from .calendars import parse_days, ranges_as_text
+
+    return parse_days(ranges_as_text(value))
+
+
 def _relative(cwd: str | None, base_dir) -> str | None:
     """``cwd`` as a file writes it: None for the file's folder; relative when it is
     a path joined to that folder (as ``from_table`` joins one: "sub", "../shared"),
@@ -529,10 +573,11 @@ def defined_by_call(
             name, fn, at, after, None, Mode.FIXED_RATE, None, None, tuple(deps), priority, retry,
             timeout, trigger_rule, pool=pool, jitter=jitter,
         )  # fmt: skip
+    skip = () if recurrence.skip is None else recurrence.skip.ranges
     return TaskDefinition(
         name, fn, None, None, every, mode or Mode.FIXED_RATE, cron, options.get("timezone"),
         tuple(deps), priority, retry, timeout, trigger_rule, options["overlap"],
-        options["misfire"], options["misfire_grace"], pool=pool, jitter=jitter,
+        options["misfire"], options["misfire_grace"], pool=pool, jitter=jitter, skip=skip,
     )  # fmt: skip
 
 

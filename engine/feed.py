@@ -58,6 +58,8 @@ import uuid
 from collections import OrderedDict, deque
 from pathlib import Path
 
+from . import fold as folding
+from .fold import TaskFold
 from .models import Event, TaskInfo
 from .states import TaskState
 
@@ -104,7 +106,6 @@ _EVENTS_INSERT = (
     + " FROM json_each(?)"
 )
 
-STRUCTURAL = frozenset({"dependency_added", "dependency_removed", "removed", "edited"})
 # Requests a watcher may send, and the verb its answer uses.
 CONTROL_ACTIONS = {
     "cancel": "cancel",
@@ -145,8 +146,9 @@ def _static_part(info: TaskInfo) -> tuple[str, str, str]:
     return middle, "true" if info.recurring else "false", json.dumps(info.id)
 
 
-# Enum's .value is a descriptor call: looked up once per state, not per row.
-_STATE_TEXT = {state: f'["{state.value}",' for state in TaskState}
+# Enum's .value is a descriptor call, and hashing a member a Python call: looked up
+# by the state's plain ``kind`` attribute, once per row.
+_STATE_TEXT = {state.kind: f'["{state.value}",' for state in TaskState}
 
 
 def _encode(static: tuple[str, str, str], fields, paused: bool) -> str:
@@ -161,7 +163,7 @@ def _encode(static: tuple[str, str, str], fields, paused: bool) -> str:
     error = fields.error
     why = "null" if error is None else json.dumps(error)
     return (
-        f"{_STATE_TEXT[fields.state]}{static[0]},{int(fields.attempt)},{when},{static[1]},"
+        f"{_STATE_TEXT[fields.state.kind]}{static[0]},{int(fields.attempt)},{when},{static[1]},"
         f"{'true' if paused else 'false'},{why}]"
     )
 
@@ -212,20 +214,6 @@ def _finite(value):
 
 def entry_rows(entries) -> str:
     return json.dumps([[e.run_at, e.priority, e.task_id, e.kind] for e in entries])
-
-
-def _hear(known: dict, paused: dict[str, bool], event: Event) -> None:
-    """Update a task's state fields from its event (as the window's bridge does):
-    its last event with a state is kept as it is (it has the fields a TaskInfo has
-    for them), and its pause apart. Nothing is made: this runs for every event."""
-    tid, kind = event.task_id, event.kind
-    if kind == "removed":
-        known.pop(tid, None)
-        paused.pop(tid, None)
-    elif kind == "paused" or kind == "resumed":
-        paused[tid] = kind == "paused"
-    elif event.state is not None:
-        known[tid] = event
 
 
 class WatcherPresence:
@@ -287,11 +275,11 @@ class FeedWriter:
         self._watched = False  # somebody watches: the feed listens and writes
         self._seq = 0  # the last engine seq the feed covers
         self._edges: dict[str, tuple[str, ...]] = {}  # tid -> deps + dependents, as written
-        # Each task's state fields as of the last event the feed covers: a task row
-        # says what its events say, never a state whose event comes in a later batch.
-        self._known: dict[str, Event | TaskInfo] = {}
-        self._paused: dict[str, bool] = {}
-        self._static: dict[str, TaskInfo] = {}  # each task as last read from the engine
+        # The run's one fold of events (engine/fold.py): each task as last read from
+        # the engine, with the state fields of the last event the feed covers, so a
+        # task row says what its events say, never a state whose event comes in a
+        # later batch.
+        self.fold = TaskFold()
         self._static_parts: dict[str, tuple[str, str, str]] = {}  # its fields no run changes
         # Tasks whose allowed actions are to be read, the longest waiting first. An
         # OrderedDict: taking a plain dict's first key walks past every key deleted
@@ -386,11 +374,9 @@ class FeedWriter:
             history = [event_row(e) for e in self._recent if e.seq <= seq]
         self._seq = seq
         self._order = {info.id: n for n, info in enumerate(tasks)}
-        self._known = {info.id: info for info in tasks}
-        self._paused = {info.id: info.paused for info in tasks}
-        self._static = {info.id: info for info in tasks}
+        self.fold.reset(tasks, seq)
         self._static_parts = {}
-        self._stale = OrderedDict.fromkeys(self._static)
+        self._stale = OrderedDict.fromkeys(info.id for info in tasks)
         rows = [self._info_row(info.id) for info in tasks]
         actions = self._action_rows()
         self._upcoming_json = entry_rows(upcoming)
@@ -426,28 +412,25 @@ class FeedWriter:
         from the engine only when ``fresh`` (its edges changed) or new; otherwise its
         last reading gets the state fields its events gave: no engine lock per task
         (under load each wait for it is a wait for the GIL too)."""
-        base = None if fresh else self._static.get(tid)
+        fold = self.fold
+        readings = fold.readings  # dict reads, not method calls: this runs per row
+        base = None if fresh else readings.get(tid)
         if base is None:
             try:
                 base = self.scheduler.task(tid)
             except KeyError:
-                for table in (
-                    self._edges,
-                    self._known,
-                    self._paused,
-                    self._static,
-                    self._static_parts,
-                    self._stale,
-                ):
+                fold.remove(tid)
+                for table in (self._edges, self._static_parts, self._stale):
                     table.pop(tid, None)
                 return f"[{json.dumps(tid)},{self._order.get(tid, 0)},null]"
-            self._static[tid] = base
+            fold.rebase(base)
+            base = readings[tid]  # with the state fields the fold had
             self._static_parts[tid] = _static_part(base)
             self._edges[tid] = tuple(base.deps) + tuple(base.dependents)
         static = self._static_parts.get(tid)
         if static is None:
             static = self._static_parts[tid] = _static_part(base)
-        info = _encode(static, self._known.get(tid, base), self._paused.get(tid, base.paused))
+        info = _encode(static, fold.latest.get(tid, base), fold.pauses.get(tid, base.paused))
         self._stale[tid] = None  # its allowed actions are read again, in turn
         self._stale.move_to_end(tid)
         order = self._order.setdefault(tid, len(self._order))
@@ -489,12 +472,13 @@ class FeedWriter:
         if not (events or extra or self._stale) and now - self._last_write < HEARTBEAT:
             return
         touched: dict[str, bool] = {}  # tid -> re-read from the engine
+        fold = self.fold
         for event in events:
             tid = event.task_id
             if not tid:
                 continue
-            _hear(self._known, self._paused, event)
-            if event.kind in STRUCTURAL or tid not in self._static:
+            what = fold.apply(event)
+            if what >= folding.REMOVED:  # removed, structural, or a task not read yet
                 touched[tid] = True
                 for other in self._edges.get(tid, ()):  # the other ends, before
                     touched[other] = True
@@ -507,9 +491,11 @@ class FeedWriter:
         rows: dict[str, str] = {}
         for tid, fresh in list(touched.items()):
             rows[tid] = self._info_row(tid, fresh)
-            if fresh and tid in self._static:  # still there: the other ends, after
+            if fresh and fold.known(tid):  # still there: the other ends, after
                 for other in self._edges.get(tid, ()):
-                    if other not in touched:
+                    # not read afresh yet (a state event of it may have come first:
+                    # its row was made from its old edges)
+                    if not touched.get(other):
                         touched[other] = True
                         rows[other] = self._info_row(other, True)
         actions = self._action_rows()
@@ -525,11 +511,11 @@ class FeedWriter:
             entry = (self._log_id, body)
             self._unsynced.update(rows)
             self._unsynced_actions.update(actions)
-        fold = None
+        sync = None
         if (self._unsynced or self._unsynced_actions) and now - self._last_sync >= SYNC_INTERVAL:
             # the entries up to the previous fold go: a watcher more than one fold
             # behind reads feed_tasks again
-            fold = (
+            sync = (
                 self._log_id,
                 "[" + ",".join(self._unsynced.values()) + "]",
                 self._actions_json(self._unsynced_actions),
@@ -548,8 +534,8 @@ class FeedWriter:
                 conn.execute("DELETE FROM feed_events WHERE seq <= ?", (seq - FEED_KEEP,))
             if entry is not None:
                 conn.execute("INSERT INTO feed_log (id, body) VALUES (?, ?)", entry)
-            if fold is not None:
-                covered, rows_json, actions_json, before = fold
+            if sync is not None:
+                covered, rows_json, actions_json, before = sync
                 conn.execute(_TASK_UPSERT, (covered, rows_json))
                 conn.execute(_ACTIONS_UPDATE, (actions_json,))
                 conn.execute("DELETE FROM feed_log WHERE id <= ?", (before,))

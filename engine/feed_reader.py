@@ -37,12 +37,16 @@ def decode_info(tid: str, text: str) -> TaskInfo:
     return info_from_list(tid, json.loads(text))
 
 
+# By value, as a dict: calling TaskState(value) is a Python-level call per row.
+STATES: dict[str, TaskState] = {state.value: state for state in TaskState}
+
+
 def info_from_list(tid: str, info: list) -> TaskInfo:
     state, deps, dependents, priority, attempt, run_at, recurring, paused, error = info
     return TaskInfo(
         tid,
         tid,
-        TaskState(state),
+        STATES[state],
         tuple(deps),
         tuple(dependents),
         priority,

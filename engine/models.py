@@ -31,6 +31,24 @@ class Event(NamedTuple):
     # its task is still in flight emits no event: its outcome is only in attempts().
     outcome: Outcome | None = None
 
+    @property
+    def made_up(self) -> bool:
+        """False: the owner's engine emitted it. True on a ``MadeUpEvent``."""
+        return False
+
+
+class MadeUpEvent(Event):
+    """An event a watcher (``WatchedRun``) made for a change the owner's feed gave
+    without its event (a busy round's rows, a new owner, the owner gone): it says
+    what the task's row says, ``at`` the time of the owner's write. Equal, as a
+    tuple, to an ``Event`` with the same fields; ``made_up`` tells them apart."""
+
+    __slots__ = ()
+
+    @property
+    def made_up(self) -> bool:
+        return True
+
 
 class Action(Enum):
     """What can be done to a task; ``Scheduler.allowed_actions`` says which, now."""

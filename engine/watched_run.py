@@ -45,12 +45,13 @@ from ._store.lock import HEARTBEAT, owner_record, pid_namespace, read_owner
 from ._store.safe_files import UnsafeFile, open_private, same_file
 from .definitions import TaskDefinition
 from .feed import CONTROL_ACTIONS, watch_path
-from .feed_reader import FeedRead, FeedReader
-from .models import Action, Attempt, Entry, Event, TaskInfo
+from .feed_reader import STATES, FeedRead, FeedReader
+from .fold import TaskFold
+from .models import Action, Attempt, Entry, Event, MadeUpEvent, TaskInfo
 from .options import Outcome
 from .run_api import Refused, ordered_clear_plan, refusal_text
 from .states import TaskState
-from .store import SQLiteStore, StoreBusy, StoreError
+from .store import StoreBusy, StoreError, StoreReader
 
 log = logging.getLogger("taskloom.watch")
 _OUTCOMES = {o.value: o for o in Outcome}
@@ -167,10 +168,6 @@ def _busy(exc: sqlite3.OperationalError) -> bool:
     return "locked" in text or "busy" in text
 
 
-def _told(info: TaskInfo) -> tuple:
-    return (info.state, info.attempt, info.paused)
-
-
 class WatchedRun:
     """Follows the run in the store at ``path``, owned by another live process.
 
@@ -210,7 +207,8 @@ class WatchedRun:
         # the row changed (reading every changed task's attempts each round was half a
         # watcher's work under load).
         self._attempts: dict[str, tuple[TaskInfo, list[Attempt], bool]] = {}
-        self._told: dict[str, tuple] = {}  # tid -> (state, attempt, paused) listeners know
+        # What listeners were told, folded from the events delivered (engine/fold.py).
+        self._told = TaskFold()
         self._upcoming: list[Entry] = []
         self._paused = False
         self._seq = 0  # the last seq delivered: grows by at least one per event
@@ -249,9 +247,9 @@ class WatchedRun:
             self._reader.close()
             self._release()
             raise
-        self._store: SQLiteStore | None = None
+        self._store: StoreReader | None = None
         try:  # for past runs' attempts (read on the window's history thread)
-            self._store = SQLiteStore.reader(self.path)
+            self._store = StoreReader(self.path)
         except (StoreError, sqlite3.Error) as exc:
             log.warning("the watched run's past runs cannot be read: %s", exc)
         self._thread = threading.Thread(target=self._loop, name="taskloom-watch", daemon=True)
@@ -470,7 +468,7 @@ class WatchedRun:
             if reload:
                 if self._feed_seq >= 0:  # a new owner: say what changed
                     deliver.extend(self._differences(old))
-                self._told = {tid: _told(info) for tid, info in self._tasks.items()}
+                self._told.reset(self._tasks.values(), 0)
             else:  # the events the owner left out of a busy batch: what they led to
                 written = state.get("written", time.time()) - self.clock.offset
                 deliver.extend(self._catch_up((r[0] for r in task_rows if r[4]), written))
@@ -489,17 +487,7 @@ class WatchedRun:
 
     def _hear(self, event: Event) -> None:
         """What a listener now believes about the event's task."""
-        tid = event.task_id
-        if not tid:
-            return
-        if event.kind == "removed":
-            self._told.pop(tid, None)
-        elif event.kind in ("paused", "resumed"):
-            state, attempt, _ = self._told.get(tid, (None, 0, False))
-            self._told[tid] = (state, attempt, event.kind == "paused")
-        elif event.state is not None:
-            paused = self._told.get(tid, (None, 0, False))[2]
-            self._told[tid] = (event.state, event.attempt, paused)
+        self._told.apply(event)
 
     def _catch_up(self, changed, at: float) -> list[Event]:
         """Events for the changed tasks whose latest events did not fit in the
@@ -510,25 +498,28 @@ class WatchedRun:
         now = at  # when the owner wrote the rows (its clock): the states held then
         for tid in changed:
             info = self._tasks.get(tid)
-            told = self._told.get(tid)
+            told = self._told.brief(tid)
             if info is None:
                 if told is not None:
-                    events.append(Event(self._next_seq(), "removed", tid, None, now, 0, None, None))
-                    self._told.pop(tid, None)
+                    events.append(self._removed(tid, now))
+                    self._told.remove(tid)
                 continue
             if told is None or (told[0], told[1]) != (info.state, info.attempt):
                 kind = "dependency_added" if told is None else info.state.value  # new: read whole
                 events.append(self._made_up(kind, tid, info, now))
             if told is not None and told[2] != info.paused:
                 events.append(self._made_up("paused" if info.paused else "resumed", tid, info, now))
-            self._told[tid] = _told(info)
+            self._told.put(info)
         return events
 
     def _made_up(self, kind: str, tid: str, info: TaskInfo, now: float) -> Event:
         """An event for a change the feed left out, saying what the task row says."""
-        return Event(
+        return MadeUpEvent(
             self._next_seq(), kind, tid, info.state, now, info.attempt, info.run_at, info.error
         )
+
+    def _removed(self, tid: str, now: float) -> Event:
+        return MadeUpEvent(self._next_seq(), "removed", tid, None, now, 0, None, None)
 
     def _next_seq(self) -> int:
         self._seq += 1
@@ -547,7 +538,7 @@ class WatchedRun:
             seq,
             kind,
             tid,
-            None if state is None else TaskState(state),
+            None if state is None else STATES[state],
             at,
             attempt,
             run_at,
@@ -556,7 +547,7 @@ class WatchedRun:
         )
 
     def _engine_event(self, kind: str) -> Event:
-        return Event(self._next_seq(), kind, "", None, self.clock.now(), 0, None, None)
+        return MadeUpEvent(self._next_seq(), kind, "", None, self.clock.now(), 0, None, None)
 
     def _differences(self, old: dict[str, TaskInfo]) -> list[Event]:
         """Events that take a listener from ``old`` to the tasks a new owner published."""
@@ -564,7 +555,7 @@ class WatchedRun:
         now = self.clock.now()
         for tid in old:
             if tid not in self._tasks:
-                events.append(Event(self._next_seq(), "removed", tid, None, now, 0, None, None))
+                events.append(self._removed(tid, now))
         for tid, info in self._tasks.items():
             before = old.get(tid)
             if before is None or before.deps != info.deps:
@@ -573,18 +564,7 @@ class WatchedRun:
                 kind = info.state.value
             else:
                 continue
-            events.append(
-                Event(
-                    self._next_seq(),
-                    kind,
-                    tid,
-                    info.state,
-                    now,
-                    info.attempt,
-                    info.run_at,
-                    info.error,
-                )
-            )
+            events.append(self._made_up(kind, tid, info, now))
         return events
 
     # -- the Scheduler API a window uses ----------------------------------------------
@@ -838,7 +818,7 @@ class WatchedRun:
         return self._run
 
     @property
-    def store(self) -> SQLiteStore | None:
+    def store(self) -> StoreReader | None:
         """The store, read-only, for past runs' attempts (opened when watching began;
         None if it could not be read). Read it off the GUI thread."""
         return self._store

@@ -20,6 +20,7 @@ from .actions import Call
 from .cron import CronTrigger, zone
 from .definitions import TaskDefinition
 from .durations import MAX_DURATION, parse_duration
+from .envfile import EnvFileError, read_env_file
 from .hooks import (
     EVENTS,
     NOTIFY_KEYS,
@@ -34,7 +35,21 @@ from .options import Misfire, Mode, Overlap, TriggerRule, values
 from .workflow_model import Problem, Workflow, WorkflowError, toml_key
 
 TOP_KEYS = ("workflow", "tasks", "pools")
-WORKFLOW_KEYS = ("name", "workers", "executor", *WORKFLOW_HOOK_KEYS, "notify")
+WORKFLOW_KEYS = (
+    "name",
+    "workers",
+    "executor",
+    *WORKFLOW_HOOK_KEYS,
+    "notify",
+    "timeout",
+    "defaults",
+    "env_file",
+    "secret_env",
+)
+# [workflow.defaults]: what a task without its own key gets.
+DEFAULT_KEYS = ("retry", "timeout", "env", "cwd", "priority", "pool", "jitter")
+# Task keys that are no part of its definition: the workflow keeps them.
+TASK_SIDE_KEYS = ("env_file", "secret_env", "calendar")
 TASK_KEYS = (
     "command",
     "call",
@@ -61,6 +76,7 @@ TASK_KEYS = (
     "group",
     "pool",
     "jitter",
+    "skip",
 )
 RETRY_KEYS = ("max_attempts", "base", "factor", "max_delay", "jitter")
 TIME_KEYS = ("at", "after", "every", "cron")
@@ -70,8 +86,9 @@ CHOICES = {
     "overlap": values(Overlap),
     "misfire": values(Misfire),
 }
-RECURRING_ONLY = ("overlap", "misfire", "misfire_grace")
+RECURRING_ONLY = ("overlap", "misfire", "misfire_grace", "skip", "calendar")
 COMMAND_ONLY = ("shell", "cwd", "env")
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _DASK = re.compile(r"^dask://[^\s:/]+:\d{1,5}$")
 # The name prefixes the run's log folder and names its store: no path parts in it.
 _BAD_NAME = re.compile(r"[/\\\x00-\x1f\x7f-\x9f]")
@@ -214,6 +231,12 @@ class _Checker:
         self.problems: list[Problem] = []
         self.positions: dict[str, tuple[float, float]] = {}
         self.task_hooks: dict[str, dict[str, HookCommand]] = {}
+        self.task_secrets: dict[str, tuple[str, ...]] = {}
+        self.env_files: dict[str, str | None] = {}
+        self.defaults: dict = {}
+        self.file_env: dict[str, str] = {}
+        self.task_file_env: dict[str, dict[str, str]] = {}
+        self.calendar_days: dict[str, list] = {}
 
     def problem(self, task, key, message) -> None:
         self.problems.append(Problem(self.file, task, key, message))
@@ -227,6 +250,15 @@ class _Checker:
         name, workers, executor = self.settings(settings)
         hook_fields = self.workflow_hooks(settings)
         self.pools = self.pool_limits(self.table(None, "pools", self.data.get("pools", {})))
+        timeout = None
+        if "timeout" in settings:
+            timeout = self.duration(None, "workflow.timeout", settings["timeout"], False)
+        secrets = self.secret_names(None, "workflow.secret_env", settings.get("secret_env", []))
+        file_env = {}
+        if "env_file" in settings:
+            file_env = self.env_file(None, "workflow.env_file", settings["env_file"]) or {}
+        self.defaults = self.check_defaults(settings.get("defaults", {}))
+        self.file_env = file_env
         tasks_table = self.table(None, "tasks", self.data.get("tasks", {}))
         if not tasks_table:
             self.problem(None, "tasks", "no tasks: add a [tasks.NAME] table")
@@ -244,9 +276,21 @@ class _Checker:
             raise WorkflowError(self.problems)
         task_hooks = {tid: own for tid, own in self.task_hooks.items() if own}
         hooks = HookSettings(**hook_fields, task_commands=task_hooks)
-        return Workflow(
+        workflow = Workflow(
             name, workers, executor, tasks, self.path, self.positions, hooks, self.pools
         )
+        workflow.timeout = timeout
+        workflow.secret_env = tuple(secrets or ())
+        workflow.task_secrets = {tid: names for tid, names in self.task_secrets.items() if names}
+        workflow.defaults = self.defaults
+        workflow.file_env = {tid: env for tid, env in self.task_file_env.items() if env}
+        workflow.calendar_days = {tid: days for tid, days in self.calendar_days.items() if days}
+        if self.file_env:
+            workflow.file_env[""] = self.file_env
+        workflow.env_files = {tid: name for tid, name in self.env_files.items() if name is not None}
+        if "env_file" in settings:
+            workflow.env_files[""] = settings["env_file"]
+        return workflow
 
     def pool_limits(self, table: dict) -> dict[str, int]:
         """``[pools]``: each a name and how many of its tasks may run at once."""
@@ -376,6 +420,96 @@ class _Checker:
         self.problem(tid, key, f"must be a command string or an argv list, got {_type_name(value)}")
         return None
 
+    # -- defaults, env files and secrets
+    def check_defaults(self, value) -> dict:
+        """The [workflow.defaults] values that are good, as a task table would hold them."""
+        table = self.table(None, "workflow.defaults", value)
+        good = {}
+        for key, item in table.items():
+            where = f"workflow.defaults.{key}"
+            if key not in DEFAULT_KEYS:
+                self.problem(None, where, "unknown key" + _did_you_mean(key, DEFAULT_KEYS))
+                continue
+            before = len(self.problems)
+            checked = getattr(self, "check_" + key)(None, where, item, table)
+            if checked is not None and len(self.problems) == before:
+                good[key] = item
+        return good
+
+    def secret_names(self, tid, key, value) -> list[str] | None:
+        """``secret_env``: names of variables taken from Taskloom's environment."""
+        if isinstance(value, str):
+            value = [value]
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            self.problem(tid, key, 'must be a list of variable names, like ["API_TOKEN"]')
+            return None
+        bad = [v for v in value if not _ENV_NAME.match(v)]
+        if bad:
+            self.problem(tid, key, f"{bad[0]!r} is not a variable name (letters, digits, _)")
+            return None
+        return list(dict.fromkeys(value))
+
+    def env_file(self, tid, key, value) -> dict[str, str] | None:
+        """The variables of an env file (relative to the workflow file's folder)."""
+        if not isinstance(value, str) or not value:
+            self.problem(tid, key, f'must be a file name like ".env", got {value!r}')
+            return None
+        path = self.base_dir / value
+        try:
+            return read_env_file(path)
+        except EnvFileError as exc:
+            self.problems.append(
+                Problem(exc.file, tid, key, f"env file: {exc.message}", exc.line, exc.column)
+            )
+        except OSError as exc:
+            self.problem(tid, key, f"cannot read {str(path)!r}: {exc.strerror or exc}")
+        return None
+
+    def calendar(self, tid, value) -> list | None:
+        """The days a calendar file skips (relative to the workflow file's folder)."""
+        from .calendars import parse_days, read_calendar
+
+        if not isinstance(value, str) or not value:
+            self.problem(tid, "calendar", f"must be a file name, got {value!r}")
+            return None
+        path = self.base_dir / value
+        try:
+            days = read_calendar(path)
+        except OSError as exc:
+            self.problem(tid, "calendar", f"cannot read {str(path)!r}: {exc.strerror or exc}")
+            return None
+        except ValueError as exc:
+            self.problems.append(Problem(str(path), None, None, f"calendar: {exc}", 1, 1))
+            return None
+        for item in days:
+            try:
+                parse_days([item])
+            except ValueError as exc:
+                # Where the item is written in the calendar, for file:line:column
+                text = path.read_text(encoding="utf-8")
+                at = text.find(str(item))
+                line = text.count("\n", 0, at) + 1 if at >= 0 else 1
+                column = at - text.rfind("\n", 0, at) if at >= 0 else 1
+                message = f"calendar: {exc}"
+                self.problems.append(Problem(str(path), None, "skip", message, line, column))
+                return None
+        return days
+
+    def check_skip(self, tid, key, value, table):
+        from .calendars import parse_days
+
+        if isinstance(value, (str, date)):
+            value = [value]
+        if not isinstance(value, list):
+            self.problem(tid, key, f"must be a list of dates and ranges, got {_type_name(value)}")
+            return None
+        try:
+            parse_days(value)
+        except ValueError as exc:
+            self.problem(tid, key, str(exc) + " (a date, or a range like '2026-12-25..2026-12-26')")
+            return None
+        return value
+
     # -- one task
     def task(self, tid: str, table: dict) -> tuple[TaskDefinition | None, list[str]]:
         """The task's definition (None if its table has problems) and its deps."""
@@ -385,9 +519,23 @@ class _Checker:
         for key in table:
             if key == "on_finish":
                 self.problem(tid, key, "is about the whole run: put it in [workflow]")
-            elif key not in TASK_KEYS and key not in TASK_HOOK_KEYS:
-                known = TASK_KEYS + TASK_HOOK_KEYS
+            elif key not in TASK_KEYS and key not in TASK_HOOK_KEYS and key not in TASK_SIDE_KEYS:
+                known = TASK_KEYS + TASK_HOOK_KEYS + TASK_SIDE_KEYS
                 self.problem(tid, key, "unknown key" + _did_you_mean(key, known))
+        if "secret_env" in table:
+            names = self.secret_names(tid, "secret_env", table["secret_env"])
+            self.task_secrets[tid] = tuple(names or ())
+        own_env: dict[str, str] = {}
+        self.env_files[tid] = None
+        if "env_file" in table:
+            own_env = self.env_file(tid, "env_file", table["env_file"]) or {}
+            self.env_files[tid] = table["env_file"]
+        self.task_file_env[tid] = own_env
+        days: list = []
+        if "calendar" in table:
+            days = self.calendar(tid, table["calendar"]) or []
+            self.calendar_days[tid] = days
+        table = expanded(table, self.defaults, self.file_env, own_env, days)
         own = {}
         for event in TASK_EVENTS:
             if f"on_{event}" in table:
@@ -445,7 +593,8 @@ class _Checker:
         for key in RECURRING_ONLY:
             if key in table and not recurring:
                 self.problem(tid, key, "applies only to a recurring task (every or cron)")
-        if "timezone" in table and "cron" not in table and "at" not in table:
+        skipping = "every" in table and ("skip" in table or "calendar" in table)
+        if "timezone" in table and "cron" not in table and "at" not in table and not skipping:
             self.problem(tid, "timezone", "applies only to cron or at")
 
     # -- keys: each returns the normalised value, or None after reporting a problem
@@ -519,7 +668,7 @@ class _Checker:
             return None
         bad = []
         for name, item in value.items():
-            where = f"env.{toml_key(name)}"
+            where = f"{key}.{toml_key(name)}"
             if not name or "=" in name or "\0" in name:
                 self.problem(tid, where, "a variable name must be non-empty, without '=' or NUL")
             elif not isinstance(item, str):
@@ -634,7 +783,7 @@ class _Checker:
             return None
         fields, ok = {}, True
         for name, item in value.items():
-            where = f"retry.{toml_key(name)}"
+            where = f"{key}.{toml_key(name)}"
             if name not in RETRY_KEYS:
                 self.problem(tid, where, "unknown key" + _did_you_mean(name, RETRY_KEYS))
                 ok = False
@@ -789,3 +938,33 @@ def _zone_names():
     from zoneinfo import available_timezones
 
     return sorted(available_timezones())
+
+
+def expanded(table: dict, defaults: dict, workflow_env: dict, file_env: dict, calendar=()) -> dict:
+    """What a task table means with the workflow's defaults and env files: a default
+    for each key the task does not give (``cwd`` and ``env`` only for a command; pool
+    and jitter once tasks take them), and ``env`` built as the workflow's env file,
+    then ``defaults.env``, then the task's env file, then its own ``env``."""
+    if not defaults and not workflow_env and not file_env and not calendar:
+        return table
+    result = dict(table)
+    if calendar:  # a calendar's days join the task's own skip list
+        own = table.get("skip", [])
+        result["skip"] = [*([own] if isinstance(own, str) else own), *calendar]
+    command = "call" not in table
+    for key, value in defaults.items():
+        if key == "env" or key not in TASK_KEYS or key in table:
+            continue
+        if key == "cwd" and not command:
+            continue
+        result[key] = value
+    if command:
+        own = table.get("env")
+        env = {**workflow_env, **defaults.get("env", {}), **file_env}
+        if isinstance(own, dict):
+            env.update(own)
+        elif own is not None:
+            return result  # not a table: the checker says so
+        if env:
+            result["env"] = env
+    return result

@@ -84,6 +84,18 @@ class Workflow:
     hooks: HookSettings = field(default_factory=HookSettings)
     # Shared limits ([pools] name = N): at most N runs of tasks with pool = "name" at once
     pools: dict[str, int] = field(default_factory=dict)
+    # [workflow] timeout: past it the run's unfinished tasks are cancelled (deadline.py)
+    timeout: float | None = None
+    # Variables taken from Taskloom's environment when the run starts, never stored:
+    # the workflow's (secret_env) and each task's own ({task id: names}).
+    secret_env: tuple[str, ...] = ()
+    task_secrets: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    # As the file gives them; the tasks hold their meaning already (a default under
+    # each task's own keys, the env files' variables in each command's env).
+    defaults: dict = field(default_factory=dict, compare=False)
+    env_files: dict[str, str] = field(default_factory=dict, compare=False)  # "" = workflow's
+    file_env: dict[str, dict[str, str]] = field(default_factory=dict, compare=False, repr=False)
+    calendar_days: dict[str, list] = field(default_factory=dict, compare=False, repr=False)
 
     def __post_init__(self):
         self.positions = {tid: (float(x), float(y)) for tid, (x, y) in self.positions.items()}
@@ -97,6 +109,13 @@ class Workflow:
         """{task id: definition digest} (see ``TaskDefinition.fingerprint``)."""
         base = self.base_dir
         return {tid: task.fingerprint(base) for tid, task in self.tasks.items()}
+
+    def secret_names(self) -> tuple[str, ...]:
+        """Every variable named by a ``secret_env`` (the workflow's and its tasks')."""
+        names = list(self.secret_env)
+        for own in self.task_secrets.values():
+            names += own
+        return tuple(dict.fromkeys(names))
 
     def set_position(self, task_id: str, x: float, y: float) -> None:
         self.positions[task_id] = (float(x), float(y))

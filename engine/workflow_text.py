@@ -60,7 +60,7 @@ def update_text(text: str, workflow, new_base) -> str:
         if pos is not None:
             new["pos"] = [round(float(pos[0]), 1), round(float(pos[1]), 1)]
         if tid in tasks and isinstance(tasks[tid], Table):
-            _update_task(tasks[tid], tid, new, new_base)
+            _update_task(tasks[tid], tid, new, new_base, _expander(workflow, tid))
         else:
             table = tomlkit.table()
             for key, value in new.items():
@@ -82,10 +82,24 @@ def _update_settings(document, workflow) -> None:
             settings[key] = value
 
 
-def _meaning(tid: str, table: dict, base: Path) -> dict | None:
+def _expander(workflow, tid: str):
+    """What turns a task's table as written into what it means: the workflow's
+    ``[workflow.defaults]`` and env files (``workflow_check.expanded``)."""
+    from .workflow_check import expanded
+
+    files = getattr(workflow, "file_env", {})
+    workflow_env, own_env = files.get("", {}), files.get(tid, {})
+    defaults = getattr(workflow, "defaults", {})
+    days = getattr(workflow, "calendar_days", {}).get(tid, ())
+    return lambda table: expanded(table, defaults, workflow_env, own_env, days)
+
+
+def _meaning(tid: str, table: dict, base: Path, expand=None) -> dict | None:
     """What a table says in a file in ``base``, as ``to_table`` writes it; None if it
     says nothing readable (the checker reported it when the file was opened)."""
     plain = {k: v for k, v in table.items() if k != "pos"}
+    if expand is not None:
+        plain = expand(plain)
     try:
         meaning = TaskDefinition.from_table(tid, plain, base).to_table(base)
     except (ValueError, TypeError, KeyError):
@@ -95,10 +109,10 @@ def _meaning(tid: str, table: dict, base: Path) -> dict | None:
     return meaning
 
 
-def _update_task(table: Table, tid: str, new: dict, new_base: Path) -> None:
+def _update_task(table: Table, tid: str, new: dict, new_base: Path, expand=None) -> None:
     old = table.unwrap()
     # Read where it is saved: a relative cwd (or none) means a folder there.
-    before = _meaning(tid, old, new_base)
+    before = _meaning(tid, old, new_base, expand)
     if before == new:
         return  # same meaning: the text stays as written
     for key, value in new.items():
@@ -112,7 +126,7 @@ def _update_task(table: Table, tid: str, new: dict, new_base: Path) -> None:
         # A key the new table leaves out is dropped unless it only states a default
         # (``priority = 0``, ``shell = false``): the task's meaning is the same without it.
         without = {k: v for k, v in old.items() if k != key}
-        if before is None or _meaning(tid, without, new_base) != before:
+        if before is None or _meaning(tid, without, new_base, expand) != before:
             del table[key]
 
 
@@ -169,6 +183,11 @@ def dumps(workflow: Workflow, base_dir=None) -> str:
         notify["events"] = list(hooks.notify_events)
     if notify:
         lines.append(f"notify = {_literal(notify)}")
+    # The defaults and env files are written into each task (dumps writes meanings).
+    if workflow.timeout is not None:
+        lines.append(f"timeout = {_literal(format_duration(workflow.timeout))}")
+    if workflow.secret_env:
+        lines.append(f"secret_env = {_literal(list(workflow.secret_env))}")
     if workflow.pools:
         lines += ["", "[pools]"] + [f"{toml_key(n)} = {v}" for n, v in workflow.pools.items()]
     base = workflow.base_dir if base_dir is None else Path(base_dir)
@@ -177,6 +196,8 @@ def dumps(workflow: Workflow, base_dir=None) -> str:
         table = task.to_table(base)
         for event, command in hooks.task_commands.get(tid, {}).items():
             table[f"on_{event}"] = as_toml(command)
+        if workflow.task_secrets.get(tid):
+            table["secret_env"] = list(workflow.task_secrets[tid])
         pos = workflow.positions.get(tid)
         if pos is not None:
             table["pos"] = [float(pos[0]), float(pos[1])]
@@ -208,9 +229,19 @@ def _literal(value, nesting: int = 0) -> str:
         inner, outer = "    " * (nesting + 1), "    " * nesting
         items = ",\n".join(inner + _literal(item, nesting + 1) for item in value)
         return f"[\n{items},\n{outer}]"
+    # The common values without tomlkit (the same text it writes, ten times faster)
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, str) and _PLAIN.fullmatch(value):
+        return f'"{value}"'
     import tomlkit
 
     return tomlkit.item(value).as_string()
+
+
+_PLAIN = re.compile(r'[^\x00-\x1f\x7f"\\]*')  # a basic string that needs no escape
 
 
 def save(workflow: Workflow, path=None) -> Path:
@@ -270,12 +301,14 @@ def locate(text: str, task: str | None, key: str | None) -> tuple[int, int] | No
             return _key_in(lines, table, key[6:].strip("\"'")) or (table + 1, 1)
         if key and not key.startswith("workflow."):  # not a [workflow] key: top level
             return _top_level(lines, key.split(".")[0])
-        if name and (name == "notify" or name.startswith("notify.")):  # [workflow.notify]
-            table = _header(lines, "workflow.notify")
+        section = name.partition(".")[0] if name else None
+        if section in ("notify", "defaults"):  # [workflow.notify], [workflow.defaults]
+            assert name is not None
+            table = _header(lines, f"workflow.{section}")
             if table is not None:
-                sub = name.partition(".")[2]
+                sub = name.partition(".")[2].split(".")[0]
                 return (_key_in(lines, table, sub) if sub else None) or (table + 1, 1)
-            name = "notify"  # written inline in [workflow]: notify = { ... }
+            name = section  # written inline in [workflow]: notify = { ... }
         if header is None:
             return None
         return _key_in(lines, header, name) or (header + 1, 1)

@@ -19,13 +19,12 @@ from collections.abc import Callable
 from PySide6.QtCore import QCoreApplication, QObject, QThread, QTimer, Signal
 
 from taskloom.engine import Event, TaskInfo, TaskState
+from taskloom.engine import fold as folding
+from taskloom.engine.fold import PAUSE_KINDS, STRUCTURAL_KINDS, TaskFold
 from taskloom.engine.run_api import RunInterface
 
 from . import relay
 
-# Kinds that change the graph's shape rather than one task's state.
-STRUCTURAL_KINDS = frozenset({"dependency_added", "dependency_removed", "edited"})
-PAUSE_KINDS = frozenset({"paused", "resumed"})
 FINISH_KINDS = frozenset({"succeeded", "failed"})
 # Tasks re-read from the engine per drain at most (each read takes the scheduler's
 # lock): 20,000 tasks added at once were read in one 300+ ms slice; the rest wait
@@ -145,6 +144,9 @@ class EngineBridge(QObject):
         self.snapshot_seq = seq
         # Events before we subscribed (the snapshot covers their effect): for the log.
         self._early = early
+        # The run's one fold of events (engine/fold.py); ``tasks`` is kept equal to
+        # its snapshots after every drain.
+        self.fold = TaskFold(tasks, floor=seq)
         self.tasks: dict[str, TaskInfo] = {t.id: t for t in tasks}
         self.upcoming = list(upcoming)
         self._upcoming_dirty = False
@@ -285,23 +287,21 @@ class EngineBridge(QObject):
 
     def _apply(self, event, changed, removed, requery) -> None:
         tid = event.task_id
-        if event.kind == "removed":
-            old = self.tasks.pop(tid, None)
+        old = self.tasks.get(tid)
+        what = self.fold.apply(event)
+        if what == folding.REMOVED:
             if old is not None:
+                del self.tasks[tid]
                 removed.append(tid)
                 changed.pop(tid, None)
                 requery.update(d for d in _neighbours_of(old) if d in self.tasks)
             return
-        info = self.tasks.get(tid)
-        if info is None:  # a task we have not seen: read it whole
+        if what == folding.UNKNOWN:  # a task we have not seen: read it whole
             requery.add(tid)
             return
-        if event.kind in PAUSE_KINDS:
-            info = info._replace(paused=event.kind == "paused")
-        else:
-            info = info._replace(
-                state=event.state, attempt=event.attempt, run_at=event.run_at, error=event.error
-            )
+        info = self.fold.info(tid)
+        if info is None:
+            return
         self.tasks[tid] = info
         changed[tid] = info
 
@@ -310,14 +310,17 @@ class EngineBridge(QObject):
         old = self.tasks.get(tid)
         info = self._read(tid)
         if info is None:
+            self.fold.remove(tid)
             if old is not None:
                 del self.tasks[tid]
                 removed.append(tid)
             return
+        self.fold.put(info)
         self.tasks[tid] = changed[tid] = info
         for other in set(_neighbours_of(old)) | set(_neighbours_of(info)):
             other_info = self._read(other)
             if other_info is not None:
+                self.fold.put(other_info)
                 self.tasks[other] = changed[other] = other_info
 
     def _read(self, tid: str) -> TaskInfo | None:

@@ -79,6 +79,7 @@ ENTRY_COLOURS = {
     "scheduled": STATE_COLOURS[S.SCHEDULED],
     "retry": STATE_COLOURS[S.RETRY_WAIT],
     "recurring": "#0072B2",
+    "skipped": "#999999",  # an occurrence a calendar leaves out
 }
 
 

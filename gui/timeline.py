@@ -648,8 +648,10 @@ class TimelineCanvas(QWidget):
         left, right_t = window
         model = self.model
         times = {g[0] for g in model.ghosts.get(tid, ()) if g[0] >= now}
-        times.update(e.run_at for e in model.later.get(tid, ()))
+        later = model.later.get(tid, ())
+        times.update(e.run_at for e in later if e.kind != "skipped")
         times.update(e.run_at for e in model.entries.get(tid, ()) if e.kind == "recurring")
+        self._paint_skipped(painter, tid, top, now, window, right, later)
         ahead = sorted(t for t in times if t >= min(now, left))
         if not ahead or ahead[0] > right_t or ahead[-1] < left:
             return
@@ -688,6 +690,25 @@ class TimelineCanvas(QWidget):
         self._hits.append((rect.adjusted(-2, -4, 2, 4), tid, tip))
         self.bands.append((tid, rect, label))
 
+    def _paint_skipped(self, painter, tid, top, now, window, right, later) -> None:
+        """Occurrences a calendar leaves out (``skip``, ``calendar``): a cross each."""
+        left, right_t = window
+        mid = top + LANE_HEIGHT / 2
+        for entry in later:
+            if entry.kind != "skipped" or not left <= entry.run_at <= right_t:
+                continue
+            x = self.x_of(entry.run_at, now)
+            if x > right:
+                continue
+            painter.setPen(QPen(QColor(ENTRY_COLOURS["skipped"]), 2))
+            painter.setBrush(Qt.BrushStyle.NoBrush)
+            painter.drawPath(_marker("skipped", x, mid))
+            when = time.strftime(
+                "%Y-%m-%d %H:%M", time.localtime(entry.run_at + self.wall_offset())
+            )
+            tip = f"{tid}: skipped (calendar), {when}"
+            self._hits.append((QRectF(x - 7, mid - 7, 14, 14), tid, tip))
+
     def _paint_reach(self, painter, now, window, clip, right) -> None:
         """Past where the forecast's ghosts end: hatched, and the axis says "filling…"
         while a forecast that may reach further is computed, else where it ends."""
@@ -724,6 +745,8 @@ class TimelineCanvas(QWidget):
         left, right_t = window
         mid = top + LANE_HEIGHT / 2
         later = () if tid in self.model.recurring else self.model.later.get(tid, ())
+        self._paint_skipped(painter, tid, top, now, window, right, later)
+        later = [entry for entry in later if entry.kind != "skipped"]
         for entry in later:  # later occurrences: faint, no text (a band for recurring tasks)
             x = self.x_of(entry.run_at, now)
             if x <= right and left <= entry.run_at:
@@ -1380,6 +1403,11 @@ def _marker(kind: str, x: float, y: float) -> QPainterPath:
     path = QPainterPath()
     if kind == "retry":
         path.addEllipse(QPointF(x, y), 5.5, 5.5)
+    elif kind == "skipped":  # a cross: this one does not run
+        path.moveTo(x - 5, y - 5)
+        path.lineTo(x + 5, y + 5)
+        path.moveTo(x + 5, y - 5)
+        path.lineTo(x - 5, y + 5)
     elif kind == "recurring":
         path.moveTo(x - 6, y - 6)
         path.lineTo(x + 6, y)

@@ -177,6 +177,7 @@ class WorkflowSession:
         self.feed = None  # publishes the run for windows that watch it
         self.pruner = None  # keeps a long run's store bounded (runs.AttemptPruner)
         self.hooks = None  # the workflow's hooks and notify sinks (taskloom/hooks.py)
+        self.deadline = None  # its [workflow] timeout, once started (engine/deadline.py)
         self.hand_off = False  # on stop, a headless ``taskloom run`` takes the run over
         self.quiet = False  # stopping without asking (Quit from a signal, a replaced window)
         self.background_owner = None  # the Popen of that headless owner
@@ -205,6 +206,7 @@ class WorkflowSession:
             start = start or bool(self.scheduler.adopted_tasks())
             if start:  # refusals go to the caller, who opens nothing
                 self.scheduler.start()
+                self._arm_deadline()
                 self.window.set_started(True)
             else:
                 self.window.set_started(False, resumed=self.resumed)
@@ -223,7 +225,11 @@ class WorkflowSession:
     def _open_run(self, fresh: bool, log_dir, decide=None):
         from taskloom.engine.pools import make_executor
         from taskloom.hooks import attach_hooks
+        from taskloom.runs import take_secrets
 
+        problem = take_secrets(self.workflow)  # secret_env: masked in output, never stored
+        if problem is not None:
+            raise ValueError(problem)
         log_dir = None if log_dir is None else str(log_dir)
         workers = self.workflow.workers
         # The workflow's executor: threads, a process pool or a Dask cluster. One that
@@ -285,8 +291,16 @@ class WorkflowSession:
         except START_ERRORS as exc:
             self.window.statusBar().showMessage(f"⚠ Cannot start: {exc}", 15000)
             return False
+        self._arm_deadline()
         self.window.set_started(True)
         return True
+
+    def _arm_deadline(self) -> None:
+        """The workflow's ``[workflow] timeout``, counted from the run's first start."""
+        from taskloom.runs import start_deadline
+
+        if getattr(self, "deadline", None) is None:
+            self.deadline = start_deadline(self.workflow, self.scheduler, self.store, self.hooks)
 
     def _take_params(self) -> bool:
         """The Start bar's params for a new run: recorded with it and given to its
@@ -379,6 +393,9 @@ class WorkflowSession:
         return {"hand_over": True} if self.hand_off else {"cancel_running": True}
 
     def _shut_down(self) -> None:
+        deadline = getattr(self, "deadline", None)  # None: not started, or none to keep
+        if deadline is not None:
+            deadline.stop()
         try:
             self.scheduler.shutdown(wait=True, **self._stop_mode())
         finally:

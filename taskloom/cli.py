@@ -62,6 +62,7 @@ SUBCOMMANDS = (
     "list",
     "next",
     "forecast",
+    "backfill",
     "install-desktop",
     "completion",
     "help",
@@ -236,6 +237,27 @@ def _command_parser() -> argparse.ArgumentParser:
     )
 
     _steering_parsers(sub, each)
+
+    backfill = sub.add_parser(
+        "backfill",
+        help="run the cron and interval occurrences of past days, in order, as one run",
+        parents=each,
+    )
+    backfill.add_argument("file", type=Path, help="workflow file (TOML)")
+    backfill.add_argument("--from", dest="first", required=True, metavar="YYYY-MM-DD")
+    backfill.add_argument("--to", dest="last", required=True, metavar="YYYY-MM-DD")
+    backfill.add_argument(
+        "--task",
+        dest="names",
+        action="append",
+        metavar="NAME",
+        help="only this recurring task (repeatable; default: every one)",
+    )
+    backfill.add_argument("--workers", type=_positive_int, help="at a time (default: the file's)")
+    _store_arguments(backfill)
+    backfill.add_argument(
+        "--dry-run", action="store_true", help="list the occurrences, in order; run nothing"
+    )
 
     listing = sub.add_parser(
         "list", help="the tasks of a workflow: trigger, dependencies, next fire", parents=each
@@ -476,6 +498,8 @@ def _command(args) -> int:
             return EXIT_INVALID
     if args.command == "run":
         return run_workflow(args)
+    if args.command == "backfill":
+        return run_backfill(args)
     if args.command == "history":
         return show_history(args)
     if args.command in ("list", "next"):
@@ -711,6 +735,42 @@ def run_workflow(args) -> int:
         return EXIT_SIGNAL_BASE + stop_signals.signal_number
 
 
+def run_backfill(args) -> int:
+    """``taskloom backfill``: the occurrences of past days (taskloom/backfill.py) as
+    one run of their own, in ``<store>.backfill.db`` beside the workflow's store."""
+    from taskloom import backfill
+
+    try:
+        first, last = backfill.parse_day(args.first), backfill.parse_day(args.last)
+    except backfill.BackfillError as exc:
+        print(f"taskloom backfill: {exc}", file=sys.stderr)
+        return EXIT_INVALID
+    make = lambda workflow: backfill.backfill_workflow(workflow, first, last, args.names or ())  # noqa: E731
+    if args.dry_run:
+        from taskloom.engine.workflow import WorkflowError, load
+
+        try:
+            made = make(load(args.file))
+        except WorkflowError as exc:
+            print(exc, file=sys.stderr)
+            return EXIT_INVALID
+        except backfill.BackfillError as exc:
+            print(f"taskloom backfill: {exc}", file=sys.stderr)
+            return EXIT_INVALID
+        count = len(made.tasks)
+        print(f"dry run of {made.name}: would run {count} occurrences from {first} to {last}, "
+              "in this order (nothing is run):")  # fmt: skip
+        print("\n".join(backfill.describe(made)))
+        return EXIT_OK
+    run_args = argparse.Namespace(**vars(args))
+    run_args.__dict__.update(
+        example=None, until_idle=False, run_for=None, executor=None, log_dir=None,
+        fresh=True, tasks=None, with_upstream=False, params=None, dry_run=False,
+        transform=make,
+    )  # fmt: skip
+    return run_workflow(run_args)
+
+
 def _run_workflow(args, stop_signals: StopSignals) -> int:
     from taskloom.engine.store import StoreBusy, StoreError
     from taskloom.engine.workflow import WorkflowError, load
@@ -727,12 +787,21 @@ def _run_workflow(args, stop_signals: StopSignals) -> int:
     except WorkflowError as exc:
         print(exc, file=sys.stderr)
         return EXIT_INVALID
+    transform = getattr(args, "transform", None)  # taskloom backfill's occurrences
+    if transform is not None:
+        try:
+            workflow = transform(workflow)
+        except ValueError as exc:
+            print(f"taskloom backfill: {exc}", file=sys.stderr)
+            return EXIT_INVALID
     if stop_signals.reason is not None:
         return EXIT_SIGNAL_BASE + stop_signals.signal_number
     if args.with_upstream and not args.tasks:
         print("taskloom run: --with-upstream needs --task NAME", file=sys.stderr)
         return EXIT_INVALID
     db_path = args.db or default_db_path(workflow)
+    if transform is not None:  # a store of its own: a backfill never resumes the run
+        db_path = args.db or db_path.with_name(db_path.stem + ".backfill.db")
     if args.tasks:
         from taskloom import plan
 
@@ -754,6 +823,12 @@ def _run_workflow(args, stop_signals: StopSignals) -> int:
             params[key] = value
     if args.dry_run:
         return dry_run(workflow, db_path, selected=bool(args.tasks))
+    from .runs import take_secrets
+
+    problem = take_secrets(workflow)  # secret_env: read now, masked in output, never stored
+    if problem is not None:
+        print(problem, file=sys.stderr)
+        return EXIT_INVALID
     from taskloom import places
 
     try:
@@ -827,8 +902,12 @@ def _run_workflow(args, stop_signals: StopSignals) -> int:
     hooks = attach_hooks(scheduler, workflow, opened.store, log_dir=log_dir, env=opened.env)
     monitor.on_output_lost = stop_signals.output_lost
     monitor.seed(scheduler.tasks())
+    deadline = None
     try:
         scheduler.start()
+        from .runs import start_deadline
+
+        deadline = start_deadline(workflow, scheduler, opened.store, hooks)  # [workflow] timeout
     except (ValueError, KeyError, TypeError) as exc:  # e.g. an 'at' the engine refuses
         with _report(args, scheduler, monitor) as reporter:
             reporter.note(opened.note)
@@ -856,9 +935,12 @@ def _run_workflow(args, stop_signals: StopSignals) -> int:
             return
         shut = True
         stop_signals.armed = False
+        if deadline is not None:
+            deadline.stop()
         store_error = _stop(scheduler, executor)
         if hooks is not None:  # on_finish runs while the summary is printed
-            hooks.finish(_run_outcome(monitor, interrupted, store_error))
+            expired = deadline is not None and deadline.expired
+            hooks.finish("failed" if expired else _run_outcome(monitor, interrupted, store_error))
         feed.close()  # watchers learn that the owner stopped
         if pruner is not None:
             pruner.stop()
@@ -906,7 +988,11 @@ def _run_workflow(args, stop_signals: StopSignals) -> int:
                 if stop_signals.reason is not None:  # came while the report was set up
                     raise KeyboardInterrupt
                 monitor.wait(
-                    args.run_for, stop=should_stop, until_idle=args.until_idle, on_idle=on_idle
+                    args.run_for,
+                    stop=should_stop,
+                    until_idle=args.until_idle,
+                    on_idle=on_idle,
+                    over=None if deadline is None else lambda: deadline.expired,
                 )
             except KeyboardInterrupt:
                 stopping(reporter)
@@ -928,6 +1014,9 @@ def _run_workflow(args, stop_signals: StopSignals) -> int:
         print(f"taskloom: {store_error}; the run stopped", file=sys.stderr)
         return EXIT_INVALID
     code = reporter.summary(scheduler, log_dir, interrupted)
+    if deadline is not None and deadline.expired:
+        print(f"taskloom: {deadline.reason}; cancelled what was unfinished", file=sys.stderr)
+        code = EXIT_FAILED
     if hooks is not None:
         try:
             if not hooks.close():
@@ -1092,7 +1181,12 @@ class RunMonitor:
         self.workflow = workflow
         self.counted = set(counted)
         self.recurring = len(counted) < len(workflow.tasks)
-        self.states: dict[str, TaskState] = {}
+        from taskloom.engine.fold import TaskFold
+
+        # The run's one fold of events (engine/fold.py); ``states`` is its task id ->
+        # TaskState, read only.
+        self.fold = TaskFold()
+        self.states: dict[str, TaskState] = self.fold.states
         self.errors: dict[str, str] = {}
         self.started = time.monotonic()
         self.listeners: list = []
@@ -1109,15 +1203,15 @@ class RunMonitor:
     def seed(self, infos) -> None:
         """Start from the states a resumed run restored (no event tells of them)."""
         for info in infos:
-            self.states.setdefault(info.id, info.state)
+            if info.id not in self.states:
+                self.fold.put(info)
             if info.error:
                 self.errors.setdefault(info.id, info.error)
         if all(tid in self.states and self.states[tid].settled for tid in self.counted):
             self._all_settled.set()
 
     def on_event(self, event) -> None:
-        if event.task_id:  # not pause/resume of everything (a watcher can ask for it)
-            self.states[event.task_id] = event.state
+        self.fold.apply(event)
         if event.error:
             self.errors[event.task_id] = event.error
         elapsed = self.elapsed()
@@ -1145,12 +1239,13 @@ class RunMonitor:
                     self.on_output_lost()
 
     def wait(
-        self, run_for: float | None, stop=None, until_idle: bool = False, on_idle=None
+        self, run_for: float | None, stop=None, until_idle: bool = False, on_idle=None, over=None
     ) -> None:
         """Until the one-shot tasks settle (no recurring ones) or ``run_for`` passes.
         With recurring tasks, ``on_idle()`` is called once when every one-shot task
         has settled, and ``until_idle`` returns then. Raises ``KeyboardInterrupt``
-        once ``stop()`` says so (output lost)."""
+        once ``stop()`` says so (output lost); returns once ``over()`` says so (the
+        run's deadline passed)."""
         deadline = None if run_for is None else time.monotonic() + run_for
         never = threading.Event()  # a recurring workflow runs until Ctrl-C or the deadline
         told = False
@@ -1166,6 +1261,8 @@ class RunMonitor:
                     return
             if stop is not None and stop():
                 raise KeyboardInterrupt
+            if over is not None and over():
+                return
             remaining = None if deadline is None else deadline - time.monotonic()
             if remaining is not None and remaining <= 0:
                 return

@@ -52,6 +52,16 @@ def _span(seconds: float) -> str:
     return human.duration(seconds)  # "20 h 18 min", not "73112.2s"
 
 
+def skipped(workflow, result: Forecast):
+    """The occurrences within the forecast's horizon that a calendar leaves out."""
+    from datetime import timedelta
+
+    from taskloom import plan
+
+    until = result.wall + timedelta(seconds=result.horizon or 0)
+    return plan.skipped_fires(workflow, result.wall, until)
+
+
 def render_text(workflow, result: Forecast, model: DurationModel, source: str) -> str:
     kinds = [model.stats(tid).source for tid in workflow.tasks]
     known = (
@@ -91,6 +101,12 @@ def render_text(workflow, result: Forecast, model: DurationModel, source: str) -
             lines.append(f"  {_clock(result, c.at):<20} {c.kind:<8} {c.task_id}: {c.detail}")
         if len(result.collisions) > RUN_LINES:
             lines.append(f"  ... {len(result.collisions) - RUN_LINES} more (--json lists them all)")
+    left_out = skipped(workflow, result)
+    if left_out:
+        lines += ["", f"skipped (calendar): {len(left_out)}"]
+        for fire in left_out[:RUN_LINES]:
+            when = fire.at.astimezone().strftime("%Y-%m-%d %H:%M:%S")
+            lines.append(f"  {when:<20} {fire.task}")
     return "\n".join(lines)
 
 
@@ -98,6 +114,9 @@ def render_json(workflow, result: Forecast, model: DurationModel) -> str:
     # "version" first, as in every --json answer (listing.JSON_VERSION)
     data = {"version": 1, **result.to_json()}
     data["workflow"] = workflow.name
+    data["skipped"] = [
+        {"task": fire.task, "at": fire.at.isoformat()} for fire in skipped(workflow, result)
+    ]
     data["durations"] = {
         tid: {
             "source": (stats := model.stats(tid)).source,

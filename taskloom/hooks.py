@@ -84,6 +84,7 @@ class HookRunner:
         self.ran: deque[tuple[str, str, int | None]] = deque(maxlen=100)
         self._thread = threading.Thread(target=self._loop, name="taskloom-hooks", daemon=True)
         self._skip_tasks_after: float | None = None
+        self.reason: str | None = None  # why the run failed, if not a task (its deadline)
         self._finished = False
         # A run with no recurring task is over once every task has settled: on_finish
         # then runs at once (the window stays open). Else the owner says when.
@@ -153,6 +154,20 @@ class HookRunner:
         if self._wanted("finish", None):
             self._put(("finish", (outcome, summary)))
 
+    def deadline_passing(self, reason: str) -> None:
+        """The run's deadline passed: it has failed, whatever its tasks end as."""
+        self.reason = reason
+
+    def deadline_passed(self, reason: str, tasks) -> None:
+        """The run's deadline (``[workflow] timeout``) passed and ``tasks`` were
+        cancelled for it: ``on_failure`` (each task's own, else the workflow's) and
+        the failure sinks are told, with ``reason`` as the error; ``on_finish`` gets
+        it as ``reason``."""
+        self.reason = reason
+        for tid in tasks:
+            if self._wanted("failure", tid):
+                self._put(("deadline", (reason, tid)))
+
     def close(self, wait: float | None = None) -> bool:
         """Stop after what is queued; task hooks not begun within ``wait`` seconds
         (default: the hook timeout) are skipped, ``on_finish`` still runs. True once
@@ -173,6 +188,8 @@ class HookRunner:
             try:
                 if kind == "finish":
                     payload = self.finish_payload(*data)
+                elif kind == "deadline":
+                    payload = self.deadline_payload(*data)
                 else:
                     late = self._skip_tasks_after
                     if late is not None and time.monotonic() > late:
@@ -223,7 +240,25 @@ class HookRunner:
             scheduled_at=None if scheduled is None else _iso(scheduled),
         )
 
+    def deadline_payload(self, reason: str, tid: str) -> dict:
+        try:
+            scheduled = self.scheduler.scheduled_at(tid)
+        except KeyError:
+            scheduled = None
+        return self._base(
+            "failure",
+            task=tid,
+            attempt=None,
+            outcome="cancelled",
+            error=reason[:MAX_ERROR],
+            exit_code=None,
+            log_path=None,
+            scheduled_at=None if scheduled is None else _iso(scheduled),
+        )
+
     def finish_payload(self, outcome: str, summary: dict | None) -> dict:
+        if self.reason is not None:  # its deadline passed: the run failed
+            outcome = "failed"
         counts: dict[str, int] = {}
         failed = []
         for info in self.scheduler.tasks():
@@ -243,6 +278,8 @@ class HookRunner:
         )
         payload["counts"] = counts
         payload["failed"] = failed
+        if self.reason is not None:
+            payload["reason"] = payload["error"] = self.reason
         if summary:
             payload.update(summary)
         return payload
@@ -399,7 +436,8 @@ def notification_text(payload: dict) -> tuple[str, str, str]:
     task, attempt = payload["task"], payload["attempt"]
     error = payload.get("error") or ""
     verb = {"failure": "failed", "retry": "failed, will retry", "success": "succeeded"}[kind]
-    body = f"{where}, attempt {attempt}" + (f": {error}" if error else "")
+    body = where + (f", attempt {attempt}" if attempt is not None else "")
+    body += f": {error}" if error else ""
     return f"{task} {verb}", body, "critical" if kind == "failure" else "normal"
 
 

@@ -98,6 +98,7 @@ def next_fires(workflow, count: int, as_json: bool, now: datetime | None = None)
                         "task": fire.task,
                         "trigger": fire.trigger,
                         "relative": fire.relative,
+                        "skipped": fire.skipped,
                     }
                     for fire in fires
                 ],
@@ -110,6 +111,7 @@ def next_fires(workflow, count: int, as_json: bool, now: datetime | None = None)
     width = max(len(fire.task) for fire in fires)
     for fire in fires:
         mark = "  *" if fire.relative else ""
+        mark += "  skipped (calendar)" if fire.skipped else ""
         print(f"{plan.local(fire.at)}  {fire.task:<{width}}  {fire.trigger}{mark}")
     if any(fire.relative for fire in fires):
         print("* counted from the start of a run started now")

@@ -24,15 +24,24 @@ class Fire:
     task: str
     trigger: str  # at, after, every, cron
     relative: bool  # counted from the run's start (after, every)
+    skipped: bool = False  # on a day its skip list or calendar leaves out: it does not run
 
 
 def fire_times(task, now: datetime, n: int):
     """The first ``n`` fire times of one task's own schedule (aware datetimes), for a
     run started at ``now``. Empty for a task without one."""
-    return list(itertools.islice(_fires(task, now), n))
+    kept = (when for when, skipped in _fires(task, now) if not skipped)
+    return list(itertools.islice(kept, n))
 
 
 def _fires(task, now: datetime):
+    """One task's fire times with whether each is skipped (its calendar), lazily."""
+    days = task.skip_days()
+    for when in _times(task, now):
+        yield when, days is not None and days.skips(when)
+
+
+def _times(task, now: datetime):
     """One task's fire times, lazily (an interval or cron schedule never ends)."""
     from taskloom.engine.cron import CronTrigger
 
@@ -52,13 +61,14 @@ def _fires(task, now: datetime):
 
 
 def next_fires(workflow, now: datetime, n: int) -> list[Fire]:
-    """The next ``n`` fire times across every task, earliest first (ties in file order).
+    """The next ``n`` fire times across every task, earliest first (ties in file order),
+    skipped ones (``Fire.skipped``: a day its calendar leaves out) among them.
     Each task's times are drawn lazily: n of them across 3,000 tasks, not n per task."""
 
     def tagged(index: int, tid: str, task):
         relative = task.schedule_kind in RELATIVE
-        for when in _fires(task, now):
-            yield when, index, Fire(when, tid, task.schedule_kind, relative)
+        for when, skipped in _fires(task, now):
+            yield when, index, Fire(when, tid, task.schedule_kind, relative, skipped)
 
     merged = heapq.merge(
         *(tagged(index, tid, task) for index, (tid, task) in enumerate(workflow.tasks.items())),
@@ -70,16 +80,32 @@ def next_fires(workflow, now: datetime, n: int) -> list[Fire]:
 RELATIVE = ("after", "every")
 
 
+def skipped_fires(workflow, now: datetime, until: datetime) -> list[Fire]:
+    """The occurrences from ``now`` to ``until`` that calendars leave out, earliest first
+    (for the forecast: what does not run, and why)."""
+    found = []
+    for tid, task in workflow.tasks.items():
+        if not task.skip or not task.recurring:
+            continue
+        for when, skipped in _fires(task, now):
+            if when > until:
+                break
+            if skipped:
+                found.append(Fire(when, tid, task.schedule_kind, task.every is not None, True))
+    return sorted(found, key=lambda fire: (fire.at, fire.task))
+
+
 def trigger_text(task) -> str:
     """How a task is triggered, in words: "cron 0 2 * * * (UTC)", "every 5s", ..."""
     from taskloom.engine.durations import format_duration
 
     kind = task.schedule_kind
+    skips = ", skipping calendar days" if task.skip else ""
     if kind == "cron":
-        return f"cron {task.cron} ({task.timezone or 'UTC'})"
+        return f"cron {task.cron} ({task.timezone or 'UTC'}){skips}"
     if kind == "every":
         mode = "" if task.mode == "fixed_rate" else f", {task.mode}"
-        return f"every {format_duration(task.every)}{mode}"
+        return f"every {format_duration(task.every)}{mode}{skips}"
     if kind == "after":
         return f"after {format_duration(task.after)} from the start"
     if kind == "at":

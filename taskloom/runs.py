@@ -367,3 +367,81 @@ class AttemptPruner:
         self._stopping.set()
         self._thread.join()
         self.prune()
+
+
+DEADLINE_KEY = "deadline"  # store meta: {"run": N, "started": epoch} of a run with a timeout
+
+
+def start_deadline(workflow, scheduler, store, hooks=None):
+    """Arm the run's ``[workflow] timeout`` (engine/deadline.py); None without one.
+    It counts from the run's first start, kept in the store's meta, so a resumed run
+    keeps the deadline it had. When it passes, ``hooks`` (a ``HookRunner``) tell
+    ``on_failure`` why, for each task it cancelled."""
+    if workflow.timeout is None:
+        return None
+    from taskloom.engine.deadline import RunDeadline
+
+    run, now = getattr(store, "run", None), time.time()
+    started = now
+    if store is not None:
+        try:
+            stored = json.loads(store.meta(DEADLINE_KEY) or "null")
+        except ValueError:
+            stored = None
+        if isinstance(stored, dict) and stored.get("run") == run:
+            started = float(stored.get("started", now))
+        else:
+            store.set_meta(DEADLINE_KEY, json.dumps({"run": run, "started": now}))
+
+    def expired(reason: str, cancelled: list[str]) -> None:
+        import logging
+
+        logging.getLogger("taskloom.cli").warning(
+            "%s: cancelled %s", reason, ", ".join(cancelled) or "nothing"
+        )
+        if hooks is not None:
+            hooks.deadline_passed(reason, cancelled)
+
+    deadline = RunDeadline(
+        scheduler,
+        workflow.timeout,
+        elapsed=max(0.0, now - started),
+        on_expired=expired,
+        on_expiring=None if hooks is None else hooks.deadline_passing,
+    )
+    return deadline.start()
+
+
+def take_secrets(workflow) -> str | None:
+    """Read the workflow's ``secret_env`` values from this process's environment,
+    give them to its commands as read now and mask them in every command's output
+    (engine/secret_env.py); the values stay in memory only. Returns the problem line
+    when one is not set (None: all are), with the place the first missing name is
+    given: ``flow.toml:3:1: workflow.secret_env: API_TOKEN is not set in Taskloom's
+    environment``."""
+    from taskloom.engine.secret_env import MissingSecrets, provide, read_secrets
+
+    try:
+        values = read_secrets(workflow.secret_names())
+    except MissingSecrets as exc:
+        first = exc.names[0]
+        task = next((t for t, names in workflow.task_secrets.items() if first in names), None)
+        if first in workflow.secret_env:
+            task = None
+        key = "secret_env" if task is not None else "workflow.secret_env"
+        where = f"tasks.{task}.secret_env" if task is not None else key
+        place = str(workflow.path) if workflow.path is not None else "<workflow>"
+        if workflow.path is not None:
+            from taskloom.engine.workflow_text import locate
+
+            try:
+                found = locate(workflow.path.read_text(encoding="utf-8"), task, key)
+            except (OSError, UnicodeDecodeError):
+                found = None
+            if found is not None:
+                place += f":{found[0]}:{found[1]}"
+        names = ", ".join(exc.names)
+        verb = "is" if len(exc.names) == 1 else "are"
+        return f"{place}: {where}: {names} {verb} not set in Taskloom's environment"
+    provide(values)
+    return None

@@ -382,6 +382,9 @@ def pytest_configure(config):
         folder = _home / sub
         folder.mkdir(mode=0o700, parents=True)
         os.environ[name] = str(folder)
+    # Hypothesis caches the constants it finds in our sources under ./.hypothesis
+    # (read lazily, on first use): a fresh clone would write into the repository.
+    os.environ["HYPOTHESIS_STORAGE_DIRECTORY"] = str(_home / ".hypothesis")
     _repo_before.update(_repo_changes())
 
 

@@ -84,10 +84,19 @@ def test_the_watch_benchmark_runs_every_configuration_and_measures_the_lag(tmp_p
     results = json.loads((tmp_path / "watch.json").read_text())["results"]
     for task in ("noop", "sleep_5ms"):
         configs = results[task]["configs"]
-        assert list(configs) == ["no feed", "0 watchers", "1 watcher", "3 watchers"]
+        assert list(configs) == [
+            "no feed",
+            "0 watchers",
+            "1 watcher",
+            "3 watchers",
+            "journal 1",
+            "journal 3",
+        ]
         for name, row in configs.items():
             assert row["tasks_per_s"] > 0
-            watchers = {"1 watcher": 1, "3 watchers": 3}.get(name, 0)
+            watchers = {"1 watcher": 1, "3 watchers": 3, "journal 1": 1, "journal 3": 3}.get(
+                name, 0
+            )
             # every watcher heard every task succeed, and said when
             assert row["successes_seen"] == watchers * results[task]["tasks"]
             assert (row["lag_p50_ms"] is None) == (watchers == 0)

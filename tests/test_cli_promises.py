@@ -47,6 +47,15 @@ EVERY = {
     "list": ["list", ETL],
     "next": ["next", ETL],
     "forecast": ["forecast", ETL, "--for", "1m"],
+    "backfill": [
+        "backfill",
+        ETL.with_name("recurring.toml"),
+        "--from",
+        "2026-11-01",
+        "--to",
+        "2026-11-01",
+        "--dry-run",
+    ],  # fmt: skip
     "install-desktop": ["install-desktop", "--uninstall"],
     "completion": ["completion", "bash"],
     "help": ["help", "run"],

@@ -24,6 +24,7 @@ from ..errors import CommandLost, CycleError, InvalidArgument, TaskTimeout
 from ..models import Action, Attempt, RetryPolicy
 from ..options import Misfire, Mode, Outcome, Overlap, TriggerRule
 from ..run_api import clear_plan, refusal_text
+from ..secret_env import masked, redact
 from ..states import NOT_STARTED, TaskState, check_transition
 from .core import Core
 from .events import Events
@@ -51,7 +52,8 @@ MAX_DUES = 100  # nominal times kept for queued occurrences of one task
 
 
 def error_text(exc: BaseException) -> str:
-    return f"{type(exc).__name__}: {exc}"
+    text = f"{type(exc).__name__}: {exc}"
+    return redact(text) if masked() else text  # secret_env values never reach the store
 
 
 class Lifecycle:
@@ -913,7 +915,17 @@ class Lifecycle:
         self, task: Task, run: Run, outcome: Outcome, text: str | None, tb: str | None
     ) -> None:
         """The attempt's final record; its outcome rides on the next event of the task."""
+        durable = run.durable
+        if durable is not None and outcome is Outcome.SUCCEEDED:
+            # Written before the success was reported (finish_when_durable): the same
+            # record, ended when its code returned, needs no second row.
+            self._keep_attempt(task, run, durable, outcome, journal=False)
+            return
         ctx = run.ctx
+        output = ctx.output
+        if masked():  # secret_env values: neither a traceback nor a call's output keeps one
+            tb = None if tb is None else redact(tb)
+            output = None if output is None else redact(output)
         ended = self._clock.now()
         if run.adopted is not None:  # it may have ended before this owner came
             ended = self.dispatcher.adopted_end(run, ended)
@@ -926,7 +938,7 @@ class Lifecycle:
                 outcome,
                 text,
                 tb,
-                ctx.output,
+                output,
                 ctx.log_path,
                 ctx.exit_code,
                 ctx.worker,
@@ -934,6 +946,12 @@ class Lifecycle:
                 None,  # run
             ),
         )
+        self._keep_attempt(task, run, record, outcome, journal=True)
+
+    def _keep_attempt(
+        self, task: Task, run: Run, record: Attempt, outcome: Outcome, journal: bool
+    ) -> None:
+        """``record`` replaces the run's record in the task's history (and is journaled)."""
         history = task.history
         assert history is not None  # an attempt that started has a history
         for i in range(len(history) - 1, -1, -1):
@@ -942,7 +960,7 @@ class Lifecycle:
                 break
         else:
             history.append(record)
-        if self._journal is not None:
+        if journal and self._journal is not None:
             self._journal.put_attempt(task, record)
         if len(history) > MAX_ATTEMPTS_KEPT:
             del history[: len(history) - MAX_ATTEMPTS_KEPT]

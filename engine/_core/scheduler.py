@@ -214,17 +214,20 @@ class Scheduler:
             cast(ManualClock, self._clock).attach(self._timers.on_clock_moved)
 
     def _restore(self, store: SQLiteStore) -> None:
+        from .recovery import Recovery  # only a scheduler with a store needs it
+
         assert self._journal is not None
         with self._core.lock:
             try:
-                self._journal.restore(
+                Recovery(
+                    self._journal,
                     self._core,
                     self._graph,
                     self._timers,
                     self._dispatcher,
                     self._events,
                     self._lifecycle,
-                )
+                ).run()
             except (KeyError, ValueError, TypeError) as exc:  # a row we cannot read
                 from ..store import damaged
 
@@ -455,17 +458,21 @@ class Scheduler:
         trigger_rule: str = "all_success",
         pool: str | None = None,
         jitter: float | None = None,
+        skip: Any = None,
     ) -> str:
         """Add a recurring task every ``interval`` seconds; returns its id. ``mode`` is
         fixed_rate (a cadence) or fixed_delay (interval after each run ends);
         ``overlap`` (skip, queue, parallel) says what an occurrence due while a run is
         going does; ``misfire`` (run_once, skip, run_all) what occurrences more than
-        ``misfire_grace`` seconds late do. Other arguments as in ``schedule``."""
+        ``misfire_grace`` seconds late do; ``skip`` (a ``calendars.SkipDays``): the days
+        whose occurrences are left out. Other arguments as in ``schedule``."""
         interval = _check_seconds("interval", interval, allow_zero=False)
         if mode not in MODES:
             raise InvalidArgument(f"mode must be one of {', '.join(MODES)}, got {mode!r}", "mode")
-        recurrence = IntervalRecurrence(interval, Mode(mode))
+        recurrence = IntervalRecurrence(interval, Mode(mode), skip)
         options = _extras(self._recurring_options(overlap, misfire, misfire_grace), pool, jitter)
+        if recurrence.skip is not None:  # its days are read in a zone: the definition's
+            options["timezone"] = None if skip.tz == "UTC" else skip.tz
         return self._create(
             fn, run_at, name, deps, priority, retry, timeout, trigger_rule, recurrence, options
         )
@@ -487,15 +494,16 @@ class Scheduler:
         trigger_rule: str = "all_success",
         pool: str | None = None,
         jitter: float | None = None,
+        skip: Any = None,
     ) -> str:
         """Add a task at the times of a cron expression (5 fields, or 6 with seconds)
         in time zone ``tz`` (None: UTC); returns its id. Each occurrence runs once, at
         its wall-clock time; daylight-saving days follow docs/engine.md (3.8 Cron).
-        ``overlap`` and ``misfire`` as in ``schedule_every``."""
+        ``overlap``, ``misfire`` and ``skip`` as in ``schedule_every``."""
         from ..cron import CronTrigger  # the cron library loads only when used
 
         zone_name = "UTC" if tz is None else tz
-        recurrence = CronRecurrence(CronTrigger(expr, zone_name), expr, zone_name)
+        recurrence = CronRecurrence(CronTrigger(expr, zone_name), expr, zone_name, skip)
         options = self._recurring_options(overlap, misfire, misfire_grace)
         options["timezone"] = tz  # as given, for the definition
         _extras(options, pool, jitter)
@@ -548,7 +556,7 @@ class Scheduler:
         definition: TaskDefinition | datetime | float | None = None
         if recurrence is None and after is None:
             definition = at if given is None else given
-        elif after is not None or "timezone" in options:
+        elif after is not None or "timezone" in options or getattr(recurrence, "skip", None):
             definition = defined_by_call(
                 name or "", fn, None, after, deps, priority, retry, timeout, rule,
                 recurrence, options,

@@ -102,7 +102,9 @@ def describe_exit(returncode: int) -> str:
 class Capture:
     """Both output streams of one command into one capped log file, with the tails."""
 
-    def __init__(self, path: str, max_bytes: int, tail_bytes: int) -> None:
+    def __init__(self, path: str, max_bytes: int, tail_bytes: int, mask: Any = ()) -> None:
+        # secret_env values, longest first: each is written as *** (engine/secret_env.py)
+        self._mask = [value.encode() for value in mask if value]
         flags = os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC | getattr(os, "O_NOFOLLOW", 0)
         self._fd = os.open(path, flags)
         self._max_bytes = max_bytes
@@ -135,6 +137,8 @@ class Capture:
             self._add(rest)
 
     def _add(self, chunk: bytes) -> None:
+        for value in self._mask:  # whole lines come here: a value is not cut in two
+            chunk = chunk.replace(value, b"***")
         room = max(0, self._max_bytes - self._written)
         if room:
             _write_all(self._fd, chunk[:room])
@@ -152,7 +156,10 @@ class Capture:
         return b"".join(self._tail)[-self._tail_bytes :].decode("utf-8", errors="replace")
 
     def last_stderr_line(self) -> str:
-        lines = self.stderr_tail.decode("utf-8", errors="replace").strip().splitlines()
+        tail = self.stderr_tail
+        for value in self._mask:
+            tail = tail.replace(value, b"***")
+        lines = tail.decode("utf-8", errors="replace").strip().splitlines()
         return lines[-1].strip() if lines else ""
 
     def close(self) -> None:
@@ -441,8 +448,9 @@ class Supervisor:
                 return
         try:
             command.capture = Capture(
-                request["log"], request["max_log_bytes"], request["tail_bytes"]
-            )
+                request["log"], request["max_log_bytes"], request["tail_bytes"],
+                request.get("mask", ()),
+            )  # fmt: skip
         except OSError as exc:
             self._end(command, error=f"cannot write its log {request['log']}: {exc.strerror}")
             return

@@ -9,7 +9,7 @@ NTP step).
 from __future__ import annotations
 
 import math
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from ..clock import Clock
@@ -22,21 +22,40 @@ RUN_ALL_CAP = 1000  # a run_all catch-up after a long stall never queues more th
 
 
 class IntervalRecurrence:
-    __slots__ = ("interval", "mode")
+    """Every ``interval`` seconds; ``skip`` (calendars.SkipDays): occurrences on those
+    days are left out (fixed_rate: the cadence goes on past them)."""
 
-    def __init__(self, interval: float, mode: Mode) -> None:
+    __slots__ = ("interval", "mode", "skip")
+
+    def __init__(self, interval: float, mode: Mode, skip: Any = None) -> None:
         self.interval = interval
         self.mode = mode
+        self.skip = skip or None
 
     def first_due(self, clock: Clock) -> float:
-        return clock.now() + self.interval
+        return self._kept(clock.now() + self.interval, clock)
 
     def due_until(self, due: float, now: float, clock: Clock) -> tuple[list[float], float]:
         """Occurrences from ``due`` up to ``now`` (capped), and the first one after ``now``."""
         missed = int(math.floor((now - due) / self.interval)) + 1
         shown = min(missed, RUN_ALL_CAP)
         dues = [due + k * self.interval for k in range(shown)]
-        return dues, due + missed * self.interval
+        following = due + missed * self.interval
+        if self.skip is not None:
+            dues = [d for d in dues if not self.skip.skips(_wall_at(d, clock))]
+            following = self._kept(following, clock)
+        return dues, following
+
+    def _kept(self, due: float, clock: Clock) -> float:
+        """``due``, or the first occurrence of the cadence after the skipped days it is on."""
+        if self.skip is None:
+            return due
+        while True:
+            resumes = self.skip.resumes(_wall_at(due, clock))
+            if resumes is None:
+                return due
+            gap = (resumes - clock.wall()).total_seconds() + clock.now() - due
+            due += max(1, math.ceil(gap / self.interval)) * self.interval
 
     def describe(self) -> str:
         return f"every {self.interval:g}s ({self.mode})"
@@ -51,13 +70,14 @@ class CronRecurrence:
     (clock skew) and give the same occurrence again.
     """
 
-    __slots__ = ("trigger", "expr", "tz")
+    __slots__ = ("trigger", "expr", "tz", "skip")
     mode = Mode.FIXED_RATE
 
-    def __init__(self, trigger: Any, expr: str, tz: str) -> None:
+    def __init__(self, trigger: Any, expr: str, tz: str, skip: Any = None) -> None:
         self.trigger = trigger
         self.expr = expr
         self.tz = tz
+        self.skip = skip or None  # calendars.SkipDays: those days' occurrences are left out
 
     @staticmethod
     def to_mono(wall: datetime, clock: Clock) -> float:
@@ -65,7 +85,26 @@ class CronRecurrence:
 
     def next_after(self, wall: datetime) -> datetime:
         # Kept in UTC: aware datetimes sharing a zone compare by local time (fold).
-        return self.trigger.next_after(wall).astimezone(UTC)
+        following = self.trigger.next_after(wall).astimezone(UTC)
+        while self.skip is not None:
+            resumes = self.skip.resumes(following)
+            if resumes is None:
+                break
+            following = self.trigger.next_after(resumes - _TICK).astimezone(UTC)
+        return following
+
+    def skipped_between(self, start: datetime, end: datetime) -> list[datetime]:
+        """The occurrences after ``start`` up to ``end`` that the skipped days leave out."""
+        if self.skip is None:
+            return []
+        found: list[datetime] = []
+        wall = start
+        while True:
+            wall = self.trigger.next_after(wall).astimezone(UTC)
+            if wall > end or len(found) >= RUN_ALL_CAP:
+                return found
+            if self.skip.skips(wall):
+                found.append(wall)
 
     def due_until(self, cursor: datetime, wall_now: datetime) -> tuple[list[datetime], datetime]:
         """Occurrences from ``cursor`` up to ``wall_now`` (capped; ``cursor`` always, it
@@ -83,5 +122,11 @@ class CronRecurrence:
     def describe(self) -> str:
         return f"cron {self.expr!r} ({self.tz})"
 
+
+def _wall_at(due: float, clock: Clock) -> datetime:
+    return clock.wall() + timedelta(seconds=due - clock.now())
+
+
+_TICK = timedelta(microseconds=1)  # next_after(t) is strictly after t: midnight is a candidate
 
 Recurrence = IntervalRecurrence | CronRecurrence  # what Task.recurrence holds, if anything

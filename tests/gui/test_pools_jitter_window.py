@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import threading
 
+import pytest
+
 from taskloom.engine import Scheduler, TaskState
 from taskloom.engine.durations import format_duration
 
@@ -36,7 +38,7 @@ def test_the_window_shows_a_pool_wait_and_a_jitter_window(qtbot, make_window):
         timeline = window.timeline
         qtbot.waitUntil(lambda: timeline.model.jitter_window("nightly") is not None)
         start, end = timeline.model.jitter_window("nightly")
-        assert end - start == 300.0
+        assert end - start == pytest.approx(300.0)
         timeline.canvas.grab()  # paints: the entry's tooltip says it is a window
         tips = [tip for _, tid, tip in timeline.canvas._hits if tid == "nightly"]
         assert any("starts within 5 min after (jitter)" in tip for tip in tips), tips

@@ -1,0 +1,197 @@
+"""taskloom backfill: exactly the range's cron and interval occurrences, across the
+DST changes of Europe/Berlin, each told its own TASKLOOM_SCHEDULED_AT, in order, as
+one run (ManualClock for the engine; one real `taskloom backfill` process)."""
+
+from __future__ import annotations
+
+import textwrap
+from datetime import UTC, date, datetime
+from zoneinfo import ZoneInfo
+
+import pytest
+
+from taskloom.backfill import BackfillError, backfill_workflow, occurrences
+from taskloom.engine import ManualClock, Scheduler, SyncExecutor, current_run
+from taskloom.engine.workflow import loads
+from tests.test_cli import taskloom, write
+
+BERLIN = ZoneInfo("Europe/Berlin")
+FLOW = """
+[workflow]
+name = "nightly"
+workers = 2
+
+[tasks.nightly]
+command = ["true"]
+cron = "30 2 * * *"
+timezone = "Europe/Berlin"
+
+[tasks.hourly]
+command = ["true"]
+cron = "0 * * * *"
+timezone = "Europe/Berlin"
+
+[tasks.six]
+command = ["true"]
+every = "6h"
+timezone = "Europe/Berlin"
+skip = ["2026-10-26"]
+
+[tasks.once]
+command = ["true"]
+"""
+
+
+def berlin(*args) -> datetime:
+    return datetime(*args, tzinfo=BERLIN).astimezone(UTC)
+
+
+@pytest.fixture
+def workflow(tmp_path):
+    return loads(textwrap.dedent(FLOW), tmp_path / "flow.toml")
+
+
+def test_a_fixed_time_runs_once_on_each_dst_day(workflow):
+    nightly = workflow.tasks["nightly"]
+    spring = occurrences(nightly, date(2026, 3, 28), date(2026, 3, 30))
+    assert spring == [
+        berlin(2026, 3, 28, 2, 30),
+        berlin(2026, 3, 29, 3, 0),
+        berlin(2026, 3, 30, 2, 30),
+    ]
+    autumn = occurrences(nightly, date(2026, 10, 24), date(2026, 10, 26))
+    # 02:30 comes twice on the 25th: once, at its first (00:30 UTC, still summer time)
+    assert autumn == [
+        datetime(2026, 10, 24, 0, 30, tzinfo=UTC),
+        datetime(2026, 10, 25, 0, 30, tzinfo=UTC),
+        datetime(2026, 10, 26, 1, 30, tzinfo=UTC),
+    ]
+
+
+def test_every_hour_of_the_days_as_they_were_long(workflow):
+    hourly = workflow.tasks["hourly"]
+    assert len(occurrences(hourly, date(2026, 3, 29), date(2026, 3, 29))) == 23
+    autumn = occurrences(hourly, date(2026, 10, 25), date(2026, 10, 25))
+    assert len(autumn) == 25 and len(set(autumn)) == 25
+    assert autumn[0] == berlin(2026, 10, 25, 0, 0) and autumn[-1] == berlin(2026, 10, 25, 23, 0)
+
+
+def test_an_interval_counts_from_midnight_and_keeps_out_its_calendar_days(workflow):
+    six = occurrences(workflow.tasks["six"], date(2026, 10, 25), date(2026, 10, 26))
+    # the 25th has 25 hours: 00, 06, 12, 18 elapsed hours from midnight; the 26th skipped
+    assert six == [
+        berlin(2026, 10, 25, 0, 0),
+        datetime(2026, 10, 25, 4, 0, tzinfo=UTC),
+        datetime(2026, 10, 25, 10, 0, tzinfo=UTC),
+        datetime(2026, 10, 25, 16, 0, tzinfo=UTC),
+        datetime(2026, 10, 25, 22, 0, tzinfo=UTC),  # 23:00 CET, still the 25th
+    ]
+
+
+def test_the_backfill_runs_each_occurrence_once_in_order_told_its_time(workflow):
+    made = backfill_workflow(workflow, date(2026, 10, 24), date(2026, 10, 26), ["nightly", "six"])
+    told: list[tuple[str, datetime]] = []
+
+    def record(name):
+        def task():
+            run = current_run()
+            assert run is not None and run.scheduled_at is not None
+            told.append((name, datetime.fromtimestamp(run.scheduled_at, UTC)))
+
+        return task
+
+    from dataclasses import replace
+
+    made.tasks = {tid: replace(t, action=record(tid)) for tid, t in made.tasks.items()}
+    clock = ManualClock(wall=datetime(2026, 11, 2, tzinfo=UTC))
+    scheduler = Scheduler(workers=1, clock=clock, executor=SyncExecutor())
+    made.schedule_into(scheduler)
+    scheduler.start()
+    clock.advance(0)
+    scheduler.shutdown()
+    expected = sorted(
+        [(w, "nightly") for w in occurrences(workflow.tasks["nightly"], date(2026, 10, 24),
+                                             date(2026, 10, 26))]
+        + [(w, "six") for w in occurrences(workflow.tasks["six"], date(2026, 10, 24),
+                                           date(2026, 10, 26))]
+    )  # fmt: skip
+    assert [when for _, when in told] == [when for when, _ in expected]  # in order
+    assert [name.partition("@")[0] for name, _ in told] == [name for _, name in expected]
+    assert len(told) == 3 + 9  # nightly 3 days; six: 4 on the 24th, 5 on the 25th
+
+
+def test_what_cannot_be_backfilled_is_said(workflow):
+    with pytest.raises(BackfillError, match="once has no cron or every"):
+        backfill_workflow(workflow, date(2026, 10, 1), date(2026, 10, 2), ["once"])
+    with pytest.raises(BackfillError, match="before --from"):
+        backfill_workflow(workflow, date(2026, 10, 2), date(2026, 10, 1))
+    with pytest.raises(BackfillError, match="no task 'nope'"):
+        backfill_workflow(workflow, date(2026, 10, 1), date(2026, 10, 2), ["nope"])
+
+
+def test_a_real_backfill_tells_each_command_its_time_and_is_one_run(tmp_path):
+    told = tmp_path / "told.txt"
+    path = write(
+        tmp_path,
+        f"""
+        [workflow]
+        name = "nightly"
+        workers = 1
+
+        [tasks.nightly]
+        command = "echo $TASKLOOM_SCHEDULED_AT >> {told}"
+        shell = true
+        cron = "30 2 * * *"
+        timezone = "Europe/Berlin"
+        """,
+    )
+    data = str(tmp_path / "data")
+    dry = taskloom("backfill", path, "--from", "2026-10-24", "--to", "2026-10-26", "--dry-run",
+                   XDG_DATA_HOME=data)  # fmt: skip
+    assert dry.returncode == 0, dry.stderr
+    assert "would run 3 occurrences" in dry.stdout and not told.exists()
+    result = taskloom("backfill", path, "--from", "2026-10-24", "--to", "2026-10-26",
+                      XDG_DATA_HOME=data, TZ="Europe/Berlin")  # fmt: skip
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert told.read_text().split() == [
+        "2026-10-24T02:30:00+02:00",
+        "2026-10-25T02:30:00+02:00",
+        "2026-10-26T02:30:00+01:00",
+    ]
+    store = next((tmp_path / "data" / "taskloom" / "runs").glob("*.backfill.db"))
+    history = taskloom("history", path, "--db", store, "--json", XDG_DATA_HOME=data)
+    assert history.returncode == 0, history.stderr
+    import json
+
+    attempts = json.loads(history.stdout)["attempts"]
+    assert sorted(a["task"] for a in attempts) == [
+        "nightly@2026-10-24T02:30:00+02:00",
+        "nightly@2026-10-25T02:30:00+02:00",
+        "nightly@2026-10-26T02:30:00+01:00",
+    ]
+    assert {a["run"] for a in attempts} == {1}  # one run
+    bad = taskloom("backfill", path, "--from", "2026-10-32", "--to", "2026-11-01",
+                   XDG_DATA_HOME=data)  # fmt: skip
+    assert bad.returncode == 2
+    assert bad.stderr.strip() == "taskloom backfill: '2026-10-32' is not a date like 2026-11-01"
+
+
+def test_the_occurrences_keep_their_pool_and_leave_their_jitter(tmp_path):
+    workflow = loads(
+        textwrap.dedent(
+            """
+            [pools]
+            db = 1
+
+            [tasks.load]
+            command = ["true"]
+            cron = "0 3 * * *"
+            pool = "db"
+            jitter = "5m"
+            """
+        ),
+        tmp_path / "flow.toml",
+    )
+    made = backfill_workflow(workflow, date(2026, 11, 1), date(2026, 11, 3))
+    assert made.pools == {"db": 1}
+    assert [(t.pool, t.jitter) for t in made.tasks.values()] == [("db", None)] * 3

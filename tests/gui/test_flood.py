@@ -59,7 +59,8 @@ def test_a_window_gets_events_in_bounded_slices_all_of_them_in_order(
     manual_scheduler.clock.advance(1)
     last = manual_scheduler.snapshot()[0]
     qtbot.waitUntil(
-        lambda: window.event_log.model.events and window.event_log.model.events[-1].seq == last,
+        lambda: bool(window.event_log.model.events)
+        and window.event_log.model.events[-1].seq == last,
         timeout=20_000,
     )
     assert max(len(batch) for batch in handed) <= 150

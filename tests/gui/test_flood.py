@@ -119,3 +119,30 @@ def test_the_log_filters_in_qt_not_per_row_in_python(qtbot):
     assert log.row_count() == 2
     log.kind_filter.setCurrentIndex(0)
     assert log.row_count() == 3
+
+
+def test_the_run_summary_works_out_its_colours_once_per_palette(
+    qtbot, make_window, manual_scheduler, monkeypatch
+):
+    from PySide6.QtGui import QColor, QPalette
+
+    from taskloom.gui import run_summary
+
+    calls = []
+    real = run_summary.link_colours
+    monkeypatch.setattr(run_summary, "link_colours", lambda p: (calls.append(1), real(p))[1])
+    manual_scheduler.add(noop, name="a")
+    window = make_window(manual_scheduler)
+    summary = window.inspector.summary
+    calls.clear()
+    for _ in range(5):  # five batches of a busy run: the window's palette, known
+        summary.refresh()
+    assert calls == []
+    before = summary.summary_html()
+    palette = summary.palette()
+    palette.setColor(QPalette.ColorRole.Window, QColor("#202124"))
+    summary.setPalette(palette)  # dark: links and states recoloured
+    after = summary.summary_html()
+    assert len(calls) == 1
+    assert after != before
+    assert "1" in summary.text() and "a" in after

@@ -39,6 +39,13 @@ REREADS_PER_DRAIN = 400
 # log and timeline; what is left waits for the next drain, in order.
 FOLD_PER_DRAIN = 2000
 EVENTS_PER_DRAIN = 1000
+# ...or, for the fold and the re-reads, a quarter of the tasks the window already
+# has when that is more: every batch costs the window's views some work per task
+# they show (lanes sorted, groups counted, the graph's view worked out), so a fixed
+# budget made 20,000 new tasks 50 batches of ever longer slices (10-20 s to catch
+# up); growing with the window, they come in about fifteen, and the whole catch-up
+# costs the views a small multiple of one batch's work.
+SHARE_OF_KNOWN = 0.25
 
 
 class EarlyEvents:
@@ -268,7 +275,7 @@ class EngineBridge(QObject):
         structure = bool(removed)
         later = self._reread_later
         later.update(dict.fromkeys(requery))
-        for _ in range(min(len(later), REREADS_PER_DRAIN)):
+        for _ in range(min(len(later), self._budget(REREADS_PER_DRAIN))):
             tid = next(iter(later))
             del later[tid]
             structure = True
@@ -316,12 +323,16 @@ class EngineBridge(QObject):
             for _ in range(over):
                 queue.popleft()
 
+    def _budget(self, least: int) -> int:
+        return max(least, int(len(self.tasks) * SHARE_OF_KNOWN))
+
     def _take_pending(self) -> list[tuple[str, Event]]:
         pending = self._pending
-        if len(pending) <= FOLD_PER_DRAIN:
+        budget = self._budget(FOLD_PER_DRAIN)
+        if len(pending) <= budget:
             self._pending = {}
             return list(pending.items())
-        batch = list(islice(pending.items(), FOLD_PER_DRAIN))
+        batch = list(islice(pending.items(), budget))
         for key, _ in batch:
             del pending[key]
         return batch

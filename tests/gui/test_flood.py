@@ -25,6 +25,7 @@ def test_a_drain_folds_a_bounded_share_of_a_flood_and_every_state_arrives(
     qtbot, manual_scheduler, monkeypatch
 ):
     monkeypatch.setattr(bridge_module, "FOLD_PER_DRAIN", 100)
+    monkeypatch.setattr(bridge_module, "SHARE_OF_KNOWN", 0.1)  # 45 of 450: under 100
     for i in range(450):
         manual_scheduler.add(noop, name=f"t{i}")
     bridge = EngineBridge(manual_scheduler)
@@ -146,3 +147,26 @@ def test_the_run_summary_works_out_its_colours_once_per_palette(
     assert len(calls) == 1
     assert after != before
     assert "1" in summary.text() and "a" in after
+
+
+def test_thousands_of_new_tasks_come_in_batches_that_grow_with_the_window(
+    qtbot, manual_scheduler, monkeypatch
+):
+    # A fixed budget made 20,000 new tasks 50 batches, each costing the views work
+    # for every task shown: the budget grows with what the window already has.
+    monkeypatch.setattr(bridge_module, "REREADS_PER_DRAIN", 100)
+    bridge = EngineBridge(manual_scheduler)
+    batches: list[int] = []
+    bridge.tasksChanged.connect(lambda changed: batches.append(len(changed)))
+    try:
+        for i in range(3000):
+            manual_scheduler.add(noop, name=f"t{i}")
+        qtbot.waitUntil(lambda: len(bridge.tasks) == 3000, timeout=20_000)
+        known = 0
+        for size in batches:
+            assert size <= max(100, int(known * bridge_module.SHARE_OF_KNOWN))
+            known += size
+        assert len(batches) < 3000 // 100 // 2  # a fixed 100 a batch: 30 batches
+        assert bridge.pending() == 0 and not bridge._reread_later
+    finally:
+        bridge.close()

@@ -60,8 +60,9 @@ def test_a_window_gets_events_in_bounded_slices_all_of_them_in_order(
     manual_scheduler.clock.advance(1)
     last = manual_scheduler.snapshot()[0]
     qtbot.waitUntil(
-        lambda: bool(window.event_log.model.events)
-        and window.event_log.model.events[-1].seq == last,
+        lambda: (
+            bool(window.event_log.model.events) and window.event_log.model.events[-1].seq == last
+        ),
         timeout=20_000,
     )
     assert max(len(batch) for batch in handed) <= 150
@@ -92,7 +93,9 @@ def test_the_log_inserts_no_more_rows_than_it_keeps(qtbot):
     model = EventLogModel(capacity=100)
     inserted: list[int] = []
     model.rowsInserted.connect(lambda _parent, first, last: inserted.append(last - first + 1))
-    events = [Event(seq, "succeeded", f"t{seq}", S.SUCCEEDED, 0.0, 1, None, None) for seq in range(1, 351)]
+    events = [
+        Event(seq, "succeeded", f"t{seq}", S.SUCCEEDED, 0.0, 1, None, None) for seq in range(1, 351)
+    ]
     model.append(events[:60])
     model.append(events[60:])  # 290 at once into a log of 100
     assert inserted == [60, 100]

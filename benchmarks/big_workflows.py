@@ -17,6 +17,7 @@ what every version of the window has, and ``scene.is_drawn()`` when it exists.
 
 from __future__ import annotations
 
+import json
 import random
 import subprocess
 import sys
@@ -75,11 +76,17 @@ def measure_open(n: int, process_until, lag_probe) -> dict:
     started = time.perf_counter()
     sessions = Sessions(settings, db=folder / "run.db", fresh=True, data_dir=folder)
     sessions.choose_run = resume_without_asking
+    probe.start()  # from the open on: a GUI thread blocked by it shows as one long stall
     sessions.open(str(path))
-    window = sessions.current.window
-    process_until(window.isVisible, timeout=30.0)
+    # A big file opens off the GUI thread behind a progress window (issue 25); older
+    # code blocked in open() and then showed the workflow's window.
+    process_until(lambda: any_window_shown(), timeout=60.0)
     shown_s = time.perf_counter() - started
-    probe.start()
+    process_until(
+        lambda: sessions.current is not None and sessions.current.window.isVisible(),
+        timeout=120.0,
+    )
+    window = sessions.current.window
     drawn = process_until(lambda: drawn_now(window, n), timeout=60.0)
     drawn_s = time.perf_counter() - started
     probe.stop()
@@ -95,6 +102,12 @@ def measure_open(n: int, process_until, lag_probe) -> dict:
     }
     sessions.close()
     return result
+
+
+def any_window_shown() -> bool:
+    from PySide6.QtWidgets import QApplication
+
+    return any(w.isVisible() and w.isWindow() for w in QApplication.topLevelWidgets())
 
 
 def drawn_now(window, n: int) -> bool:
@@ -240,3 +253,137 @@ def markdown(results: dict, verdict) -> list[str]:
             "= from the engine's last event until the event log shows it and the graph is drawn.",
         ]
     return lines
+
+
+# ------------------------------------------------ a person opening a big file (issue 25)
+# Run in a fresh process per measurement, with the Python of the tree measured, so that
+# the previous main is a column of the same run (``--before``). Only names every version
+# of the window has are used.
+PERSON = r"""
+import json, os, resource, sys, tempfile, time
+from pathlib import Path
+os.environ["QT_QPA_PLATFORM"] = "offscreen"
+from PySide6.QtCore import QCoreApplication, QEventLoop, QSettings, Qt, QTimer
+from PySide6.QtWidgets import QApplication
+n, path, what = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+app = QApplication([])
+folder = Path(tempfile.mkdtemp(prefix="taskloom-bench-"))
+stalls = []
+last = [time.perf_counter()]
+def tick():
+    now = time.perf_counter()
+    stalls.append(now - last[0] - 0.01)
+    last[0] = now
+timer = QTimer()
+timer.setTimerType(Qt.TimerType.PreciseTimer)
+timer.setInterval(10)
+timer.timeout.connect(tick)
+def until(done, limit):
+    deadline = time.perf_counter() + limit
+    while not done():
+        if time.perf_counter() > deadline:
+            return False
+        # Waits for the next event (the 10 ms timer at least), as app.exec() would:
+        # a busy loop here would take the GIL from the threads that open the file.
+        app.processEvents(QEventLoop.ProcessEventsFlag.WaitForMoreEvents)
+    return True
+def longest():
+    value = max(stalls, default=0.0) * 1000
+    stalls.clear()
+    last[0] = time.perf_counter()
+    return round(value)
+def shown():
+    return any(w.isVisible() and w.isWindow() for w in app.topLevelWidgets())
+out = {"tasks": n}
+from taskloom.app import Sessions, resume_without_asking
+settings = QSettings(str(folder / "b.ini"), QSettings.Format.IniFormat)
+started = time.perf_counter()
+timer.start()
+sessions = Sessions(settings, db=folder / "run.db", fresh=True, data_dir=folder, start=False)
+sessions.choose_run = resume_without_asking
+sessions.open(path)
+until(shown, 600)
+out["window_s"] = round(time.perf_counter() - started, 2)
+until(lambda: sessions.current is not None and sessions.current.window.isVisible(), 600)
+window = sessions.current.window
+out["workflow_window_s"] = round(time.perf_counter() - started, 2)
+until(window.scene.is_drawn, 600)
+out["drawn_s"] = round(time.perf_counter() - started, 2)
+out["open_stall_ms"] = longest()
+out["items"] = len(window.scene.nodes) + len(getattr(window.scene, "group_items", {}))
+until(lambda: False, 1.0)  # the window settles (history reads, forecast)
+longest()
+if what == "find":
+    target = f"t{n // 2 + 7}"
+    t = time.perf_counter()
+    window.search.setText(target)
+    window._find()
+    ok = until(lambda: window.selected == [target] and window.scene.is_drawn(), 600)
+    out["find_s"] = round(time.perf_counter() - t, 2) if ok else None
+    out["find_stall_ms"] = longest()
+if what == "expand":
+    t = time.perf_counter()
+    window.scene.expand_all()
+    ok = until(window.scene.is_drawn, 900)
+    out["expand_s"] = round(time.perf_counter() - t, 2) if ok else None
+    out["expand_stall_ms"] = longest()
+    out["expanded_items"] = len(window.scene.nodes)
+out["peak_rss_mib"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+timer.stop()
+sessions.close()
+print("RESULT " + json.dumps(out))
+"""
+
+
+def measure_person(python: str, root: Path, n: int, path: Path, what: str, timeout: float):
+    """One measurement of ``what`` ("open", "find", "expand") in a fresh process of the
+    tree at ``root`` (its own venv's ``python``); None if it ran out of ``timeout``."""
+    try:
+        proc = subprocess.run(
+            [python, "-c", PERSON, str(n), str(path), what],
+            cwd=root,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
+    except subprocess.TimeoutExpired:
+        return None
+    for line in proc.stdout.splitlines():
+        if line.startswith("RESULT "):
+            return json.loads(line[len("RESULT ") :])
+    raise RuntimeError(f"{root}: {proc.stderr[-2000:]}")
+
+
+def main(argv=None) -> int:
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.big_workflows")
+    parser.add_argument("--sizes", default="10000", help="tasks per file, comma-separated")
+    parser.add_argument("--what", default="open,find,expand", help="open, find, expand")
+    parser.add_argument("--before", type=Path, help="another tree (with .venv) as a column")
+    parser.add_argument("--before-up-to", type=int, default=10_000, help="largest size for it")
+    parser.add_argument("--timeout", type=float, default=300.0, help="seconds per process")
+    args = parser.parse_args(argv)
+    here = Path(__file__).resolve().parent.parent
+    trees = [("now", here)]
+    if args.before is not None:
+        trees.insert(0, ("before", args.before.resolve()))
+    folder = Path(tempfile.mkdtemp(prefix="taskloom-bench-"))
+    rows = []
+    for n in [int(size) for size in args.sizes.split(",")]:
+        path = write_dag(n, folder)
+        for what in args.what.split(","):
+            row = {"tasks": n, "what": what}
+            for name, root in trees:  # interleaved: the same machine state for both
+                if name == "before" and n > args.before_up_to:
+                    continue
+                python = str(root / ".venv" / "bin" / "python")
+                row[name] = measure_person(python, root, n, path, what, args.timeout)
+                print(json.dumps({"tree": name, **row}), file=sys.stderr)
+            rows.append(row)
+    print(json.dumps(rows, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -16,13 +16,18 @@ if TYPE_CHECKING:
     from .actions import Call
     from .clock import ManualClock, SystemClock
     from .definitions import TaskDefinition
-    from .errors import CycleError, InvalidArgument, TaskCancelled, TaskTimeout
+    from .errors import (
+        CycleError,
+        InvalidArgument,
+        StoreError,  # raised by a Scheduler whose store failed, and by reads
+        TaskCancelled,
+        TaskTimeout,
+    )
     from .executors import SyncExecutor
     from .models import Action, Attempt, Entry, Event, RetryPolicy, TaskInfo
     from .options import Misfire, Mode, Outcome, Overlap, TriggerRule
     from .run_api import Refused, RunInterface
     from .states import TaskState
-    from .store import StoreError  # raised by a Scheduler whose store failed, and by reads
 
 # name -> the module (relative to this package) that defines it
 _EXPORTS = {
@@ -55,7 +60,7 @@ _EXPORTS = {
     "Refused": ".run_api",
     "RunInterface": ".run_api",
     "TaskState": ".states",
-    "StoreError": ".store",
+    "StoreError": ".errors",
 }
 
 

@@ -47,3 +47,16 @@ class CommandLost(Exception):
     """A command's supervisor died before it recorded the command's end: the end is
     unknown, the group is ended, and the attempt is ``lost`` (it runs again, using no
     retry budget), as when a crash takes a command's supervisor with its owner."""
+
+
+class StoreError(RuntimeError):
+    """The store file cannot be used (newer schema, corrupt, not a store), or writing
+    to it failed; the message is one line naming the file."""
+
+
+class StoreBusy(StoreError):
+    """Another live process owns the store (``owner`` says who, when known)."""
+
+    def __init__(self, message: str, owner: object = None):
+        super().__init__(message)
+        self.owner = owner

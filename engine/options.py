@@ -50,7 +50,7 @@ class Outcome(StrEnum):
     FAILED = "failed"  # a timeout too
     CANCELLED = "cancelled"
     INTERRUPTED = "interrupted"  # stopped by shutdown: the task runs again later
-    LOST = "lost"  # its owner died mid-attempt (see _store/recovery.py)
+    LOST = "lost"  # its owner died mid-attempt (see _core/recovery.py)
 
 
 def values(enum: type[StrEnum]) -> tuple[str, ...]:

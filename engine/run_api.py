@@ -24,7 +24,7 @@ from .states import TaskState
 if TYPE_CHECKING:
     from .clock import Clock
     from .definitions import TaskDefinition
-    from .store import SQLiteStore
+    from .store import StoreReads as StoreReads  # for views, which must not import the store
 
 S = TaskState
 
@@ -107,8 +107,9 @@ class RunInterface(Protocol):
         ...
 
     @property
-    def store(self) -> SQLiteStore | None:
-        """The run's store (read it off the GUI thread), or None."""
+    def store(self) -> StoreReads | None:
+        """The run's store, for its queries (read it off the GUI thread), or None: an
+        owner's ``SQLiteStore`` or a watcher's ``StoreReader``."""
         ...
 
     @property

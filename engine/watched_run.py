@@ -51,7 +51,7 @@ from .models import Action, Attempt, Entry, Event, MadeUpEvent, TaskInfo
 from .options import Outcome
 from .run_api import Refused, ordered_clear_plan, refusal_text
 from .states import TaskState
-from .store import SQLiteStore, StoreBusy, StoreError
+from .store import StoreBusy, StoreError, StoreReader
 
 log = logging.getLogger("taskloom.watch")
 _OUTCOMES = {o.value: o for o in Outcome}
@@ -247,9 +247,9 @@ class WatchedRun:
             self._reader.close()
             self._release()
             raise
-        self._store: SQLiteStore | None = None
+        self._store: StoreReader | None = None
         try:  # for past runs' attempts (read on the window's history thread)
-            self._store = SQLiteStore.reader(self.path)
+            self._store = StoreReader(self.path)
         except (StoreError, sqlite3.Error) as exc:
             log.warning("the watched run's past runs cannot be read: %s", exc)
         self._thread = threading.Thread(target=self._loop, name="taskloom-watch", daemon=True)
@@ -818,7 +818,7 @@ class WatchedRun:
         return self._run
 
     @property
-    def store(self) -> SQLiteStore | None:
+    def store(self) -> StoreReader | None:
         """The store, read-only, for past runs' attempts (opened when watching began;
         None if it could not be read). Read it off the GUI thread."""
         return self._store

@@ -138,7 +138,11 @@ class WorkflowDocument(QObject):
     def _keep_file_edges(self, workflow) -> None:
         """Edges the file has that the engine does not (a resumed run keeps a task that
         succeeded as it was stored): Save must not drop them from the file."""
+        known = self.tasks  # the bridge's snapshot: the engine's deps, read once
         for tid, definition in workflow.tasks.items():
+            info = known.get(tid)
+            if info is not None and set(definition.deps) <= set(info.deps):
+                continue  # nothing missing (every task of a new run): no engine call
             try:
                 now = set(self.scheduler.definition(tid).deps)
             except KeyError:
@@ -187,7 +191,7 @@ class WorkflowDocument(QObject):
     def file_group(self, tid: str) -> str | None:
         """The ``group`` key the file gives ``tid`` (the window groups by it), or None."""
         definition = self.workflow.tasks.get(tid) if self.workflow else None
-        return getattr(definition, "group", None)
+        return definition.group if definition is not None else None
 
     @property
     def base_dir(self) -> Path:

@@ -21,7 +21,7 @@ from PySide6.QtGui import QColor, QFont, QPainterPath, QPalette
 from PySide6.QtWidgets import QGraphicsPathItem, QGraphicsSimpleTextItem, QLabel
 
 from taskloom.engine import TaskState
-from taskloom.engine.durations_model import SLOW_MIN_RUNS
+from taskloom.engine.durations_model import GUESS, SLOW_MIN_RUNS
 
 from .forecaster import MAX_RUNS, Forecaster, Live
 from .graph.items import cosmetic_pen, format_elapsed
@@ -42,6 +42,16 @@ def clock_text(moment: datetime, now: datetime) -> str:
 
 
 OVERDUE_STEP = 1.0  # seconds: an ETA that time caught up with moves this far ahead
+
+
+def guessed_tasks(live: Live) -> list[str]:
+    """The tasks still to run whose durations the forecast guessed: no past run, no
+    ``expected`` key (a first run knows nothing: each is given a second)."""
+    model = live.model
+    if model is None:
+        return []
+    left = {r.task_id for r in live.forecast.runs if not r.replay}
+    return sorted(t for t in left if model.stats(t).source == GUESS)
 
 
 def eta_texts(live: Live | None, now: datetime, paused: bool = False) -> tuple[str, str]:
@@ -68,12 +78,25 @@ def eta_texts(live: Live | None, now: datetime, paused: bool = False) -> tuple[s
     if late > 0:  # running past the forecast: it pushes the finish
         finish = finish + timedelta(seconds=late)
     left = (finish - now).total_seconds()
-    text = f"ETA {clock_text(finish, now)} (in {format_elapsed(left)})"
+    guessed = guessed_tasks(live)
+    if guessed:
+        text = f"ETA ~{clock_text(finish, now)} (in {format_elapsed(left)}, a guess)"
+    else:
+        text = f"ETA {clock_text(finish, now)} (in {format_elapsed(left)})"
     tip = [
         f"Expected finish of this run: {clock_text(finish, now)} (p50)",
         f"p90: {clock_text(max(f.at(p90), finish), now)}",
         f"from {f.passes} simulated runs with durations drawn from history",
     ]
+    if guessed:
+        names = ", ".join(guessed[:5]) + (
+            f" and {len(guessed) - 5} more" if len(guessed) > 5 else ""
+        )
+        tip.append(
+            f"a guess: {names} {'has' if len(guessed) == 1 else 'have'} no past runs and no"
+            f" 'expected' key; each is given {format_elapsed(live.model.fallback)}"
+            " (the median of the tasks that ran, else 1 s)"
+        )
     if f.critical_path:
         tip.append("critical path: " + " → ".join(f.critical_path))
     return text, "\n".join(tip)
@@ -106,6 +129,8 @@ class ForecastView:
         scene.addItem(self.critical)
         scene.addItem(self.slow_rings)
         self.badges: dict[str, QGraphicsSimpleTextItem] = {}
+        self._ringed: set[str] = set()  # the tasks the critical path's ring is on
+        self.badge_times: dict[str, datetime] = {}  # each badge's time, never a past one
         self.slow: set[str] = set()
         self.live: Live | None = None
         self.hidden = False  # a past run is shown: nothing of the live forecast on the graph
@@ -126,6 +151,9 @@ class ForecastView:
         self._tick.setSingleShot(True)
         self._tick.timeout.connect(self._on_tick)
         window.bridge.tasksChanged.connect(lambda _changed: self._pace())
+        # Between two forecasts (seconds apart under load) the marks follow the states:
+        # a task that settles leaves the ring, one that starts loses its expected start.
+        window.bridge.tasksChanged.connect(self._states_changed)
         self.forecaster.request()
 
     def _active(self) -> bool:
@@ -182,6 +210,17 @@ class ForecastView:
         self.refresh_slow()
         self._pace()
 
+    def _states_changed(self, changed: dict) -> None:
+        if self.live is None or self.hidden:
+            return
+        if getattr(self.window, "started", True) and not self._active():
+            self.show(None)  # the run is over: no ETA, ghost or ring beside 'finished'
+            return
+        if any(tid in changed for tid in self._ringed):
+            self._show_critical_path()
+        if any(tid in changed for tid in self.badges):
+            self._show_badges()
+
     def set_hidden(self, hidden: bool) -> None:
         """Hide the live forecast's marks on the graph (a past run is shown), or show
         them again."""
@@ -195,6 +234,10 @@ class ForecastView:
         note."""
         self.show_eta()
         self.refresh_slow()
+        now = datetime.now().astimezone()
+        if any(at < now for at in self.badge_times.values()):
+            self._show_badges()  # a task waits past its forecast start: it starts now at best
+            self.forecaster.request()  # and a forecast from now says when
 
     def show_eta(self) -> None:
         """The ETA as of now: none before Start; paused while paused; never a past time
@@ -218,29 +261,43 @@ class ForecastView:
         path = QPainterPath()
         live = None if self.hidden else self.live
         chain = live.forecast.critical_path if live is not None else []
-        chain = [t for t in chain if t in scene.tasks and not scene.tasks[t].state.settled]
+        live_tasks = self.window.bridge.tasks  # the run's states now (the scene recolours later)
+        chain = [t for t in chain if t in live_tasks and not live_tasks[t].state.settled]
+        self._ringed = set(chain)
         for up, down in zip(chain, chain[1:], strict=False):
             if up in scene.nodes and down in scene.nodes and scene.graph.has_edge(up, down):
                 path.addPath(scene.edge_path(up, down))
+        # A task inside a collapsed group rings the group's card (once).
+        rep_of = getattr(getattr(scene, "view_model", None), "rep_of", {})
+        ringed: set[str] = set()
         for tid in chain:
-            node = scene.nodes.get(tid)
-            if node is not None:
-                path.addRoundedRect(node.sceneBoundingRect().adjusted(-2, -2, 2, 2), 10, 10)
+            rep = tid if tid in scene.nodes else rep_of.get(tid, tid)
+            item = scene.item_of(rep) if hasattr(scene, "item_of") else scene.nodes.get(rep)
+            if item is not None and rep not in ringed:
+                ringed.add(rep)
+                path.addRoundedRect(item.sceneBoundingRect().adjusted(-2, -2, 2, 2), 10, 10)
         self.critical.setPath(path)
 
     def _show_badges(self) -> None:
         """Each waiting task's expected start, just under its card (on the card it hid
-        the recurring and paused marks)."""
+        the recurring and paused marks). A start the forecast put in the past (it is
+        seconds old, and work ran longer than it said) reads as now: never a past time."""
         scene = self.window.scene
         live = self.live if not self.hidden else None
         starts = live.forecast.starts if live is not None else {}
         wanted: dict[str, str] = {}
         now = datetime.now().astimezone()
-        for tid, info in scene.tasks.items():
+        earliest = now.replace(microsecond=0) + timedelta(seconds=OVERDUE_STEP)
+        self.badge_times = {}
+        for tid, info in self.window.bridge.tasks.items():
             if len(wanted) >= BADGE_LIMIT or live is None:
                 break
             if info.state in WAITING and tid in starts and tid in scene.nodes:
-                wanted[tid] = "≈ " + clock_text(live.forecast.at(starts[tid]), now)[-8:]
+                at = live.forecast.at(starts[tid])
+                if at < now:
+                    at = earliest
+                self.badge_times[tid] = at
+                wanted[tid] = "≈ " + clock_text(at, now)[-8:]
         for tid in list(self.badges):
             old = self.badges[tid]
             if not shiboken6.isValid(old):  # its card was rebuilt (a filter, a group)

@@ -40,7 +40,7 @@ from PySide6.QtCore import QObject, QTimer, Signal
 
 from taskloom.engine import Outcome
 from taskloom.engine.durations_model import DurationModel
-from taskloom.engine.forecast import Forecast, Plan
+from taskloom.engine.forecast import DONE, Forecast, Plan
 
 from . import relay
 from .run_history import store_of
@@ -55,6 +55,9 @@ WAITING_PERIODIC_MS = 60_000
 BUDGET = 0.5  # seconds of sampled passes per forecast
 MIN_GAP = 0.5  # seconds between forecasts: a busy run asks every batch
 MODEL_TTL = 10.0  # seconds a durations model is used before it is read again
+# ...but one that knows nothing of a task that has succeeded since is read again after
+# this long: on a first run every task is a guess until one has run (then the median).
+MODEL_NEWS = 2.0
 MAX_RUNS = 20_000  # ghost runs per forecast: a task every 3 s would make 23,000 in 19 h
 
 
@@ -229,8 +232,9 @@ class Forecaster(QObject):
         """On the helper thread: never raises, always answers."""
         answer = None
         try:
-            model = self._model(expected)
             plan = Plan.from_scheduler(self.scheduler, expected, self._definitions)
+            done = [p.definition.id for p in plan.tasks if p.kind == DONE]
+            model = self._model(expected, done)
             result = forecast_process().forecast(
                 plan,
                 model,
@@ -245,14 +249,16 @@ class Forecaster(QObject):
         if not self._closed:
             relay.post(self, "_on_finished", generation, answer)
 
-    def _model(self, expected: dict) -> DurationModel:
+    def _model(self, expected: dict, done: list | tuple = ()) -> DurationModel:
         """The durations, re-read at most every ``MODEL_TTL`` seconds: they change slowly,
         and reading them is the costliest part left in this process (every attempt of
         a busy run took the event-loop lag p99 from 30 to 130 ms when read per forecast)."""
         cached = self._cached_model
         now = time.monotonic()
         if cached is not None and cached[0] == expected and now - cached[1] < MODEL_TTL:
-            return cached[2]
+            age, model = now - cached[1], cached[2]
+            if age < MODEL_NEWS or all(model.has_history(t) for t in done):
+                return model
         if self.store is not None:
             # Under the lock close() takes: the store may be closed right after it,
             # and a query on a closed SQLite connection crashes the process.

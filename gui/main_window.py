@@ -7,33 +7,11 @@ engine. State arrives only through the EngineBridge.
 from __future__ import annotations
 
 import time
-from pathlib import Path
 
 import shiboken6
-from PySide6.QtCore import (
-    QByteArray,
-    QSettings,
-    QSignalBlocker,
-    QStringListModel,
-    Qt,
-    QTimer,
-    Signal,
-)
-from PySide6.QtGui import QAction, QGuiApplication, QKeySequence
-from PySide6.QtWidgets import (
-    QBoxLayout,
-    QCompleter,
-    QDockWidget,
-    QFileDialog,
-    QLineEdit,
-    QMainWindow,
-    QMenu,
-    QMessageBox,
-    QSizePolicy,
-    QToolButton,
-    QVBoxLayout,
-    QWidget,
-)
+from PySide6.QtCore import QSettings, QSignalBlocker, Qt, QTimer, Signal
+from PySide6.QtGui import QAction, QGuiApplication
+from PySide6.QtWidgets import QBoxLayout, QMainWindow, QMessageBox, QVBoxLayout, QWidget
 
 from taskloom.engine import Action, Outcome, TaskState
 from taskloom.engine.run_api import RunInterface
@@ -46,9 +24,7 @@ from .close_question import CloseQuestion
 from .controller import Controller
 from .document import WorkflowDocument
 from .event_log import EventLog
-from .fix_task import offers_run_again
 from .forecast_view import ForecastView
-from .graph.export import export_graph
 from .graph.filter_bar import FilterBar
 from .graph.scene import GraphScene
 from .graph.view import GraphView
@@ -63,12 +39,19 @@ from .run_history import store_of
 from .start_bar import PauseBar, StartBar
 from .status import StatusPanel
 from .task_list import TaskList
-from .timeline import LOOK_AHEAD, Timeline, short_duration
+from .timeline import Timeline, short_duration
+from .window_actions import WindowActions
+from .window_dialogs import WindowDialogs
+from .window_files import WindowFiles
+from .window_layout import WindowLayout
+from .window_past_run import WindowPastRun
 
 S = TaskState
 
 
-class MainWindow(QMainWindow):
+class MainWindow(
+    WindowActions, WindowFiles, WindowPastRun, WindowDialogs, WindowLayout, QMainWindow
+):
     openRequested = Signal(str)  # a workflow file the user wants to open
     saveRequested = Signal(str)
     newRunRequested = Signal()  # Run again as a new run: the session starts it
@@ -257,317 +240,6 @@ class MainWindow(QMainWindow):
         self.set_started(started)
 
     # -- construction ----------------------------------------------------------------
-    def _dock(self, title: str, widget: QWidget, area) -> QDockWidget:
-        dock = QDockWidget(title, self)
-        dock.setObjectName(f"{widget.objectName()}Dock")
-        dock.setWidget(widget)
-        dock.setFeatures(
-            QDockWidget.DockWidgetFeature.DockWidgetMovable
-            | QDockWidget.DockWidgetFeature.DockWidgetClosable
-            | QDockWidget.DockWidgetFeature.DockWidgetFloatable
-        )
-        self.addDockWidget(area, dock)
-        return dock
-
-    def _action(self, name, text, icon_name, shortcut, slot, tip="", checkable=False) -> QAction:
-        action = QAction(icon(icon_name), text, self)
-        action.setObjectName(name)
-        if shortcut:
-            action.setShortcut(QKeySequence(shortcut))
-            action.setShortcutContext(Qt.ShortcutContext.WindowShortcut)
-        shortcut_text = action.shortcut().toString(QKeySequence.SequenceFormat.NativeText)
-        action.setToolTip(f"{tip or text} ({shortcut_text})" if shortcut_text else tip or text)
-        action.setStatusTip(tip or text)
-        action.setCheckable(checkable)
-        (action.toggled if checkable else action.triggered).connect(slot)
-        self.addAction(action)
-        return action
-
-    def _make_actions(self) -> None:
-        a = self._action
-        self.act_add = a(
-            "addTask",
-            "Add task…",
-            "add-task",
-            "Ctrl+N",
-            self.add_task_dialog,
-            "Add a task: command or callable, schedule, retries, dependencies",
-        )
-        self.act_cancel = a(
-            "cancelTask",
-            "Cancel",
-            "cancel-task",
-            "Ctrl+K",
-            lambda: self.controller.cancel(self.selected),
-            "Cancel the selected tasks",
-        )
-        self.act_retry = a(
-            "retryTask",
-            "Retry",
-            "retry-task",
-            "Ctrl+R",
-            lambda: self.controller.retry(self.selected),
-            "Run the selected failed, skipped or cancelled tasks again",
-        )
-        self.act_retry_failed = a(
-            "retryFailed",
-            "Retry failed",
-            "retry-failed",
-            "Ctrl+Shift+R",
-            lambda: self.controller.retry_failed(self.selected),
-            "Retry the failed tasks upstream of the selection (or all), and so what they skipped",
-        )
-        self.act_clear = a(
-            "clearTask",
-            "Run again",
-            "retry-task",
-            "F5",
-            lambda: self.clear_question.ask(self.selected, False, "task"),
-            "Run the selected finished tasks again in this run (Clear)",
-        )
-        self.act_clear_downstream = a(
-            "clearDownstream",
-            "Run again with downstream",
-            "retry-failed",
-            "Shift+F5",
-            lambda: self.clear_question.ask(self.selected, True, "task and downstream"),
-            "Run the selected finished tasks and everything after them again (Clear)",
-        )
-        self.act_clear_all = a(
-            "clearWorkflow",
-            "Run whole workflow again",
-            "retry-failed",
-            "",
-            lambda: self.clear_question.ask(list(self.bridge.tasks), False, "workflow"),
-            "Run every finished task of the workflow again in this run (Clear)",
-        )
-        self.act_edit = a(
-            "editTask",
-            "Edit task…",
-            "edit-task",
-            "Ctrl+E",
-            self.edit_task_dialog,
-            "Change the selected task (before it starts, or once it has settled)",
-        )
-        self.act_remove = a(
-            "removeTask",
-            "Remove task",
-            "remove-task",
-            "Ctrl+Del",
-            lambda: self.remove_tasks(list(self.selected)),
-            "Take the selected tasks out of the engine (Delete)",
-        )
-        self.act_export = a(
-            "exportGraph",
-            "Export graph…",
-            "export-graph",
-            "",
-            self._export_graph,
-            "Save a picture of the whole graph (PNG or SVG)",
-        )
-        self.act_run_now = a(
-            "runNow",
-            "Run now",
-            "run-now",
-            "Ctrl+Return",
-            lambda: self.controller.run_now(self.selected),
-            "Run the selected tasks now instead of at their time",
-        )
-        self.act_pause_task = a(
-            "pauseTask",
-            "Pause/resume task",
-            "pause-task",
-            "Ctrl+Shift+P",
-            lambda: self.controller.toggle_pause(self.selected),
-            "Hold the selected tasks, or let them go again",
-        )
-        self.act_pause_all = a(
-            "pauseAll",
-            "Pause all",
-            "pause-all",
-            "Ctrl+P",
-            self._pause_all,
-            "Pause or resume the whole dispatcher",
-            checkable=True,
-        )
-        self.act_open = a(
-            "openWorkflow",
-            "Open workflow…",
-            "open-workflow",
-            "Ctrl+O",
-            self._open_workflow,
-            "Open a workflow file (TOML)",
-        )
-        self.act_save = a(
-            "saveWorkflow",
-            "Save",
-            "save-workflow",
-            "Ctrl+S",
-            self._save_workflow,
-            "Save the workflow to its file (TOML); asks where when it has none",
-        )
-        self.act_save_as = a(
-            "saveWorkflowAs",
-            "Save as…",
-            "save-workflow",
-            "Ctrl+Shift+S",
-            self._save_workflow_as,
-            "Save the workflow to another file (paths are rebased to its folder)",
-        )
-        self.act_undo = self.controller.undo_stack.createUndoAction(self, "Undo")
-        self.act_undo.setObjectName("undo")
-        self.act_undo.setIcon(icon("undo"))
-        self.act_undo.setShortcut(QKeySequence("Ctrl+Z"))
-        self.act_redo = self.controller.undo_stack.createRedoAction(self, "Redo")
-        self.act_redo.setObjectName("redo")
-        self.act_redo.setIcon(icon("redo"))
-        self.act_redo.setShortcuts([QKeySequence("Ctrl+Shift+Z"), QKeySequence("Ctrl+Y")])
-        for action in (self.act_undo, self.act_redo):
-            self.addAction(action)
-        self.act_delete_edge = a(
-            "deleteEdge",
-            "Delete",
-            "delete-edge",
-            "Delete",
-            self._delete_selection,
-            "Remove the selected dependency, or else the selected tasks",
-        )
-        self.act_zoom_in = a("zoomIn", "Zoom in", "zoom-in", "Ctrl+=", self.graph_view.zoom_in)
-        self.act_zoom_in.setShortcuts([QKeySequence("Ctrl+="), QKeySequence("Ctrl++")])
-        self.act_zoom_out = a("zoomOut", "Zoom out", "zoom-out", "Ctrl+-", self.graph_view.zoom_out)
-        self.act_fit = a(
-            "fitView", "Fit graph", "zoom-fit", "Ctrl+0", lambda: self.graph_view.fit(False)
-        )
-        self.act_find = a("findTask", "Find task", "find", "Ctrl+F", self._focus_search)
-        self.act_relayout = a(
-            "relayout",
-            "Re-layout",
-            "relayout",
-            "Ctrl+L",
-            self.relayout,
-            "Lay the whole graph out again (nodes stay put after edits until then)",
-        )
-
-    def _make_toolbar_and_menus(self) -> None:
-        bar = self.addToolBar("Main")
-        bar.setObjectName("mainToolbar")
-        bar.setMovable(False)
-        bar.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
-        for action in (
-            self.act_start,
-            None,
-            self.act_open,
-            self.act_save,
-            None,
-            self.act_add,
-            self.act_run_now,
-            self.act_cancel,
-            self.act_retry,
-            self.act_pause_task,
-            None,
-            self.act_pause_all,
-            None,
-            self.act_undo,
-            self.act_redo,
-        ):
-            bar.addSeparator() if action is None else bar.addAction(action)
-        for action in (
-            self.act_open,
-            self.act_save,
-            self.act_pause_task,
-            self.act_undo,
-            self.act_redo,
-        ):
-            _icon_only(bar.widgetForAction(action))
-        spacer = QWidget()
-        spacer.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Preferred)
-        bar.addWidget(spacer)
-        for action in (self.act_relayout, self.act_zoom_out, self.act_zoom_in, self.act_fit):
-            bar.addAction(action)
-            _icon_only(bar.widgetForAction(action))
-        self.search = QLineEdit()
-        self.search.setObjectName("search")
-        self.search.setPlaceholderText("Find task (Ctrl+F)")
-        self.search.setClearButtonEnabled(True)
-        self.search.setFixedWidth(200)
-        self.search.addAction(icon("find"), QLineEdit.ActionPosition.LeadingPosition)
-        self.search.returnPressed.connect(self._find)
-        self.search_names = QStringListModel(self)
-        completer = QCompleter(self.search_names, self.search)
-        completer.setCaseSensitivity(Qt.CaseSensitivity.CaseInsensitive)
-        completer.setFilterMode(Qt.MatchFlag.MatchContains)
-        self.search.setCompleter(completer)
-        bar.addWidget(self.search)
-
-        menus = self.menuBar()
-        file_menu = menus.addMenu("&File")
-        new_action = file_menu.addAction("New workflow")
-        new_action.setObjectName("newWorkflow")
-        new_action.setShortcut(QKeySequence("Ctrl+Shift+N"))  # Ctrl+N adds a task
-        new_action.triggered.connect(lambda: self.newRequested.emit())
-        file_menu.addAction(self.act_open)
-        # Filled by the app layer (set_recent): the workflows opened lately.
-        self.recent_menu = file_menu.addMenu("Open &recent")
-        self.recent_menu.setObjectName("recentMenu")
-        self.recent_menu.setEnabled(False)
-        file_menu.addActions([self.act_save, self.act_save_as, self.act_export])
-        file_menu.addSeparator()
-        preferences = file_menu.addAction("Preferences…", self.show_preferences)
-        preferences.setObjectName("preferences")
-        file_menu.addSeparator()
-        quit_action = file_menu.addAction("Quit")
-        quit_action.setObjectName("quit")
-        # Ctrl+Q everywhere (the platform's Quit key is empty on some desktops).
-        quit_action.setShortcuts(
-            list(
-                dict.fromkeys(
-                    [
-                        QKeySequence("Ctrl+Q"),
-                        *QKeySequence.keyBindings(QKeySequence.StandardKey.Quit),
-                    ]
-                )
-            )
-        )
-        quit_action.setShortcutContext(Qt.ShortcutContext.WindowShortcut)
-        quit_action.triggered.connect(self.close)
-        self.act_quit = quit_action
-        edit = menus.addMenu("&Edit")
-        edit.addActions([self.act_undo, self.act_redo, self.act_delete_edge, self.act_find])
-        task = menus.addMenu("&Task")
-        task.addAction(self.act_start)
-        task.addSeparator()
-        task.addActions([self.act_add, self.act_edit, self.act_remove])
-        task.addSeparator()
-        task.addActions(
-            [
-                self.act_run_now,
-                self.act_cancel,
-                self.act_retry,
-                self.act_retry_failed,
-                self.act_pause_task,
-            ]
-        )
-        task.addSeparator()
-        task.addActions([self.act_clear, self.act_clear_downstream, self.act_clear_all])
-        task.addSeparator()
-        task.addAction(self.act_pause_all)
-        view = menus.addMenu("&View")
-        view.addActions([self.act_zoom_in, self.act_zoom_out, self.act_fit, self.act_relayout])
-        view.addSeparator()
-        docks = [self.inspector_dock, self.timeline_dock, self.event_dock, self.task_dock]
-        if self.runs_view is not None:
-            docks.append(self.runs_dock)
-        for dock in docks:
-            view.addAction(dock.toggleViewAction())
-        view.addSeparator()
-        view.addAction(self.timeline.by_worker_action)
-        ahead = view.addMenu("Timeline &looks ahead")
-        ahead.setObjectName("lookAheadMenu")
-        for name in LOOK_AHEAD:  # hour, day, week
-            action = ahead.addAction(f"the next &{name}")
-            action.setObjectName(f"lookAhead_{name}")
-            seconds = LOOK_AHEAD[name]
-            action.triggered.connect(lambda _c=False, s=seconds: self.timeline.look_ahead(s))
 
     def _wire(self) -> None:
         b = self.bridge
@@ -636,7 +308,8 @@ class MainWindow(QMainWindow):
         if self.past_run is not None:
             return  # the graph shows a past run: the live states wait for Back
         changed, self._pending_recolour = self._pending_recolour, {}
-        self.scene.update_tasks(changed)  # new tasks and edges come from the document
+        if self.scene.update_tasks(changed):  # new tasks and edges come from the document
+            self.scene.refilter()  # but a state filter's view follows the states
 
     def _schedule_structure(self, _change=None) -> None:
         # Tasks added one by one to a big graph would re-lay it out every batch;
@@ -653,140 +326,14 @@ class MainWindow(QMainWindow):
         self.selected = [t for t in self.selected if t in tasks]
         if self.past_run is not None:
             self._colour_past_run()
+        if self.inspector.task_id is not None and self.inspector.task_id not in tasks:
+            self.inspector.show_task(None)  # removed: not shown as it was (the run summary)
         self.inspector.refresh()
         self._update_actions()
 
     # -- a past run, read-only ----------------------------------------------------------
     def live_run_id(self) -> int | None:
         return self.scheduler.run
-
-    def open_past_run(self, run: int) -> None:
-        """Show stored run ``run`` read-only (read off the GUI thread); the live run's
-        number goes back to the live run."""
-        if run == self.live_run_id():
-            self.back_to_live()
-            return
-        if self.history_reader is None:
-            return
-        title = self.document.workflow.name if self.document.workflow is not None else ""
-        self._past_request = self.history_reader.request_run(run, title or self._title)
-
-    def _past_run_read(self, rid: int, past) -> None:
-        if rid != self._past_request:
-            return  # another run was asked for since
-        if past is None:
-            self._show_message("The run history is unavailable: the run was not opened", True)
-            return
-        self._show_past_run(past)
-
-    def _show_past_run(self, past: PastRun) -> None:
-        self.past_run = past
-        self._colour_past_run()
-        self.forecast_view.set_hidden(True)
-        self.timeline.show_past_run(past, self.timeline.canvas.wall_offset())
-        self.past_run_bar.set_run(past)
-        self.past_run_bar.show()
-        self.pause_bar.setVisible(False)
-        self.graph_view.read_only = True
-        self._update_actions()
-        if self.selected:
-            self._on_selection(self.selected)
-
-    def _colour_past_run(self) -> None:
-        """The graph's cards as the past run left them (its last attempts)."""
-        past = self.past_run
-        if past is None:
-            return
-        tasks = self.document.tasks
-        states = {tid: past.state_of(tid) for tid in tasks}
-        # A task that did not run after an upstream that failed was skipped.
-        stopped = (S.FAILED, S.SKIPPED, S.CANCELLED)
-        changed = True
-        while changed:
-            changed = False
-            for tid, info in tasks.items():
-                if states[tid] is S.PENDING and any(states.get(d) in stopped for d in info.deps):
-                    states[tid] = S.SKIPPED
-                    changed = True
-        infos = {}
-        for tid, info in tasks.items():
-            last = past.last(tid)
-            infos[tid] = info._replace(
-                state=states[tid],
-                attempt=0 if last is None else last.number,
-                error=None if last is None else last.error,
-                run_at=None,
-                paused=False,
-            )
-        self.scene.update_tasks(infos)
-
-    def _past_info(self, info):
-        """The inspector's task as the past run shown left it (None: the live run)."""
-        if self.past_run is None:
-            return None
-        shown = self.scene.tasks.get(info.id)
-        return None if shown is None else (shown, self.past_run.run)
-
-    def back_to_live(self) -> None:
-        """Leave the past run: the live run as it is now, editing and steering back."""
-        if self.past_run is None:
-            return
-        self.past_run = None
-        self.past_run_bar.hide()
-        self.graph_view.read_only = False
-        live = self.bridge.tasks
-        self._pending_recolour = {}
-        self.scene.update_tasks({t: live.get(t, i) for t, i in self.document.tasks.items()})
-        self.forecast_view.set_hidden(False)
-        self.timeline.show_live()
-        self.pause_bar.setVisible(self.dispatcher_paused)
-        for action, (enabled, tip, status) in self._past_actions.items():
-            action.setEnabled(enabled)
-            action.setToolTip(tip)
-            action.setStatusTip(status)
-        self._past_actions = {}
-        self._update_actions()
-        if self.selected:
-            self._on_selection(self.selected)
-
-    def _steering_actions(self) -> list:
-        return [
-            self.act_start,
-            self.act_add,
-            self.act_cancel,
-            self.act_retry,
-            self.act_retry_failed,
-            self.act_clear,
-            self.act_clear_downstream,
-            self.act_clear_all,
-            self.act_edit,
-            self.act_remove,
-            self.act_run_now,
-            self.act_pause_task,
-            self.act_pause_all,
-            self.act_undo,
-            self.act_redo,
-            self.act_delete_edge,
-            self.act_relayout,
-        ]
-
-    def _apply_past_run(self) -> None:
-        """While a past run is shown, every editing and steering action is off and says
-        why (what they were is put back by Back to the live run)."""
-        past = self.past_run
-        if past is None or not hasattr(self, "act_relayout"):
-            return
-        why = f"Run {past.run} is shown read-only: Back to the live run to change anything"
-        for action in self._steering_actions():
-            if action not in self._past_actions:
-                self._past_actions[action] = (
-                    action.isEnabled(),
-                    action.toolTip(),
-                    action.statusTip(),
-                )
-            action.setEnabled(False)
-            action.setToolTip(why)
-            action.setStatusTip(why)
 
     def _choose_attempt(self, tid: str, run: int, number: int) -> None:
         """A cell of the Runs view: the task selected, that attempt in the inspector."""
@@ -842,37 +389,6 @@ class MainWindow(QMainWindow):
         else:
             self._status_timer.stop()
 
-    def seen(self) -> bool:
-        """Whether a person can see the window (shown, not minimised): timers that
-        only redraw stop while it is not."""
-        return self.isVisible() and not self.isMinimized()
-
-    def _tick_inspector(self) -> None:
-        self.inspector.tick()
-        self._pace_inspector()
-
-    def _pace_inspector(self) -> None:
-        """Tick the inspector when its countdown or a running attempt's duration next
-        changes, not every second; not at all while the window is not seen."""
-        if not hasattr(self, "_inspector_timer"):
-            return  # still being built
-        seconds = self.inspector.changes_in() if self.seen() else None
-        if seconds is None:
-            self._inspector_timer.stop()
-        else:
-            self._inspector_timer.start(int(min(seconds, 86400.0) * 1000))
-
-    def _seen_changed(self) -> None:
-        """Shown, hidden, minimised or restored: timers start or stop (and what they
-        would have redrawn meanwhile is drawn now)."""
-        if not hasattr(self, "_inspector_timer"):
-            return
-        if self.seen():
-            self.inspector.tick()
-        self._refresh_status()
-        self._pace_inspector()
-        self.timeline.wake()
-
     def set_started(self, started: bool, resumed: bool = False) -> None:
         """Whether the run's schedule runs; until it does, a banner offers Start."""
         self.started = started
@@ -882,32 +398,6 @@ class MainWindow(QMainWindow):
         self.start_bar.set_text(self._title, resumed)
         self.start_bar.setVisible(not started)
         self.notices.update_tray()
-
-    def set_recent(self, paths) -> None:
-        """File > Open recent lists ``paths`` (newest first); choosing one opens it."""
-        self.recent_menu.clear()
-        for path in paths:
-            action = self.recent_menu.addAction(f"{Path(path).stem}  ({path})")
-            action.setData(str(path))
-            action.triggered.connect(lambda _on=False, p=str(path): self.openRequested.emit(p))
-        self.recent_menu.setEnabled(bool(paths))
-
-    def bring_to_front(self) -> None:
-        """A click on the tray or a notification: the window, as it was, in front."""
-        if self.isMinimized() or not self.isVisible():
-            self.showNormal()
-        self.raise_()
-        self.activateWindow()
-
-    def show_preferences(self):
-        from .preferences import PreferencesDialog
-
-        dialog = PreferencesDialog(self.settings, self)
-        dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
-        dialog.accepted.connect(self.notices.update_tray)
-        dialog.open()
-        self.preferences_dialog = dialog
-        return dialog
 
     # -- selection and actions --------------------------------------------------------
     def select_tasks(self, ids: list[str], centre: bool = False) -> None:
@@ -1009,25 +499,6 @@ class MainWindow(QMainWindow):
             any(i.state is S.FAILED for i in self.bridge.tasks.values())
         )
         self._apply_past_run()
-
-    def _task_menu(self, global_pos) -> None:
-        menu = QMenu(self)
-        menu.addActions(
-            [
-                self.act_run_now,
-                self.act_cancel,
-                self.act_retry,
-                self.act_retry_failed,
-                self.act_pause_task,
-            ]
-        )
-        menu.addSeparator()
-        menu.addActions([self.act_clear, self.act_clear_downstream])
-        menu.addSeparator()
-        menu.addActions([self.act_edit, self.act_remove])
-        menu.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
-        menu.popup(global_pos)
-        self.task_menu = menu
 
     def _pause_all(self, paused: bool) -> None:
         self.dispatcher_paused = paused
@@ -1133,83 +604,6 @@ class MainWindow(QMainWindow):
         return time.strftime("%H:%M:%S", time.localtime(wall)) + f".{int(wall * 1000) % 1000:03d}"
 
     # -- dialogs ---------------------------------------------------------------------
-    def add_task_dialog(self) -> None:
-        from .add_task import AddTaskDialog  # the dialog is big; load it on first use
-
-        refusal = self.controller.edit_refusal()
-        if refusal:  # say so before the form is filled in, not after
-            self._show_message(f"Cannot add a task: {refusal}", True)
-            return
-        dialog = AddTaskDialog(list(self.document.tasks), self)
-        dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
-        dialog.specReady.connect(lambda spec: self.controller.add_task(self._in_file_folder(spec)))
-        dialog.open()
-        self.add_dialog = dialog
-
-    def _in_file_folder(self, definition):
-        """A command added here runs in the workflow file's folder, as the file's own
-        tasks do (not wherever the app was started)."""
-        from dataclasses import replace
-
-        from taskloom.engine.command import Command
-
-        action = definition.action
-        if self.document.path is None or not isinstance(action, Command) or action.cwd:
-            return definition
-        folder = str(self.document.base_dir)
-        command = Command(action.argv, shell=action.shell, cwd=folder, env=action.env)
-        return replace(definition, action=command)
-
-    def edit_task_dialog(self) -> None:
-        from .add_task import AddTaskDialog
-
-        if len(self.selected) != 1:
-            return
-        tid = self.selected[0]
-        why = self.controller.can_edit(tid)
-        if why is not None:
-            self._show_message(f"Cannot edit: {why}", True)
-            return
-        try:
-            spec = self.scheduler.definition(tid)
-        except KeyError as exc:  # removed since it was selected
-            self._show_message(f"Cannot edit: {exc.args[0]}", True)
-            return
-        dialog = AddTaskDialog(
-            list(self.document.tasks),
-            self,
-            spec=spec,
-            task_id=tid,
-            submit=lambda new: self._submit_edit(tid, new),
-        )
-        dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
-        dialog.open()
-        self.edit_dialog = dialog
-
-    def _submit_edit(self, tid: str, new):
-        """The edit dialog's OK: a FAILED task fixed is offered to run again (once the
-        dialog has closed)."""
-        before = self.document.tasks.get(tid)
-        refused = self.controller.edit_task(tid, new)
-        if refused is None and before is not None and offers_run_again(before.state):
-            QTimer.singleShot(0, self, lambda: self.clear_question.ask_fixed(tid))
-        return refused
-
-    def _export_graph(self) -> None:
-        path, _ = QFileDialog.getSaveFileName(
-            self, "Export graph", "graph.png", "PNG image (*.png);;SVG drawing (*.svg)"
-        )
-        if path:
-            self.export_graph(path)
-
-    def export_graph(self, path) -> bool:
-        try:
-            export_graph(self.scene, path)
-        except (OSError, ValueError) as exc:
-            self._show_message(f"Cannot export: {exc}", True)
-            return False
-        self._show_message(f"Exported the graph to {path}", False)
-        return True
 
     def _running_for(self, tid: str) -> float | None:
         """Seconds the task's running attempt has taken (for its node), if it runs."""
@@ -1218,183 +612,8 @@ class MainWindow(QMainWindow):
             return None
         return max(0.0, self.bridge.clock_now() - attempts[-1].started)
 
-    def _open_workflow(self) -> None:
-        path, _ = QFileDialog.getOpenFileName(self, "Open workflow", "", "Workflows (*.toml)")
-        if path:
-            self.openRequested.emit(path)
-
-    def _save_workflow(self) -> None:
-        """Save writes the open file; a workflow without one asks where (Save As)."""
-        if self.document.path is None:
-            self._save_workflow_as()
-        else:
-            self.save_workflow()
-
-    def _save_workflow_as(self) -> None:
-        # The dialog opens in the file's folder with a new name, never on the file
-        # itself: Enter must not overwrite what Save As was chosen to keep.
-        path = self.document.path
-        folder = path.resolve().parent if path is not None else Path.cwd()
-        stem = path.stem if path is not None else self.document.name
-        start = str(folder / f"{stem}-copy.toml")
-        chosen, _ = QFileDialog.getSaveFileName(
-            self, "Save workflow as", start, "Workflows (*.toml)"
-        )
-        if chosen:
-            self.save_workflow(chosen)
-
     # -- the workflow file ---------------------------------------------------------------
-    @property
-    def workflow(self):
-        """The engine.workflow.Workflow shown, if it came from (or went to) a file."""
-        return self.document.workflow
-
-    @workflow.setter
-    def workflow(self, value) -> None:
-        if value is not None:
-            self.document.attach(value)
-
-    def attach_workflow(self, workflow) -> None:
-        """Show ``workflow`` (already scheduled on the engine): its ``pos`` keys place
-        nodes, and Save writes it."""
-        self.scene.pin_many(dict(workflow.positions))
-        self.document.attach(workflow)
-
-    def sync_workflow(self, workflow) -> list[str]:
-        """Make the document's workflow what the window shows; returns the tasks left
-        out (those that run a Python object)."""
-        return self.document.sync()
-
-    def save_workflow(self, path=None) -> bool:
-        """Write the workflow as shown (atomically, keeping the file's comments and
-        formatting); explains a failure in the status bar."""
-        try:
-            saved, left_out = self.document.save(path)
-        except (OSError, ValueError) as exc:
-            self._show_message(f"Cannot save: {exc}", True)
-            return False
-        note = f" (left out {', '.join(left_out)}: Python objects)" if left_out else ""
-        self._show_message(f"Saved {saved}{note}", bool(left_out))
-        return True
-
-    def _update_title(self) -> None:
-        """ "name — /path/to/file.toml[*] — Taskloom": which file is open, and (*) unsaved."""
-        path = self.document.path
-        name = self._title or (self.document.name if self.document.workflow else "")
-        parts = [part for part in (name, str(path) if path is not None else "") if part]
-        if not parts:
-            self.setWindowTitle("Taskloom[*]")
-            return
-        self.setWindowTitle(" — ".join([*parts[:-1], f"{parts[-1]}[*]", "Taskloom"]))
 
     # -- problems of a workflow file ------------------------------------------------------
-    def show_problems(self, path, problems) -> None:
-        """List every problem of the file at ``path`` in a panel (not the status bar)."""
-        from .problems import ProblemsPanel
-
-        if getattr(self, "problems_dock", None) is None:
-            self.problems = ProblemsPanel()
-            self.problems.taskActivated.connect(self._jump_to_problem)
-            self.problems.reloadRequested.connect(self.openRequested)
-            self.problems_dock = self._dock(
-                "Problems", self.problems, Qt.DockWidgetArea.BottomDockWidgetArea
-            )
-            self.tabifyDockWidget(self.event_dock, self.problems_dock)
-        self.problems.show_problems(path, problems)
-        self.problems_dock.show()
-        self.problems_dock.raise_()
-        self.resizeDocks([self.problems_dock], [720], Qt.Orientation.Horizontal)
-        self.resizeDocks([self.problems_dock], [300], Qt.Orientation.Vertical)
-        self._show_message(f"{Path(path).name} has {len(problems)} problem(s): see Problems", True)
-
-    def _jump_to_problem(self, task: str) -> None:
-        path, shown = self.document.path, self.problems.path
-        same_file = (
-            path is not None and shown is not None and Path(shown).resolve() == path.resolve()
-        )
-        if same_file and task in self.bridge.tasks:
-            self.select_tasks([task], centre=True)
-            return
-        self._show_message(f"{task} is in {self.problems.path}", False)
 
     # -- theme and settings -------------------------------------------------------------
-    def _apply_theme(self) -> None:
-        self.scene.apply_palette(QGuiApplication.palette())
-        self.timeline.update()
-
-    def changeEvent(self, event) -> None:
-        if event.type() == event.Type.PaletteChange:
-            self._apply_theme()
-        super().changeEvent(event)
-        if event.type() == event.Type.WindowStateChange:
-            self._seen_changed()
-
-    def hideEvent(self, event) -> None:
-        super().hideEvent(event)
-        self._seen_changed()
-
-    def _restore_settings(self) -> None:
-        geometry = self.settings.value("window/geometry")
-        state = self.settings.value("window/state")
-        if isinstance(geometry, QByteArray) and not geometry.isEmpty():
-            self.restoreGeometry(geometry)
-        else:
-            self.resize(1400, 900)
-        if isinstance(state, QByteArray) and not state.isEmpty():
-            self.restoreState(state)
-            self._fit_docks_on_show = False
-        else:
-            self._fit_docks_on_show = True
-
-    def showEvent(self, event) -> None:
-        super().showEvent(event)
-        self._seen_changed()
-        if getattr(self, "_fit_docks_on_show", False):
-            # The default dock sizes suit 1400x900; in a small window they left the
-            # graph a sliver. Proportions on the first show, unless a layout was saved.
-            self._fit_docks_on_show = False
-            width, height = self.width(), self.height()
-            self.resizeDocks(
-                [self.inspector_dock], [min(340, width // 4)], Qt.Orientation.Horizontal
-            )
-            # Below 700 px the bottom docks get a fifth: the graph keeps half the height.
-            share = height // 3 if height >= 700 else height // 5
-            self.resizeDocks([self.timeline_dock], [min(260, share)], Qt.Orientation.Vertical)
-            if width < 1000:  # the event log's time, task and event columns in view
-                self.resizeDocks([self.event_dock], [width * 2 // 5], Qt.Orientation.Horizontal)
-
-    def save_settings(self) -> None:
-        self.settings.setValue("window/geometry", self.saveGeometry())
-        self.settings.setValue("window/state", self.saveState())
-        self.settings.sync()
-
-    def closeEvent(self, event) -> None:
-        if not self.close_question.may_close():
-            event.ignore()
-            return
-        self.save_settings()
-        self.shutdown_views()
-        super().closeEvent(event)
-
-    def shutdown_views(self) -> None:
-        """Stop listening to the engine; the caller owns the scheduler."""
-        self.stop_history()
-        self.notices.close()
-        self.bridge.close()
-        self._status_timer.stop()
-        self._inspector_timer.stop()
-
-    def stop_history(self) -> None:
-        """The store is about to close: no new reads, no more answers. Does not block;
-        ``history_reader.join()`` waits for a read still running. Idempotent."""
-        self.timeline.detach_history()
-        if self.runs_view is not None:
-            self.runs_view.close_view()
-        self.forecast_view.close()  # it reads the store's durations too
-        if self.history_reader is not None:
-            self.history_reader.close()
-
-
-def _icon_only(button: QWidget | None) -> None:
-    if isinstance(button, QToolButton):  # a toolbar's button for an action
-        button.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonIconOnly)

@@ -17,11 +17,10 @@ from typing import TYPE_CHECKING, NamedTuple
 from taskloom.engine import Attempt
 
 if TYPE_CHECKING:
-    from taskloom.engine.run_api import RunInterface
-    from taskloom.engine.store import SQLiteStore
+    from taskloom.engine.run_api import RunInterface, StoreReads
 
 
-def store_of(scheduler: RunInterface) -> SQLiteStore | None:
+def store_of(scheduler: RunInterface) -> StoreReads | None:
     """The run's store, or None (a scheduler without one)."""
     return scheduler.store
 

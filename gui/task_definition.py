@@ -103,9 +103,9 @@ def definition_rows(definition, info=None, retry_at=None, clock_now: float = 0.0
     }
     if definition.recurring:
         rows["trigger"] += f" (overlap {definition.overlap}, misfire {definition.misfire})"
-    if getattr(definition, "jitter", None):
+    if definition.jitter:
         rows["trigger"] += f"; starts up to {format_duration(definition.jitter)} late (jitter)"
-    if getattr(definition, "pool", None):
+    if definition.pool:
         rows["rule"] += f"; counts against pool {definition.pool}"
     return rows
 

@@ -705,11 +705,9 @@ def show_history(args) -> int:
 # ---------------------------------------------------------------------- run
 def build_executor(spec: str, workers: int):
     """None for the engine's own threads, else a ``concurrent.futures.Executor``."""
-    if spec == "threads":  # the usual case: no need to load the pools (multiprocessing)
-        return None
-    from taskloom.engine.pools import make_executor
+    from .owner import build_executor
 
-    return make_executor(spec, workers)
+    return build_executor(spec, workers)
 
 
 def counted_tasks(workflow) -> list[str]:
@@ -775,7 +773,7 @@ def _run_workflow(args, stop_signals: StopSignals) -> int:
     from taskloom.engine.store import StoreBusy, StoreError
     from taskloom.engine.workflow import WorkflowError, load
 
-    from .runs import default_db_path, open_run
+    from .runs import default_db_path
 
     if (args.file is None) == (args.example is None):
         print("taskloom run: give a FILE or --example NAME (one of them)", file=sys.stderr)
@@ -848,19 +846,18 @@ def _run_workflow(args, stop_signals: StopSignals) -> int:
     from taskloom.imports import use_workflow_folder
 
     use_workflow_folder(workflow, executor)  # a call's module may sit beside the file
+    from .owner import open_owned_run
 
-    # Lets a run's commands share state safely (see examples/scripts/attempts.py).
-    os.environ["TASKLOOM_RUN_ID"] = os.urandom(6).hex()  # 12 hex digits, as uuid4's were
     try:
-        opened = open_run(
+        owned = open_owned_run(
             workflow,
             db_path,
+            log_dir=log_dir,
             fresh=args.fresh or bool(args.tasks),
             params=params,
             lock_kind="tasks" if args.tasks else "workflow",
             workers=workers,
             executor=executor,
-            log_dir=str(log_dir),
         )
     except (StoreError, ValueError, KeyError, TypeError) as exc:
         if executor is not None:
@@ -871,6 +868,7 @@ def _run_workflow(args, stop_signals: StopSignals) -> int:
         # a store that cannot be used, or e.g. an 'at' the engine refuses
         print(exc if isinstance(exc, StoreError) else f"{args.file}: {exc}", file=sys.stderr)
         return EXIT_INVALID
+    opened = owned.opened
     scheduler = opened.scheduler
     if stop_signals.reason is not None:  # stopped while the store opened: nothing ran yet
         _stop(scheduler, executor)
@@ -888,18 +886,13 @@ def _run_workflow(args, stop_signals: StopSignals) -> int:
         _stop(scheduler, executor)
         opened.store.close()
         return EXIT_INVALID
-    from taskloom.engine.feed import FeedWriter
-
     # Subscribed before the engine starts, so that neither misses an event; the
     # monitor holds its lines until the report exists, and the feed's thread starts
     # once the first commands have (docs/cli.md 7, "Quick to answer").
-    feed = FeedWriter(scheduler, opened.store)  # for windows that watch this run
     monitor = RunMonitor(workflow, counted_tasks(workflow))
     scheduler.subscribe(monitor.on_event)
-    from .hooks import attach_hooks
-
-    # on_failure & co. and [workflow.notify]: run off the engine's threads, bounded
-    hooks = attach_hooks(scheduler, workflow, opened.store, log_dir=log_dir, env=opened.env)
+    owned.attach()  # the feed for windows that watch this run, the workflow's hooks
+    hooks = owned.hooks
     monitor.on_output_lost = stop_signals.output_lost
     monitor.seed(scheduler.tasks())
     deadline = None
@@ -916,7 +909,7 @@ def _run_workflow(args, stop_signals: StopSignals) -> int:
         _stop(scheduler, executor)
         if hooks is not None:
             hooks.close(wait=0)
-        feed.close()
+        owned.close_parts()
         opened.store.close()
         return EXIT_INVALID
     # What can wait until the first commands run: rich's panel, the log file, the
@@ -925,7 +918,6 @@ def _run_workflow(args, stop_signals: StopSignals) -> int:
 
     interrupted = False
     store_error = None
-    pruner = None
     reporter = None
     shut = False
 
@@ -941,9 +933,7 @@ def _run_workflow(args, stop_signals: StopSignals) -> int:
         if hooks is not None:  # on_finish runs while the summary is printed
             expired = deadline is not None and deadline.expired
             hooks.finish("failed" if expired else _run_outcome(monitor, interrupted, store_error))
-        feed.close()  # watchers learn that the owner stopped
-        if pruner is not None:
-            pruner.stop()
+        owned.close_parts()  # watchers learn that the owner stopped; the pruner stops
         opened.store.close()
 
     def should_stop() -> bool:  # a failed store stops the engine: stop waiting too
@@ -969,16 +959,8 @@ def _run_workflow(args, stop_signals: StopSignals) -> int:
             monitor.release()  # the lines held since the start, then each as it comes
             logs.log_to_file(log_dir / "taskloom.log")
             log.info("store %s, task logs in %s, %d workers", db_path, log_dir, workers)
-            feed.start()
-            from .runs import AttemptPruner, prune
-
-            try:  # the runs before the last few, and their logs
-                prune(opened.store, retention, str(log_dir))
-            except Exception as exc:  # housekeeping: the run goes on, its store grows
-                log.warning("pruning old runs failed: %s", exc)
-
-            # A long run keeps each task's last attempts only (places.Retention.attempts).
-            pruner = AttemptPruner(opened.store, retention.attempts, log_dir).start()
+            # The feed's thread, old runs pruned with their logs, the attempt pruner.
+            owned.settle(retention)
 
             def on_idle() -> None:  # once: only recurring tasks are left to run
                 reporter.note(waiting_line(scheduler, workflow, args.until_idle))

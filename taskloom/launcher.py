@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from taskloom.engine.store import StoreBusy
 from taskloom.engine.workflow import WorkflowError
 
-from .app import OPEN_ERRORS, Sessions, _show_busy
+from .sessions import OPEN_ERRORS, Sessions, _show_busy
 
 if TYPE_CHECKING:
     from taskloom.gui.start_page import StartPage

@@ -26,7 +26,7 @@ class WatchSession:
         from taskloom.gui.main_window import MainWindow
         from taskloom.gui.watch_status import WatchStatus
 
-        from .app import _CloseWatcher
+        from .closing import _CloseWatcher
 
         self.workflow = workflow
         self.db_path = Path(db_path)

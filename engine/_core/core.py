@@ -13,7 +13,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 
-from ..store import StoreError
+from ..errors import StoreError
 
 
 class Core:

@@ -29,12 +29,12 @@ from .._schedule.timers import TimerQueue
 from ..actions import Call
 from ..clock import Clock
 from ..command import Command, CommandDetached
-from ..errors import TaskCancelled
+from ..errors import StoreError, TaskCancelled
 from ..executors import SyncExecutor
 from ..models import Attempt
 from ..options import Outcome, Overlap
+from ..secret_env import masked, redact
 from ..states import TaskState
-from ..store import StoreError
 from .core import Core
 from .delivery import EventDelivery
 from .events import Events
@@ -460,10 +460,15 @@ class Dispatcher:
         )  # fmt: skip
         task.history.append(record)
         if journal is not None:
-            row = journal.put_attempt(task, record)
+            in_process = not _needs_durable_start(run)
+            # In-process code is noted in the in-flight file by invoke(): its start row
+            # can wait for its end row to replace it (SQLiteStore.put_attempt), unless
+            # a jitter delay is to be written onto that row.
+            deferred = in_process and self._local_executor and jitter is None
+            row = journal.put_attempt(task, record, deferred=deferred)
             if jitter is not None:
                 journal.store.put_jitter(task.id, task.attempt, jitter)
-            if not _needs_durable_start(run):
+            if in_process:
                 run.start_row = row
             journal.record_processes(run)
         if task.state is RUNNING:
@@ -551,6 +556,9 @@ class Dispatcher:
         ended = self._clock.now()
         if run.adopted is not None:  # it may have ended before this owner came
             ended = self.adopted_end(run, ended)
+        output = ctx.output
+        if output is not None and masked():  # secret_env values never reach the store
+            output = redact(output)
         record: Attempt = _new_tuple(  # Attempt(...) without its Python-level __new__
             Attempt,
             (
@@ -560,7 +568,7 @@ class Dispatcher:
                 Outcome.SUCCEEDED,
                 None,
                 None,
-                ctx.output,
+                output,
                 ctx.log_path,
                 ctx.exit_code,
                 ctx.worker,
@@ -569,6 +577,7 @@ class Dispatcher:
             ),
         )
         row = self._journal.attempt_row(run.task, record)
+        run.durable = record  # the final record: record_attempt writes it no second time
         self.durable.add(run)  # finished by durable_[batch_]done, or by on_store_failure
         if self.sync:
             self._store.put_attempt(row)

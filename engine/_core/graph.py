@@ -10,32 +10,37 @@ that is the lifecycle's business.
 Cycle checks:
 
 The graph keeps a topological order: each task has a ``rank`` (a float) and
-every dependency ranks strictly below its dependents. An
-edge from a lower rank to a higher one cannot close a cycle, so most checks are
-one comparison. An edge against the order is checked and, if it closes no cycle,
-the order is repaired, after Pearce and Kelly ("A dynamic topological sort
-algorithm for directed acyclic graphs", 2006): search down from the dependent
-and up from the dependency, in turns, only among tasks ranked between the two.
-Unlike theirs, only the region found first (the smaller) moves: just above the
-dependency, or just below the dependent (floats leave room). The cost is the
-smaller region between the two ranks, not the graph.
+every dependency ranks below its dependents. An edge from a lower rank to a
+higher one cannot close a cycle, so most checks are one comparison. Once an edge
+has gone against the order, the graph also keeps its weakly connected components
+(``order.py``): an edge between two components closes no cycle either, and if it
+goes against the order the smaller component shifts whole past the other (each
+task once, no search). Only an edge against the order inside one component is
+checked and, if it closes no cycle, the order is repaired, after Pearce and Kelly
+("A dynamic topological sort algorithm for directed acyclic graphs", 2006):
+search down from the dependent and up from the dependency, in turns, only among
+tasks ranked between the two. Unlike theirs, only the region found first (the
+smaller) moves: just above the dependency, or just below the dependent (floats
+leave room; they are spread a power of two apart so that shifts stay exact).
 
 A new task is ranked between its dependencies and the tasks already waiting for
 it when there is room (a new task with neither goes on top), so a graph added in
-any order repairs only small regions (near linear; benchmarks/engine_bench.py,
-"random-order DAG"). When two ranks leave no float between them, every task is
-ranked again (rare). When a cycle is found, its path comes from the search that
-runs from both ends (``find_path``).
+any order repairs only small regions (benchmarks/engine_bench.py, "random-order
+DAG"). When two ranks leave no float between them, every task is ranked again
+(rare). When a cycle is found, its path comes from the search that runs from
+both ends (``find_path``).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Iterator
-from itertools import count, pairwise
+from itertools import count
 
 from ..options import TriggerRule
 from ..states import TaskState
 from .core import Core
+from .order import Components, spread
 from .task import Task
 
 S = TaskState
@@ -56,6 +61,11 @@ class TaskGraph:
         self._top: float = 0.0  # at least the highest rank (isolated tasks go above it)
         self.reordered = 0  # tasks re-ranked so far (tests count the work)
         self._placed: tuple[str, float] | None = None  # a new task's rank, from its cycle check
+        # Task id -> its weakly connected component, for the tasks with an edge (one
+        # without is alone). Kept from the first edge added against the order on
+        # (None before: a graph added in order never needs them). Removing an edge
+        # leaves its component whole: a component may be a union of true ones.
+        self._comps: Components | None = None
 
     def get(self, task_id: str) -> Task:
         try:
@@ -94,7 +104,13 @@ class TaskGraph:
         upstream = self.tasks.get(dep_id)
         if not task.dependents or upstream is None:
             return None  # only a task something depends on can be part of a cycle
-        if upstream.rank < task.rank or not self._reorder(upstream, task):
+        if upstream.rank < task.rank:
+            return None
+        comps = self._components().of
+        comp = comps.get(task.id)
+        if comp is None or comp is not comps.get(dep_id):
+            return None  # no path from one component to another
+        if not self._reorder(upstream, task):
             return None
         path = find_path_downstream(self.tasks, task.id, dep_id)
         assert path is not None
@@ -116,6 +132,10 @@ class TaskGraph:
         starts = [tasks[w] for w in waiting if tasks[w].rank <= highest]
         if not starts:
             return None  # ranked between its deps and its waiters by insert
+        comps = self._components().of
+        dep_comps = {id(comps.get(dep.id, dep)) for dep in present}  # a task alone: itself
+        if not any(id(comps.get(w.id, w)) in dep_comps for w in starts):
+            return None  # no waiter is connected to a dependency (insert orders them)
         lowest = min(w.rank for w in starts)
         ends = [dep for dep in present if dep.rank >= lowest]
         cycle, down, up, down_first = self._meet(starts, ends, highest, lowest)
@@ -129,47 +149,48 @@ class TaskGraph:
             region = sorted(down.values(), key=_rank_of)
             after = [tasks[d].rank for t in region for d in t.dependents if d not in down]
             after += [tasks[w].rank for w in waiting if w not in down]
-            ceiling = min(after) if after else max(highest, self._top) + len(region) + 2.0
-            self._top = max(self._top, ceiling)
-            spread = _spread(highest, ceiling, len(region) + 1)
-            if spread is not None:
-                rank, spread = spread[0], spread[1:]
+            ceiling = min(after) if after else highest + len(region) + 2.0
+            ranks = spread(highest, ceiling, len(region) + 1)
+            if ranks is not None:
+                rank, ranks = ranks[0], ranks[1:]
         else:  # the region above the lowest waiter moves below it, the task last
             region = sorted(up.values(), key=_rank_of)
             before = [tasks[d].rank for t in region for d in t.deps if d in tasks and d not in up]
             before += [dep.rank for dep in present if dep.id not in up]
             floor = max(before) if before else lowest - len(region) - 2.0
-            spread = _spread(floor, lowest, len(region) + 1)
-            if spread is not None:
-                rank, spread = spread[-1], spread[:-1]
-        if spread is None:  # no room: rank afresh, and let insert repair it edge by edge
+            ranks = spread(floor, lowest, len(region) + 1)
+            if ranks is not None:
+                rank, ranks = ranks[-1], ranks[:-1]
+        if ranks is None:  # no room: rank afresh, and let insert repair it edge by edge
             self._rerank()
             return None
-        for t, new_rank in zip(region, spread, strict=True):
+        for t, new_rank in zip(region, ranks, strict=True):
             t.rank = new_rank
+            comp = comps.get(t.id)
+            if comp is not None:
+                Components.widen(comp, new_rank)
         self._placed = (name, rank)
         self.reordered += len(region)
         return None
 
     # the topological order ----------------------------------------------
-    def _rank_new(self, task: Task, waiting: Iterable[str] | None, deps: list[str]) -> None:
+    def _rank_new(self, task: Task, waiting: Iterable[str] | None, present: list[Task]) -> None:
         """Give a new task a rank: between its dependencies and the tasks waiting for it
         if there is room, else just below those waiting (its dependency edges repair
         the order, ``link``); with nothing waiting, just above its deps, or its order."""
         tasks = self.tasks
         if not waiting:  # nothing waits for it: above its deps
-            low = max((tasks[d].rank for d in deps if d in tasks), default=None)
-            if low is None:  # no edge: on top; its order if that is (an int it holds)
+            if not present:  # no edge: on top; its order if that is (an int it holds)
                 if task.order >= self._top:
                     self._top = task.rank = task.order
                 else:
                     self._top += 1.0
                     task.rank = self._top
             else:  # close above its deps: the parts of a graph added out of order stay
-                task.rank = low + 1.0  # compact, and an edge against the order moves less
+                task.rank = max(dep.rank for dep in present) + 1.0  # compact
             return
         high = min(tasks[w].rank for w in waiting)
-        low = max((tasks[d].rank for d in deps if d in tasks), default=high - 2.0)
+        low = max((dep.rank for dep in present), default=high - 2.0)
         placed, self._placed = self._placed, None
         if placed is not None and placed[0] == task.id and low < placed[1] < high:
             task.rank = placed[1]  # room made by cycle_closed_by_new
@@ -179,7 +200,7 @@ class TaskGraph:
         rank = (low + high) / 2
         if not low < rank < high:
             self._rerank()
-            self._rank_new(task, waiting, deps)
+            self._rank_new(task, waiting, present)
             return
         task.rank = rank
 
@@ -189,6 +210,8 @@ class TaskGraph:
         for n, task in enumerate(ordered):
             task.rank = float(n)
         self._top = float(len(ordered))
+        if self._comps is not None:
+            self._comps.rebound()
 
     def _meet(
         self, down_from: list[Task], up_from: list[Task], high: float, low: float
@@ -239,21 +262,71 @@ class TaskGraph:
         if down_first:
             region = sorted(down.values(), key=_rank_of)
             after = [tasks[d].rank for t in region for d in t.dependents if d not in down]
-            ceiling = min(after) if after else max(high, self._top) + len(region) + 1.0
-            self._top = max(self._top, ceiling)
-            spread = _spread(high, ceiling, len(region))
+            ceiling = min(after) if after else high + len(region) + 1.0
+            ranks = spread(high, ceiling, len(region))
         else:
             region = sorted(up.values(), key=_rank_of)
             before = [tasks[d].rank for t in region for d in t.deps if d in tasks and d not in up]
             floor = max(before) if before else low - len(region) - 1.0
-            spread = _spread(floor, low, len(region))
-        if spread is None:  # no room between two ranks: rank everything afresh, once
+            ranks = spread(floor, low, len(region))
+        if ranks is None:  # no room between two ranks: rank everything afresh, once
             self._rerank()
             return self._reorder(upstream, task) if upstream.rank >= task.rank else False
-        for t, rank in zip(region, spread, strict=True):
+        for t, rank in zip(region, ranks, strict=True):
             t.rank = rank
         self.reordered += len(region)
+        comp = self._comps.of.get(task.id) if self._comps is not None else None
+        if comp is not None:
+            Components.widen(comp, ranks[0])
+            Components.widen(comp, ranks[-1])
         return False
+
+    # components ----------------------------------------------------------
+    def _components(self) -> Components:
+        """The components, found from the edges the first time they are needed."""
+        comps = self._comps
+        if comps is None:
+            comps = self._comps = Components()
+            tasks = self.tasks
+            for task in tasks.values():
+                for dep in task.deps:
+                    upstream = tasks.get(dep)
+                    if upstream is not None:
+                        comps.unite(upstream, task)
+        return comps
+
+    def _join(self, upstream: Task, task: Task) -> None:
+        """The edge ``upstream`` -> ``task`` is in the graph and closes no cycle: make
+        the order right for it, and one component of the two ends. Within a component
+        the tasks between the two move (``_reorder``); of two components, the smaller
+        is shifted whole past the other (no edge but this one joins them)."""
+        comps = self._comps
+        if comps is None:
+            if upstream.rank < task.rank:
+                return  # in order, and no component kept yet
+            comps = self._components()
+        if upstream.rank >= task.rank:
+            comp_up, comp_down = comps.of.get(upstream.id), comps.of.get(task.id)
+            if comp_up is not None and comp_up is comp_down:
+                cycle = self._reorder(upstream, task)
+                assert not cycle
+            elif comp_down is None:  # a task alone can go anywhere: just above
+                task.rank = upstream.rank + 1.0
+            elif comp_up is None:
+                upstream.rank = task.rank - 1.0
+            else:
+                gap = math.floor(comp_up.hi - comp_down.lo) + 1.0
+                if len(comp_down.members) <= len(comp_up.members):
+                    comp, delta = comp_down, gap
+                else:
+                    comp, delta = comp_up, -gap
+                moved = comps.shift(comp, delta)
+                if moved is None:  # ranks too fine to shift exactly: whole numbers first
+                    self._rerank()
+                    moved = comps.shift(comp, delta)
+                    assert moved is not None
+                self.reordered += moved
+        comps.unite(upstream, task)
 
     # edits ---------------------------------------------------------------
     def insert(self, task: Task, deps: list[str]) -> bool:
@@ -261,15 +334,29 @@ class TaskGraph:
         name = task.id
         tasks = self.tasks
         waiting = self.orphans.pop(name, None)
-        self._rank_new(task, waiting, deps)
+        present = [tasks[dep] for dep in deps if dep in tasks]
+        self._rank_new(task, waiting, present)
         tasks[name] = task
+        for dep in deps:
+            task.add_dep(dep)
+            upstream = tasks.get(dep)
+            if upstream is None:
+                self.orphans.setdefault(dep, {})[name] = None
+            else:
+                upstream.add_dependent(name)
         if waiting:
             for dependent in waiting:
                 task.add_dependent(dependent)
-        for dep in deps:
-            self.link(task, dep)
-        if deps and not task.repeats:  # no generator for a task without deps
-            task.repeats = any(tasks[d].repeats for d in deps if d in tasks)
+        if waiting or self._comps is not None:  # else ranked above its deps: in order
+            if waiting:  # ranked below them: only components to join
+                for dependent in waiting:
+                    self._join(task, tasks[dependent])
+            if len(present) > 1:  # the highest first: when it moves, its component follows
+                present.sort(key=_rank_of, reverse=True)
+            for upstream in present:
+                self._join(upstream, task)
+        if present and not task.repeats:  # no generator for a task without deps
+            task.repeats = any(dep.repeats for dep in present)
         return bool(waiting)
 
     def link(self, task: Task, dep_id: str) -> None:
@@ -280,9 +367,8 @@ class TaskGraph:
             self.orphans.setdefault(dep_id, {})[task.id] = None
         else:
             upstream.add_dependent(task.id)
-            if upstream.rank >= task.rank:  # checked for cycles before: repair the order
-                cycle = self._reorder(upstream, task)
-                assert not cycle
+            if self._comps is not None or upstream.rank >= task.rank:
+                self._join(upstream, task)  # checked for cycles before
 
     def unlink(self, task: Task, dep_id: str) -> list[str]:
         """Drop the edge; returns the tasks it made one-shot again (no longer downstream
@@ -320,6 +406,8 @@ class TaskGraph:
         for dependent_id in dependents:
             decidable += self.unlink(self.tasks[dependent_id], task.id)
         del self.tasks[task.id]
+        if self._comps is not None:
+            self._comps.discard(task.id)
         return [*dependents, *decidable]
 
     def refresh_repeats(self, start: Task) -> None:
@@ -369,6 +457,7 @@ class TaskGraph:
                 tasks[tid].rank = float(ranked)
                 ranked += 1
         self._top = float(ranked)
+        self._comps = None  # found again from the edges when needed
 
     def mark_repeats(self) -> None:
         """Recurring tasks and all downstream of them repeat: one pass down from the
@@ -467,17 +556,6 @@ def find_path(tasks: dict, starts: Iterable[str], targets: Iterable[str]) -> lis
 
 def _rank_of(task: Task) -> float:
     return task.rank
-
-
-def _spread(low: float, high: float, n: int) -> list[float] | None:
-    """``n`` increasing floats strictly between ``low`` and ``high``, or None (no room)."""
-    step = (high - low) / (n + 1)
-    ranks = [low + step * (i + 1) for i in range(n)]
-    if not low < ranks[0] or not ranks[-1] < high:
-        return None
-    if any(a >= b for a, b in pairwise(ranks)):
-        return None
-    return ranks
 
 
 def _join(down: dict, up: dict, meet: str) -> list[str]:

@@ -915,6 +915,12 @@ class Lifecycle:
         self, task: Task, run: Run, outcome: Outcome, text: str | None, tb: str | None
     ) -> None:
         """The attempt's final record; its outcome rides on the next event of the task."""
+        durable = run.durable
+        if durable is not None and outcome is Outcome.SUCCEEDED:
+            # Written before the success was reported (finish_when_durable): the same
+            # record, ended when its code returned, needs no second row.
+            self._keep_attempt(task, run, durable, outcome, journal=False)
+            return
         ctx = run.ctx
         output = ctx.output
         if masked():  # secret_env values: neither a traceback nor a call's output keeps one
@@ -940,6 +946,12 @@ class Lifecycle:
                 None,  # run
             ),
         )
+        self._keep_attempt(task, run, record, outcome, journal=True)
+
+    def _keep_attempt(
+        self, task: Task, run: Run, record: Attempt, outcome: Outcome, journal: bool
+    ) -> None:
+        """``record`` replaces the run's record in the task's history (and is journaled)."""
         history = task.history
         assert history is not None  # an attempt that started has a history
         for i in range(len(history) - 1, -1, -1):
@@ -948,7 +960,7 @@ class Lifecycle:
                 break
         else:
             history.append(record)
-        if self._journal is not None:
+        if journal and self._journal is not None:
             self._journal.put_attempt(task, record)
         if len(history) > MAX_ATTEMPTS_KEPT:
             del history[: len(history) - MAX_ATTEMPTS_KEPT]

@@ -214,17 +214,20 @@ class Scheduler:
             cast(ManualClock, self._clock).attach(self._timers.on_clock_moved)
 
     def _restore(self, store: SQLiteStore) -> None:
+        from .recovery import Recovery  # only a scheduler with a store needs it
+
         assert self._journal is not None
         with self._core.lock:
             try:
-                self._journal.restore(
+                Recovery(
+                    self._journal,
                     self._core,
                     self._graph,
                     self._timers,
                     self._dispatcher,
                     self._events,
                     self._lifecycle,
-                )
+                ).run()
             except (KeyError, ValueError, TypeError) as exc:  # a row we cannot read
                 from ..store import damaged
 

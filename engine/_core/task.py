@@ -307,6 +307,7 @@ class Run:
         "adopted",
         "pool",
         "jitter",
+        "durable",
     )
 
     def __init__(self, task: Task, attempt: int, ctx: RunContext, started: float) -> None:
@@ -329,6 +330,9 @@ class Run:
         self.adopted: Callable[[], Any] | None = None
         self.pool: str | None = None  # the pool whose slot it holds until its code returns
         self.jitter: float | None = None  # the random delay its start waited (jitter)
+        # Its success as queued for the store before it is reported (finish_when_durable):
+        # the attempt's final record, already written; None until then.
+        self.durable: Attempt | None = None
 
 
 def task_info(t: Task) -> TaskInfo:

@@ -44,9 +44,13 @@ import logging
 import math
 import mmap
 import os
+import sqlite3
 import stat
 import threading
+from collections.abc import Callable
 from pathlib import Path
+
+from .records import ATTEMPT_WRITE
 
 SLOT_BYTES = 1024  # a start row of a task id up to ~900 bytes fits; longer ones flush instead
 INITIAL_SLOTS = 64  # one per attempt running in this process at once; doubled when short
@@ -239,3 +243,25 @@ def _plain_row(row: object) -> bool:
         else:
             return False
     return True
+
+
+def replay(conn: sqlite3.Connection, store_path: Path, tag: str, begin: Callable[[], None]) -> None:
+    """Attempts an earlier owner was running in-process when it died, whose start
+    row never reached the disk: put into ``attempts`` (recovery counts them lost),
+    unless a row of that attempt was committed (even its end wins)."""
+    rows = left_behind(inflight_path(store_path), tag)
+    if not rows:
+        return
+    # Only attempts of tasks the store has: a row of a task it no longer keeps
+    # would stay "running" for ever (nothing would ever end it).
+    known = {r[0] for r in conn.execute("SELECT id FROM tasks")}
+    rows = [row for row in rows if len(row) == len(ATTEMPT_WRITE) and row[1] in known]
+    columns = ", ".join(ATTEMPT_WRITE)
+    marks = ",".join("?" * len(ATTEMPT_WRITE))
+    begin()
+    try:
+        conn.executemany(f"INSERT OR IGNORE INTO attempts ({columns}) VALUES ({marks})", rows)
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")

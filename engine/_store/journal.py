@@ -2,7 +2,8 @@
 
 It turns task and attempt records into the store's rows and queues them; the
 store's writer thread commits them in batches, never under the core lock. After
-a restart ``restore`` rebuilds the tasks from those rows (see ``recovery.py``).
+a restart the scheduler's ``Recovery`` (``_core/recovery.py``) rebuilds the tasks from
+those rows.
 """
 
 from __future__ import annotations
@@ -12,23 +13,17 @@ from typing import TYPE_CHECKING
 
 from ..clock import Clock
 from ..models import Attempt
-from ..store import SQLiteStore
 from .records import StateRow
 
 if TYPE_CHECKING:
-    from .._core.core import Core
-    from .._core.dispatch import Dispatcher
-    from .._core.events import Events
-    from .._core.graph import TaskGraph
-    from .._core.lifecycle import Lifecycle
     from .._core.task import Run, Task
-    from .._schedule.timers import TimerQueue
+    from .sqlite_store import SQLiteStore
 
 
 class Journal:
     """Queues the rows that mirror tasks and attempts into ``store``.
 
-    Not thread-safe: every method is called with the core lock held (``restore``
+    Not thread-safe: every method is called with the core lock held (recovery's
     too, before ``start()``). No method does I/O but queueing; the store flushes."""
 
     def __init__(self, store: SQLiteStore, clock: Clock) -> None:
@@ -71,9 +66,10 @@ class Journal:
     def attempt_row(self, task: Task, record: Attempt) -> tuple:
         return record.to_row(task.id, self.to_wall)
 
-    def put_attempt(self, task: Task, record: Attempt) -> tuple:
+    def put_attempt(self, task: Task, record: Attempt, deferred: bool = False) -> tuple:
+        """Queue the attempt's row; ``deferred`` for a start row its end may replace."""
         row = self.attempt_row(task, record)
-        self.store.put_attempt(row)
+        self.store.put_attempt(row, deferred=deferred)
         return row
 
     def forget(self, task: Task) -> None:
@@ -113,17 +109,3 @@ class Journal:
             "timeout": task.timeout,
         }
         return True
-
-    def restore(
-        self,
-        core: Core,
-        graph: TaskGraph,
-        timers: TimerQueue,
-        dispatcher: Dispatcher,
-        events: Events,
-        lifecycle: Lifecycle,
-    ) -> None:
-        """Rebuild the tasks from the store into empty parts (see ``recovery.py``)."""
-        from .recovery import Recovery
-
-        Recovery(self, core, graph, timers, dispatcher, events, lifecycle).run()

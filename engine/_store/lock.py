@@ -29,6 +29,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..errors import StoreBusy, StoreError
 from .safe_files import (
     UnsafeFile,
     fallback_lock_dir,
@@ -230,8 +231,6 @@ class StoreLock(OwnerLocks):
 
     @classmethod
     def acquire(cls, store_path: Path) -> StoreLock:
-        from ..store import StoreBusy, StoreError
-
         beside = lock_path(store_path)
         try:
             paths = [beside, store_key_path(store_path)]
@@ -250,7 +249,6 @@ class StoreLock(OwnerLocks):
     def _read_only(cls, store_path: Path) -> StoreLock:
         """A read-only lock file (ours) still locks; the store itself will say it is
         read-only."""
-        from ..store import StoreBusy, StoreError
 
         path = lock_path(store_path)
         fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK)
@@ -279,8 +277,6 @@ class WorkflowLock(OwnerLocks):
 
     @classmethod
     def acquire(cls, workflow_path: Path, store_path: Path, kind: str = "workflow") -> WorkflowLock:
-        from ..store import StoreBusy, StoreError
-
         source = str(Path(workflow_path).resolve())
         try:
             path = key_lock_path(kind, source)

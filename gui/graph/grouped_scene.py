@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import networkx as nx
 from PySide6.QtCore import QPointF
-from PySide6.QtGui import QColor, QPainterPath, QPalette
+from PySide6.QtGui import QColor, QFont, QPainterPath, QPalette
 
 from taskloom.engine import TaskInfo
 
@@ -78,6 +78,7 @@ class GroupedScene(_SceneBase):
 
     # Above this many tasks, groups start collapsed; None: never by themselves.
     collapse_above: int | None = COLLAPSE_ABOVE
+    _labels: tuple[QPainterPath, QFont] | None = None  # bundle counts being drawn
 
     if TYPE_CHECKING:  # GraphScene's, which this is a part of (for the checker)
         tasks: dict[str, TaskInfo]
@@ -91,6 +92,7 @@ class GroupedScene(_SceneBase):
         _layout_waiting: Layout | None
         _place_timer: QTimer
         _edges_timer: QTimer
+        _move_job: list[str] | None
 
         def set_tasks(self, tasks: dict[str, TaskInfo]) -> None: ...
         def _show_view(self) -> None: ...
@@ -219,6 +221,7 @@ class GroupedScene(_SceneBase):
             and self._layout_waiting is None
             and not self._edges_timer.isActive()
             and not self._place_timer.isActive()
+            and self._move_job is None
             and all(rep in self.layout.positions for rep in view.members)
             and all(self.item_of(rep) is not None for rep in view.members)
         )
@@ -274,6 +277,12 @@ class GroupedScene(_SceneBase):
         self._regroup()
         return True
 
+    def refilter(self) -> None:
+        """Tasks changed state under a state filter ("Failed only"): they enter or
+        leave the view (a task that failed later stayed hidden)."""
+        if self.filter.states:
+            self._regroup()
+
     def _regroup(self) -> None:
         """The view changed a lot: lay it out afresh (edits' kept places are forgotten)."""
         self.kept.clear()
@@ -284,21 +293,29 @@ class GroupedScene(_SceneBase):
     # -- drawing -------------------------------------------------------------------------
     def bundle_labels(self, view: GroupView) -> QPainterPath:
         """The count on every bundled edge (one path: many labels, one C++ item)."""
-        from PySide6.QtGui import QFont
-
-        font = QFont()
-        font.setPointSizeF(LABEL_FONT_SIZE)
-        path = QPainterPath()
+        self._labels = None
         for (up, down), count in view.edges.items():
-            if count < 2:
-                continue
-            a, b = self.item_of(up), self.item_of(down)
-            if a is None or b is None:
-                continue
-            # Half way along the curve as drawn (long ones pass through reserved slots).
-            curve = routed_curve(a.output_point(), b.input_point(), self._route(up, down))
-            path.addText(curve.pointAtPercent(0.5) + QPointF(-4, -4), font, f"{count:,}")
-        return path
+            if count >= 2:
+                self.add_bundle_label(up, down, count)
+        return self.take_bundle_labels()
+
+    def add_bundle_label(self, up: str, down: str, count: int) -> None:
+        """One bundled edge's count, into the path ``take_bundle_labels`` returns."""
+        a, b = self.item_of(up), self.item_of(down)
+        if a is None or b is None:
+            return
+        if self._labels is None:
+            font = QFont()
+            font.setPointSizeF(LABEL_FONT_SIZE)
+            self._labels = (QPainterPath(), font)
+        path, font = self._labels
+        # Half way along the curve as drawn (long ones pass through reserved slots).
+        curve = routed_curve(a.output_point(), b.input_point(), self._route(up, down))
+        path.addText(curve.pointAtPercent(0.5) + QPointF(-4, -4), font, f"{count:,}")
+
+    def take_bundle_labels(self) -> QPainterPath:
+        labels, self._labels = self._labels, None
+        return QPainterPath() if labels is None else labels[0]
 
     def group_halo(self, path: QPainterPath) -> None:
         if self.selected_group is None:

@@ -43,6 +43,11 @@ from .layout import (
 BACKGROUND_LAYOUT_NODES = 400  # above this, lay out off the GUI thread
 CHUNKED_NODES = 400  # above this many new nodes, create them in slices between events
 SLICE_MS = 30  # longest time one slice of node creation may hold the GUI thread
+# And at most this many nodes or edges per slice, whatever the clock says (a slice's
+# size does not depend on how busy the machine is).
+NODES_PER_SLICE = 200
+EDGES_PER_SLICE = 2000
+MOVES_PER_SLICE = 2000
 MARGIN = 60.0
 KEEP_PLACES_UP_TO = 400  # above this, an edit lays the graph out again (placing is O(n^2))
 # Above this many edges their path is cached as a picture: recolouring nodes never
@@ -89,7 +94,12 @@ class GraphScene(GroupedScene, QGraphicsScene):
         self._place_timer.timeout.connect(self._place_waiting)
         self._edges_timer = QTimer(self)
         self._edges_timer.setSingleShot(True)
-        self._edges_timer.timeout.connect(self._rebuild_edges)
+        self._edges_timer.timeout.connect(self._edges_slice)
+        self._edge_job: tuple | None = None  # edges drawn so far, in slices (big graphs)
+        self._move_timer = QTimer(self)
+        self._move_timer.setSingleShot(True)
+        self._move_timer.timeout.connect(self._move_slice)
+        self._move_job: list | None = None  # representatives still to be placed
         relay.install()  # layouts and views worked out on threads come back through it
         # Running nodes show how long their attempt has taken, refreshed once a second
         # while any runs: only those nodes are touched, so a big graph pays for its few
@@ -232,10 +242,20 @@ class GraphScene(GroupedScene, QGraphicsScene):
     def _build_slice(self, budget_ms: int | None = SLICE_MS) -> None:
         clock = QElapsedTimer()
         clock.start()
+        made = 0
         while self._unbuilt:
             # Fifty at a time between clock checks (about 6 ms on our machine).
             batch, self._unbuilt = self._unbuilt[:50], self._unbuilt[50:]
-            for tid in batch:
+            for i, tid in enumerate(batch):
+                # The clock per item too: with a worker thread holding the GIL, fifty
+                # items took 800 ms (each Qt call waits for the GIL back).
+                if budget_ms is not None and (
+                    clock.elapsed() >= budget_ms or made >= NODES_PER_SLICE
+                ):
+                    self._unbuilt = batch[i:] + self._unbuilt
+                    self._build_timer.start(0)
+                    return
+                made += 1
                 info = self.tasks.get(tid)
                 if info is None or tid in self.nodes:
                     continue
@@ -279,14 +299,43 @@ class GraphScene(GroupedScene, QGraphicsScene):
         self.setItemIndexMethod(QGraphicsScene.ItemIndexMethod.NoIndex)
         # Explicit scene rect first: otherwise Qt grows the rect (and re-indexes) per move.
         self._update_scene_rect()
-        for rep in self.view_model.members:
+        # Thousands of moves (Expand all) in slices of their own, then edges, then
+        # layoutApplied (a selection waiting for the layout follows it).
+        self._move_job = list(self.view_model.members)
+        if len(self._move_job) <= CHUNKED_NODES:
+            self._move_slice(budget_ms=None)
+        else:
+            self._move_timer.start(0)
+
+    def _move_slice(self, budget_ms: int | None = SLICE_MS) -> None:
+        job = self._move_job
+        if job is None:
+            return
+        clock = QElapsedTimer()
+        clock.start()
+        done = 0
+        for rep in job:
             item = self.item_of(rep)
             if item is not None:
                 item.setPos(*self.position_of(rep))
+            done += 1
+            if budget_ms is not None and (clock.elapsed() >= budget_ms or done >= MOVES_PER_SLICE):
+                break
+        del job[:done]
+        if job:
+            self._move_timer.start(0)
+            return
+        self._move_job = None
+        # Shown all at once, in place: shown slice by slice, every slice repainted the
+        # thousands already shown (Expand all took a third longer).
+        for rep in self.view_model.members:
+            item = self.item_of(rep)
+            if item is not None:
                 item.setVisible(True)
         self.setItemIndexMethod(QGraphicsScene.ItemIndexMethod.BspTreeIndex)
         if len(self.nodes) > CHUNKED_NODES:
-            self._edges_timer.start(0)  # thousands of curves: a slice of their own
+            self._edge_job = None  # thousands of curves: drawn in slices, afresh
+            self._edges_timer.start(0)
         else:
             self._rebuild_edges()
         self._update_halo()
@@ -422,17 +471,40 @@ class GraphScene(GroupedScene, QGraphicsScene):
         return self.layout.routes.get((up, down), ())
 
     def _rebuild_edges(self) -> None:
-        edges, heads = QPainterPath(), QPainterPath()
-        self._moving_edges = []
-        for up, down in self.view_model.edges:  # bundled where a group is collapsed
+        """Every edge's curve now (one slice of the GUI thread)."""
+        self._edges_timer.stop()
+        self._edge_job = None
+        self._edges_slice(budget_ms=None)
+
+    def _edges_slice(self, budget_ms: int | None = SLICE_MS) -> None:
+        """Edges' curves and bundle counts, at most ``budget_ms`` per slice (big graphs:
+        10,000 curves held the GUI thread 1.2 s); the paths are set once all are made."""
+        if self._edge_job is None:
+            view = self.view_model
+            self._edge_job = (iter(list(view.edges.items())), QPainterPath(), QPainterPath())
+            self._moving_edges = []
+            self._labels = None  # bundle counts of an unfinished job are dropped
+        pending, edges, heads = self._edge_job
+        clock = QElapsedTimer()
+        clock.start()
+        drawn = 0
+        for (up, down), count in pending:  # bundled where a group is collapsed
             a, b = self.item_of(up), self.item_of(down)
             if a is None or b is None:
                 continue  # still being built
             if up in self._moving or down in self._moving:
                 self._moving_edges.append((up, down))  # drawn by preview_positions
                 continue
-            add_edge(edges, heads, a.output_point(), b.input_point(), self._route(up, down))
-        self.bundle_counts.setPath(self.bundle_labels(self.view_model))
+            route = self._route(up, down)
+            add_edge(edges, heads, a.output_point(), b.input_point(), route)
+            if count >= 2:
+                self.add_bundle_label(up, down, count)
+            drawn += 1
+            if budget_ms is not None and (clock.elapsed() >= budget_ms or drawn >= EDGES_PER_SLICE):
+                self._edges_timer.start(0)
+                return
+        self._edge_job = None
+        self.bundle_counts.setPath(self.take_bundle_labels())
         # Winding fill: with the default odd-even rule, the identical heads of several
         # edges entering one node cancel out and the arrow turns hollow.
         heads.setFillRule(Qt.FillRule.WindingFill)

@@ -172,7 +172,9 @@ class FailingConn:
 
 
 class FailingStore(SQLiteStore):
-    """Commits fail from the first batch holding an attempt row with ``outcome``."""
+    """Commits fail from the first batch holding an attempt row, or a task row, with
+    ``outcome`` (a short call's start row is replaced by its end row before it is
+    written: its task's "running" row is what is committed before its code runs)."""
 
     def __init__(self, path, outcome=None):
         super().__init__(path)
@@ -180,7 +182,11 @@ class FailingStore(SQLiteStore):
         self._conn = self.conn = FailingConn(self._conn)
 
     def _commit(self, batch):
-        if any(op[0] == "attempt" and op[1][4] == self.outcome for op in batch):
+        if any(
+            (op[0] == "attempt" and op[1][4] == self.outcome)
+            or (op[0] == "update" and op[1][0] == self.outcome)
+            for op in batch
+        ):
             self.conn.armed = True
         super()._commit(batch)
 

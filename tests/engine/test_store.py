@@ -361,7 +361,7 @@ def test_flush_waits_for_every_op_across_capped_commits_and_feed_writes_go_first
     """More engine ops than one commit takes (MAX_BATCH) are committed in several
     transactions; a feed write queued last rides with the first, and flush()
     returns only once every op queued before it is on disk."""
-    from taskloom.engine import store as store_module
+    from taskloom.engine._store import writer as store_module
 
     monkeypatch.setattr(store_module, "MAX_BATCH", 10)
     store = SQLiteStore(db)

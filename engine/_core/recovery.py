@@ -13,7 +13,7 @@ Rules:
   policy (the overdue timer is handled like one after a stall);
 - dependencies, SKIPPED states and retry budgets are restored as they were.
 
-``Journal.restore`` runs it under the core lock, before ``start()``, on the
+``Scheduler`` runs it under the core lock, before ``start()``, on the
 scheduler's empty parts, through their own methods. The event numbering goes on
 from the store's. Only when listeners were given to the constructor (who else
 could hear them) does it emit one ``restored`` event per task, with its state as
@@ -27,7 +27,6 @@ import json
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from .._core.task import MAX_ATTEMPTS_KEPT, Task
 from .._jobs.supervision import SUPERVISED_WORKER
 from .._schedule.recurrence import CronRecurrence
 from ..command import Command, adopted_command
@@ -35,15 +34,16 @@ from ..definitions import TaskDefinition
 from ..models import Attempt
 from ..options import Outcome
 from ..states import SETTLED, TaskState
+from .task import MAX_ATTEMPTS_KEPT, Task
 
 if TYPE_CHECKING:
-    from .._core.core import Core
-    from .._core.dispatch import Dispatcher
-    from .._core.events import Events
-    from .._core.graph import TaskGraph
-    from .._core.lifecycle import Lifecycle
     from .._schedule.timers import TimerQueue
-    from .journal import Journal
+    from .._store.journal import Journal
+    from .core import Core
+    from .dispatch import Dispatcher
+    from .events import Events
+    from .graph import TaskGraph
+    from .lifecycle import Lifecycle
 
 S = TaskState
 LOST = "lost: Taskloom stopped while this attempt was running"

@@ -173,3 +173,29 @@ def test_thousands_of_new_tasks_come_in_batches_that_grow_with_the_window(
         assert bridge.pending() == 0 and not bridge._reread_later
     finally:
         bridge.close()
+
+
+def test_the_status_bar_works_out_its_colours_once_per_palette(
+    qtbot, make_window, manual_scheduler, monkeypatch
+):
+    from PySide6.QtGui import QColor, QPalette
+
+    from taskloom.gui import status
+
+    calls = []
+    real = status.state_text_colour
+    monkeypatch.setattr(status, "state_text_colour", lambda s, b: (calls.append(s), real(s, b))[1])
+    manual_scheduler.add(noop, name="a")
+    window = make_window(manual_scheduler)
+    panel = window.status_panel
+    panel.update(False)
+    calls.clear()
+    for _ in range(5):  # five batches of a busy run
+        panel.update(False)
+    assert calls == []
+    assert "1" in panel.counts.text()
+    palette = panel.counts.palette()
+    palette.setColor(QPalette.ColorRole.Window, QColor("#202124"))
+    panel.counts.setPalette(palette)
+    panel.update(False)
+    assert len(calls) == len(S)  # each state's colour once for the new palette

@@ -163,8 +163,15 @@ def open_run(
 def prune(store, retention, log_dir) -> int:
     """Keep the store's last ``retention.runs`` runs and the task logs of its last
     ``retention.logs``; a log file is deleted only if it lies in ``log_dir``.
-    Returns how many files were deleted."""
-    return delete_logs(store.prune_runs(retention.runs, retention.logs), log_dir)
+    Returns how many files were deleted. The labels of the runs it forgot (a
+    backfill's) go with them."""
+    deleted = delete_logs(store.prune_runs(retention.runs, retention.logs), log_dir)
+    labels = store.run_labels()
+    first = store.run - retention.runs + 1
+    if any(run < first for run in labels):
+        kept = {str(run): label for run, label in labels.items() if run >= first}
+        store.set_meta(RUN_LABELS_KEY, json.dumps(kept))
+    return deleted
 
 
 def delete_logs(paths, log_dir) -> int:

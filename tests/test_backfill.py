@@ -306,3 +306,42 @@ def test_an_interrupted_backfill_is_resumed_by_its_own_command_not_by_run(tmp_pa
         label = attempt["run_label"]
         assert label == (None if attempt["run"] == 3 else "backfill 2026-10-24 to 2026-10-26")
     assert by_run == {1: {"nightly"}, 2: {"nightly"}, 3: {"report"}}
+
+
+def test_a_labelled_run_is_resumed_only_by_its_label_and_forgotten_with_its_run(tmp_path):
+    """runs.open_run on a real store: the backfill's label keeps `taskloom run` (no
+    label) from resuming it, and pruning the run drops its label."""
+    from taskloom.places import Retention
+    from taskloom.runs import open_run, prune
+
+    source = write(tmp_path, FLOW)
+    made = backfill_workflow(loads(source.read_text(), source), date(2026, 11, 1),
+                             date(2026, 11, 1), ["nightly"])  # fmt: skip
+    label, db = "backfill 2026-11-01 to 2026-11-01 of nightly", tmp_path / "run.db"
+
+    def opened(workflow, label=None):
+        run = open_run(workflow, db, label=label)
+        run.store.close()
+        return run
+
+    first = opened(made, label)  # nothing ran: unfinished
+    assert (first.resumed, first.store.run) == (False, 1)
+    again = opened(made, label)
+    assert again.resumed and again.note.startswith(f"resuming the unfinished {label} in ")
+    own = opened(loads(source.read_text(), source))
+    assert (own.resumed, own.store.run) == (False, 2)
+    assert own.note.endswith(f"; run 1 ({label}) did not finish and is left as it is")
+    other = opened(made, label)  # after the workflow's run: a backfill run of its own
+    assert (other.resumed, other.store.run) == (False, 3)
+    assert other.note.endswith(
+        "; run 2 (the workflow's own run) did not finish and is left as it is"
+    )
+    from taskloom.engine.store import SQLiteStore
+
+    store = SQLiteStore(db)
+    try:
+        assert store.run_labels() == {1: label, 3: label}
+        prune(store, Retention(runs=1, logs=1), None)
+        assert store.run_labels() == {3: label}
+    finally:
+        store.close()

@@ -7,6 +7,7 @@ from __future__ import annotations
 import sys
 
 import pytest
+from PySide6.QtCore import QPoint, Qt
 
 from tests.test_cli import taskloom
 
@@ -45,5 +46,13 @@ def test_the_runs_view_lists_a_backfill_run_by_its_range(qtbot, tmp_path, settin
         assert head.toolTip().startswith("run 1 (backfill 2026-11-01 to 2026-11-02): ")
         rows = [view.verticalHeaderItem(r).text() for r in range(view.rowCount())]
         assert "load@2026-11-01T02:30:00+01:00" in rows and "load@2026-11-02T02:30:00+01:00" in rows
+        # its header opens it read-only, named as the backfill it was
+        header = view.horizontalHeader()
+        at = header.sectionViewportPosition(0) + header.sectionSize(0) // 2
+        qtbot.mouseClick(header.viewport(), Qt.MouseButton.LeftButton, pos=QPoint(at, 5))
+        bar = window.past_run_bar
+        qtbot.waitUntil(bar.isVisible, timeout=10_000)
+        assert bar.text.startswith("Run 1 of nightly, backfill 2026-11-01 to 2026-11-02 (")
+        assert bar.text.endswith("2 succeeded) — read-only")
     finally:
         session.close()

@@ -243,6 +243,7 @@ class MainWindow(
 
     def _wire(self) -> None:
         b = self.bridge
+        self.event_log.model.adoptions = b.scheduler.adoptions()
         b.tasksChanged.connect(self._on_tasks_changed)
         b.tasksRemoved.connect(self.timeline.remove_tasks)
         # Structure: bridge -> document -> scene (states still recolour from the bridge).

@@ -38,6 +38,7 @@ from .past_run import PastRun, PastRunBar
 from .run_history import store_of
 from .start_bar import PauseBar, StartBar
 from .status import StatusPanel
+from .status_message import ElidingStatusBar
 from .task_list import TaskList
 from .timeline import Timeline, short_duration
 from .window_actions import WindowActions
@@ -207,6 +208,7 @@ class MainWindow(
         self._structure_timer.timeout.connect(self._on_structure)
         self._make_actions()
         self._make_toolbar_and_menus()
+        self.setStatusBar(ElidingStatusBar())  # a long message stops short of the counts
         self.status_panel = StatusPanel(self.statusBar(), self.bridge)
         self._wire()
         self.forecast_view = ForecastView(self)  # ETA, critical path, ghost bars

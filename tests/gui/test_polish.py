@@ -36,3 +36,82 @@ def test_a_long_message_ends_before_the_state_counts_at_820x520(
     assert not any(inked(x) for x in range(start, counts.x() - 2)), "the message runs on"
     assert any(inked(x) for x in range(6, 40)), "the message is drawn"
     assert bar.shown_message().endswith("…")
+
+
+def _etl_tail(tmp_path):
+    """load → report → cleanup (cleanup runs whatever happened), as in the etl example."""
+    import sys
+
+    source = tmp_path / "etl.toml"
+    quick = f'["{sys.executable}", "-c", "pass"]'
+    source.write_text(
+        f'[workflow]\nname = "etl"\nworkers = 2\n\n'
+        f"[tasks.load]\ncommand = {quick}\n\n"
+        f'[tasks.report]\ncommand = {quick}\ndeps = ["load"]\n\n'
+        f'[tasks.cleanup]\ncommand = {quick}\ndeps = ["report"]\ntrigger_rule = "all_done"\n',
+        encoding="utf-8",
+    )
+    return source
+
+
+def test_removing_a_task_between_two_offers_to_connect_them_as_one_undo_step(
+    qtbot, tmp_path, settings
+):
+    """Removing ``report`` left ``cleanup`` with no dependency (it started first on the
+    next run): the question's default removes it and connects load → cleanup, one
+    step that Undo and Redo take back and make again, and Save writes."""
+    from PySide6.QtCore import Qt
+    from PySide6.QtWidgets import QMessageBox
+
+    from taskloom.app import WorkflowSession
+    from taskloom.engine.workflow import load
+
+    source = _etl_tail(tmp_path)
+    session = WorkflowSession(
+        load(source), settings, db_path=tmp_path / "run.db", log_dir=tmp_path / "logs", start=False
+    )
+    try:
+        window = session.window
+        qtbot.addWidget(window)
+        window.resize(1400, 900)
+        window.show()
+        with qtbot.waitActive(window):
+            window.activateWindow()
+        scheduler = session.scheduler
+        qtbot.waitUntil(lambda: "report" in window.scene.nodes)
+        window.select_tasks(["report"])
+        qtbot.keyClick(window.graph_view, Qt.Key.Key_Delete)
+        box = window.remove_question
+        assert isinstance(box, QMessageBox) and box.isVisible(), "a pending task between two"
+        default = box.defaultButton()
+        assert default is not None
+        assert default.text() == "Remove report and connect load → cleanup"
+        qtbot.keyClick(box, Qt.Key.Key_Return)  # the default
+        qtbot.waitUntil(lambda: "report" not in window.scene.nodes)
+        assert scheduler.task("cleanup").deps == ("load",)
+        qtbot.waitUntil(lambda: window.scene.graph.has_edge("load", "cleanup"))
+        stack = window.controller.undo_stack
+        assert stack.count() == 1
+        assert stack.undoText() == "remove report and connect load → cleanup"
+
+        with qtbot.waitActive(window):
+            window.activateWindow()
+        qtbot.keyClick(window.graph_view, Qt.Key.Key_Z, Qt.KeyboardModifier.ControlModifier)
+        assert scheduler.task("cleanup").deps == ("report",)
+        assert scheduler.task("report").deps == ("load",)
+        qtbot.waitUntil(lambda: window.scene.graph.has_edge("report", "cleanup"))
+        assert not window.scene.graph.has_edge("load", "cleanup")
+
+        window.act_redo.trigger()
+        assert "report" not in {t.id for t in scheduler.tasks()}
+        assert scheduler.task("cleanup").deps == ("load",)
+        qtbot.waitUntil(lambda: window.scene.graph.has_edge("load", "cleanup"))
+        assert scheduler.task("cleanup").state is S.PENDING  # it still waits for load
+        assert not any(scheduler.attempts(t.id) for t in scheduler.tasks())  # nothing ran
+
+        assert window.save_workflow()
+        saved = load(source)
+        assert sorted(saved.tasks) == ["cleanup", "load"]
+        assert tuple(saved.tasks["cleanup"].deps) == ("load",)
+    finally:
+        session.close()

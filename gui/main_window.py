@@ -289,9 +289,12 @@ class MainWindow(
         # A big graph repaints slowly; recolour it less often so the GUI thread (and
         # the GIL the workers need) stays free. Small graphs recolour every batch.
         self._pending_recolour.update(changed)
-        if not self._recolour_timer.isActive():
-            nodes = len(self.scene.nodes)
-            self._recolour_timer.start(0 if nodes < 500 else min(250, nodes // 20))
+        nodes = len(self.scene.nodes)
+        if nodes < 500:  # in this batch, as the status bar and inspector: a grab right
+            self._recolour_timer.stop()  # after a success showed the card "running"
+            self._apply_recolour()
+        elif not self._recolour_timer.isActive():
+            self._recolour_timer.start(min(250, nodes // 20))
         # The selection's panels are cheap: keep them in step with every batch.
         self.timeline.set_tasks(changed)
         if self.inspector.task_id in changed or self.inspector.task_id is None:

@@ -115,3 +115,29 @@ def test_removing_a_task_between_two_offers_to_connect_them_as_one_undo_step(
         assert tuple(saved.tasks["cleanup"].deps) == ("load",)
     finally:
         session.close()
+
+
+def test_the_graph_recolours_in_the_bridges_batch(qtbot, make_window, manual_scheduler):
+    """A grab right after a task succeeded showed its card "running": the graph
+    recoloured one event-loop turn after the batch the status bar and inspector showed.
+    Every slot after the window's sees the card in the batch's state."""
+    from taskloom.engine import ManualClock
+
+    clock = manual_scheduler.clock
+    assert isinstance(clock, ManualClock)
+    manual_scheduler.schedule_after(noop, 5, name="later")
+    window = make_window(manual_scheduler)
+    manual_scheduler.start()
+    qtbot.waitUntil(lambda: "later" in window.scene.nodes)
+    seen = []
+
+    def probe(changed):
+        for tid, info in changed.items():
+            node = window.scene.nodes.get(tid)
+            if node is not None:
+                seen.append((tid, info.state, node.info.state))
+
+    window.bridge.tasksChanged.connect(probe)  # after the window's own slots
+    clock.advance(5)
+    qtbot.waitUntil(lambda: any(t == "later" and s is S.SUCCEEDED for t, s, _ in seen))
+    assert seen and all(shown is state for _, state, shown in seen), seen

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from PySide6.QtCore import QRect, Qt
+from PySide6.QtCore import QRect, QSize, Qt
 from PySide6.QtGui import QFontMetrics, QPainter
-from PySide6.QtWidgets import QStatusBar, QStyle, QStyleOption, QWidget
+from PySide6.QtWidgets import QLabel, QStatusBar, QStyle, QStyleOption, QWidget
 
 GAP = 12  # between the message's end (or its "…") and the first permanent widget
 
@@ -49,4 +49,34 @@ class ElidingStatusBar(QStatusBar):
             | Qt.AlignmentFlag.AlignVCenter
             | Qt.TextFlag.TextSingleLine,
             self.shown_message(),
+        )
+
+
+class ElidedLabel(QLabel):
+    """A plain-text label for the status bar that may be narrower than its text: it
+    is drawn elided ("…") rather than holding the window wider (a watching window's
+    "◉ Watching the run of taskloom run (pid …, since …)" kept it 1,163 px wide when
+    made 820). ``text()`` stays whole."""
+
+    NARROWEST = 120
+
+    def minimumSizeHint(self) -> QSize:
+        hint = super().minimumSizeHint()
+        return QSize(min(hint.width(), self.NARROWEST), hint.height())
+
+    def shown_text(self) -> str:
+        return self.fontMetrics().elidedText(
+            self.text(), Qt.TextElideMode.ElideRight, self.contentsRect().width()
+        )
+
+    def paintEvent(self, event) -> None:
+        if self.fontMetrics().horizontalAdvance(self.text()) <= self.contentsRect().width():
+            super().paintEvent(event)
+            return
+        painter = QPainter(self)
+        painter.setPen(self.palette().windowText().color())
+        painter.drawText(
+            self.contentsRect(),
+            int(self.alignment() | Qt.TextFlag.TextSingleLine),
+            self.shown_text(),
         )

@@ -141,3 +141,24 @@ def test_the_graph_recolours_in_the_bridges_batch(qtbot, make_window, manual_sch
     clock.advance(5)
     qtbot.waitUntil(lambda: any(t == "later" and s is S.SUCCEEDED for t, s, _ in seen))
     assert seen and all(shown is state for _, state, shown in seen), seen
+
+
+def test_a_long_owner_in_the_status_bar_leaves_the_window_820_wide(
+    qtbot, make_window, manual_scheduler
+):
+    """A watching window's owner label ("◉ Watching the run of taskloom run (pid …
+    on …, since …)") held the window 1,163 px wide when made 820: it is elided."""
+    from taskloom.gui.status_message import ElidedLabel
+
+    window = make_window(manual_scheduler, size=(1400, 900))
+    text = (
+        "⏸ taskloom run (pid 15580 on build-machine-7.example.org) is not answering"
+        " (stopped or frozen): requests wait for it"
+    )
+    label = ElidedLabel(text)
+    window.statusBar().insertPermanentWidget(0, label)
+    window.resize(820, 520)
+    qtbot.waitUntil(lambda: window.width() == 820)
+    assert label.text() == text  # whole, for whoever reads it
+    qtbot.waitUntil(lambda: label.shown_text() != text)
+    assert label.shown_text().endswith("…")

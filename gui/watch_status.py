@@ -97,7 +97,12 @@ class WatchStatus(QWidget):
         )
         self.take_over.show()
         self.window_.setWindowTitle(f"{self.name} — stopped — Taskloom")
-        self.window_.statusBar().showMessage("Take over to resume the run here", 0)
+        tasks = self.window_.bridge.tasks.values()
+        if tasks and all(info.state.settled and not info.recurring for info in tasks):
+            message = "The run had finished when its owner stopped: Take over to work on it here"
+        else:  # tasks still to run (or a recurring one): nothing starts them until then
+            message = "Take over to resume the run here"
+        self.window_.statusBar().showMessage(message, 0)
         self.window_.refresh_actions()
 
     def close_status(self) -> None:

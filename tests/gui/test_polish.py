@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from PySide6.QtGui import QColor
 
 from taskloom.engine import TaskState
@@ -162,3 +163,67 @@ def test_a_long_owner_in_the_status_bar_leaves_the_window_820_wide(
     assert label.text() == text  # whole, for whoever reads it
     qtbot.waitUntil(lambda: label.shown_text() != text)
     assert label.shown_text().endswith("…")
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(90)
+def test_a_watched_run_that_finished_is_not_offered_to_be_resumed(qtbot, tmp_path, settings):
+    """A `taskloom run` owner that finished its run and exited: the watching window said
+    "Take over to resume the run here", with nothing left to resume."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from taskloom.app import Sessions
+    from taskloom.watching import WatchSession
+
+    root = Path(__file__).resolve().parents[2]
+    gate = tmp_path / "gate"
+    wait = f"i=0; while [ ! -e '{gate}' ] && [ $i -lt 1000 ]; do sleep 0.02; i=$((i+1)); done"
+    path = tmp_path / "gated.toml"
+    path.write_text(
+        f'[workflow]\nname = "gated"\n[tasks.wait]\ncommand = ["sh", "-c", "{wait}"]\n'
+        '[tasks.after]\ncommand = ["true"]\ndeps = ["wait"]\n'
+    )
+    db = tmp_path / "run.db"
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(root),
+        "XDG_DATA_HOME": str(tmp_path / "xdg-data"),
+        "XDG_CONFIG_HOME": str(tmp_path / "xdg-config"),
+    }
+    env.pop("TASKLOOM_OWNER", None)
+    owner = subprocess.Popen(
+        [sys.executable, "-m", "taskloom", "run", str(path), "--db", str(db)],
+        cwd=root,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    sessions = Sessions(settings, db=db, data_dir=tmp_path / "data")
+    try:
+        qtbot.waitUntil(db.exists, timeout=30000)
+        assert sessions.open(path)
+        watch = sessions.current
+        assert isinstance(watch, WatchSession)
+        window = watch.window
+        qtbot.waitUntil(
+            lambda: (
+                "wait" in window.bridge.tasks and window.bridge.tasks["wait"].state is S.RUNNING
+            ),
+            timeout=30000,
+        )
+        gate.touch()
+        assert owner.wait(30) == 0
+        qtbot.waitUntil(lambda: watch.status.take_over.isVisible(), timeout=10000)
+        assert {i.state for i in window.bridge.tasks.values()} == {S.SUCCEEDED}
+        message = window.statusBar().currentMessage()
+        assert message == (
+            "The run had finished when its owner stopped: Take over to work on it here"
+        )
+    finally:
+        sessions.close()
+        if owner.poll() is None:
+            owner.kill()
+            owner.wait(10)

@@ -405,6 +405,9 @@ class Sessions:
         self.background_open_bytes = BACKGROUND_OPEN_BYTES
         self.loading: _BackgroundOpen | None = None  # the window shown while a big file opens
         self.when_shown: list = []  # called once with the next session shown (then cleared)
+        # A watched run being attached (watching.attach_off_gui_thread turns a nested
+        # event loop meanwhile): another open waits until it is over.
+        self.attaching = False
 
     def open(self, path) -> bool:
         """Open the workflow file at ``path`` in a new window (the old one closes). A big
@@ -413,6 +416,8 @@ class Sessions:
         with the session once its window shows."""
         from taskloom.engine.workflow import WorkflowError, load
 
+        if self.attaching:
+            return False  # one file at a time
         if self._is_big(path):
             return self._open_in_background(path)
         try:
@@ -474,7 +479,7 @@ class Sessions:
     def take_over(self) -> bool:
         """The watched run's owner stopped: resume the run here, as its owner."""
         current = self.current
-        if current is None or not current.watching:
+        if current is None or not current.watching or self.attaching:
             return False
         path = current.workflow.path
         _, log_dir = store_paths(current.workflow, current.db_path)
@@ -522,7 +527,7 @@ class Sessions:
         from taskloom.engine.workflow import Workflow
 
         old = self.current
-        if old is not None and not old.window.close_question.may_close():
+        if self.attaching or (old is not None and not old.window.close_question.may_close()):
             return False
         self._show(WorkflowSession(Workflow(name="untitled"), self.settings, start=self.start), old)
         return True
@@ -589,10 +594,13 @@ class Sessions:
                 # The workflow's owner may run it on another store (another --db, a
                 # cron job's data folder): its lock says which; watch that one.
                 store = getattr(busy.owner, "store", "") or db_path
+                self.attaching = True  # attached off the GUI thread, behind a nested loop
                 try:
                     return WatchSession(workflow, self.settings, db_path=Path(store))
                 except OwnerGone:
                     continue
+                finally:
+                    self.attaching = False
         return WorkflowSession(
             workflow,
             self.settings,

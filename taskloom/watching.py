@@ -9,11 +9,84 @@ store's control channel, and offers to take the run over once the owner stops.
 from __future__ import annotations
 
 import logging
+import threading
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from taskloom.engine.watched_run import WatchedRun
 
 log = logging.getLogger(__name__)
 
 READER_JOIN_TIMEOUT = 10.0
+SHOW_AFTER_MS = 300  # an attach still waiting this long shows a window saying so
+
+
+class AttachAbandoned(RuntimeError):
+    """The window of a run being attached was closed (or the app quit): nothing opens."""
+
+
+def attach_off_gui_thread(db_path: Path, name: str, settings=None) -> WatchedRun:
+    """A window's ``WatchedRun`` of the store at ``db_path``, attached on a worker
+    thread: its first reads of the feed (up to ``ATTACH_TIMEOUT`` while the owner cannot
+    write it, e.g. another connection holds the store's write lock) never happen on the
+    GUI thread, which turns a nested event loop meanwhile. After ``SHOW_AFTER_MS`` a
+    window says what is awaited; closing it (or quitting) abandons the open: this
+    raises ``AttachAbandoned`` and the run attached meanwhile is closed. Errors of the
+    attach (``OwnerGone``, ``StoreBusy``, ...) are raised here, on the GUI thread."""
+    from PySide6.QtCore import QEventLoop, QTimer
+
+    from taskloom.engine.watched_run import WatchedRun
+    from taskloom.gui.loading import LoadingWindow
+
+    outcome: dict = {}
+    lock = threading.Lock()
+    loop = QEventLoop()
+    window = LoadingWindow(name, settings)
+    window.set_stage("Another process runs it: waiting for its run to be published…")
+
+    def attach() -> None:
+        try:
+            run = WatchedRun(db_path, name=name, answer_from_memory=True)
+        except BaseException as exc:  # raised again on the GUI thread
+            with lock:
+                if "abandoned" not in outcome:
+                    outcome["error"] = exc
+        else:
+            with lock:
+                kept = "abandoned" not in outcome
+                if kept:
+                    outcome["run"] = run
+            if not kept:
+                run.close()
+        relay.post(window, "call", loop.quit)
+
+    def closed() -> None:
+        with lock:
+            outcome.setdefault("abandoned", True)
+        loop.quit()
+
+    from taskloom.gui import relay
+
+    window.closed.connect(closed)
+    shower = QTimer(window)
+    shower.setSingleShot(True)
+    shower.timeout.connect(window.show)
+    shower.start(SHOW_AFTER_MS)
+    worker = threading.Thread(target=attach, name="taskloom-attach", daemon=True)
+    worker.start()
+    loop.exec()  # until attached, failed, or abandoned (app.quit ends nested loops too)
+    with lock:
+        outcome.setdefault("abandoned", True)  # a run attached from now on is closed
+    shower.stop()
+    window.closed.disconnect(closed)
+    window.close()
+    window.deleteLater()
+    if "run" in outcome:
+        return outcome["run"]
+    if "error" in outcome:
+        raise outcome["error"]
+    raise AttachAbandoned(f"{db_path}: closed before its run was watched")
 
 
 class WatchSession:
@@ -22,7 +95,6 @@ class WatchSession:
     watching = True
 
     def __init__(self, workflow, settings=None, *, db_path):
-        from taskloom.engine.watched_run import WatchedRun
         from taskloom.gui.main_window import MainWindow
         from taskloom.gui.watch_status import WatchStatus
 
@@ -31,8 +103,9 @@ class WatchSession:
         self.workflow = workflow
         self.db_path = Path(db_path)
         self.store = None
-        # The window never waits for the store: attempts come from the watcher's thread.
-        self.scheduler = WatchedRun(self.db_path, name=workflow.name, answer_from_memory=True)
+        # The window never waits for the store: attached on a worker, then attempts come
+        # from the watcher's thread.
+        self.scheduler = attach_off_gui_thread(self.db_path, workflow.name, settings)
         self.scheduler.definitions = dict(workflow.tasks)  # Save writes the file's tasks back
         self._stopped = False
         try:

@@ -481,10 +481,63 @@ class Sessions:
         current = self.current
         if current is None or not current.watching or self.attaching:
             return False
-        path = current.workflow.path
-        _, log_dir = store_paths(current.workflow, current.db_path)
-        # The person asked to take the run over: it goes on at once.
-        return self._open(current.workflow, path, current.db_path, log_dir, False, start=True)
+        workflow, db_path = current.workflow, current.db_path
+        path = workflow.path
+        _, log_dir = store_paths(workflow, db_path)
+        self._free_store(db_path)
+        try:
+            session = self._own_off_gui_thread(workflow, db_path, log_dir, current.window)
+        except StoreBusy:  # another process took it first: watch that one
+            # The person asked to take the run over: it goes on at once.
+            return self._open(workflow, path, db_path, log_dir, False, start=True)
+        except OPEN_ERRORS as exc:
+            current.window.statusBar().showMessage(f"⚠ Cannot open {path}: {exc}", 10000)
+            return False
+        self._show(session, current)
+        for listener in self.opened:
+            listener(path)
+        return True
+
+    def _own_off_gui_thread(self, workflow, db_path, log_dir, parent) -> WorkflowSession:
+        """The run on ``db_path`` opened as its owner off the GUI thread (its store and
+        feed are opened there; the resume question is asked here), then its window
+        made here; the run goes on at once. ``StoreBusy``: another process owns it."""
+        from .watching import GuiThread, off_gui_thread
+
+        def own(gui: GuiThread) -> WorkflowSession:
+            def decide(differences) -> bool:  # asked on the GUI thread; the worker waits
+                answer: dict = {}
+                done = threading.Event()
+
+                def ask() -> None:
+                    try:
+                        answer["resume"] = self.choose_run(parent, workflow.name, differences)
+                    finally:
+                        done.set()
+
+                gui.post(ask)
+                while not done.wait(0.2):
+                    if gui.abandoned():
+                        return True  # nobody to ask: the run is closed again (undo)
+                return answer.get("resume", True)
+
+            return WorkflowSession.without_window(
+                workflow, db_path=db_path, log_dir=log_dir, decide=decide
+            )
+
+        self.attaching = True  # another open waits (a nested event loop turns meanwhile)
+        try:
+            session = off_gui_thread(
+                own,
+                workflow.name,
+                self.settings,
+                "Taking the run over: opening its store…",
+                undo=lambda session: session._shut_down(),
+            )
+        finally:
+            self.attaching = False
+        session.make_window(self.settings, True)  # an error: it shut the run down
+        return session
 
     def _open(self, workflow, path, db_path, log_dir, fresh: bool, start=None) -> bool:
         old = self.current

@@ -13,6 +13,7 @@ from PySide6.QtCore import QTimer
 from PySide6.QtWidgets import QApplication
 
 from taskloom.engine import TaskState
+from taskloom.sessions import WorkflowSession
 from taskloom.watching import WatchSession
 from tests.gui.test_history_reader import TickGaps
 from tests.gui.test_watch import owners, sessions, wait_started  # noqa: F401 (fixtures)
@@ -102,3 +103,32 @@ def loading_window_shown() -> bool:
     return any(
         w.objectName() == "loadingWindow" and w.isVisible() for w in QApplication.topLevelWidgets()
     )
+
+
+def test_taking_a_watched_run_over_makes_no_sqlite_call_on_the_gui_thread(
+    qtbot,
+    monkeypatch,
+    tmp_path,
+    owners,  # noqa: F811
+    sessions,  # noqa: F811
+):
+    path, db, owner = started_owner(qtbot, tmp_path, owners)
+    s = sessions(db)
+    assert s.open(path)
+    watch = s.current
+    qtbot.waitUntil(lambda: watch.window.bridge.tasks["slow"].state is S.RUNNING, timeout=10000)
+    owner.process.kill()  # no goodbye: the lock going away is what tells
+    owner.process.wait(10)
+    qtbot.waitUntil(watch.status.take_over.isVisible, timeout=10000)
+    threads = SqliteThreads(monkeypatch)
+    threads.record = True
+    watch.status.take_over.click()  # the run opens here as its owner
+    session = s.current
+    assert isinstance(session, WorkflowSession) and session is not watch
+    mine = session.window
+    qtbot.waitExposed(mine)
+    qtbot.waitUntil(lambda: mine.bridge.tasks["slow"].state is S.RUNNING, timeout=10000)
+    mine.grab()  # the first picture
+    threads.record = False
+    assert any(name == "taskloom-attach" for name, _ in threads.calls)  # opened there
+    assert threads.on_gui_thread() == []

@@ -50,6 +50,13 @@ def test_opening_a_watched_run_makes_no_sqlite_call_on_the_gui_thread(
     qtbot.waitExposed(window)
     qtbot.waitUntil(lambda: window.bridge.tasks["slow"].state is S.RUNNING, timeout=10000)
     window.grab()  # the first picture
+    # The Runs view and the inspector's attempts: read off the GUI thread as well.
+    window.runs_dock.show()
+    view = window.runs_view
+    qtbot.waitUntil(lambda: view.grid is not None and len(view.grid.runs) == 1, timeout=10000)
+    window.select_tasks(["a"])
+    qtbot.waitUntil(lambda: window.inspector.attempt_list.topLevelItemCount() == 1)
+    window._refresh_status()
     threads.record = False
     assert any(name == "taskloom-watch" for name, _ in threads.calls)  # the recording works
     assert threads.on_gui_thread() == []

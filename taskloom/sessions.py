@@ -485,8 +485,12 @@ class Sessions:
         path = workflow.path
         _, log_dir = store_paths(workflow, db_path)
         self._free_store(db_path)
+        from .watching import OpenAbandoned
+
         try:
             session = self._own_off_gui_thread(workflow, db_path, log_dir, current.window)
+        except OpenAbandoned:
+            return False
         except StoreBusy:  # another process took it first: watch that one
             # The person asked to take the run over: it goes on at once.
             return self._open(workflow, path, db_path, log_dir, False, start=True)
@@ -543,8 +547,14 @@ class Sessions:
         old = self.current
         self._free_store(db_path)
         start = self.start if start is None else start
+        from .watching import OpenAbandoned
+
         try:
             session = self._session(workflow, db_path, log_dir, fresh, start)
+        except OpenAbandoned:
+            if old is None:
+                raise  # no window left: the caller ends (taskloom FILE says so, exit 2)
+            return False  # closed by the person (or closing all): nothing to say
         except OPEN_ERRORS as exc:
             if old is None:
                 raise
@@ -677,6 +687,9 @@ class Sessions:
 
     def close(self) -> None:
         """Close the open workflow and wait until every engine has stopped."""
+        from .watching import abandon_opening
+
+        abandon_opening()  # a watched run being attached, a run being taken over
         if self.loading is not None:  # a big file still opening: its run is closed
             self.loading.abandon()
         if self.current is not None:

@@ -28,6 +28,15 @@ class OpenAbandoned(RuntimeError):
     """The window of a run being opened was closed (or the app quit): nothing opens."""
 
 
+_abandon: list[Callable[[], None]] = []  # the open under way (GUI thread): abandons it
+
+
+def abandon_opening() -> None:
+    """Abandon an ``off_gui_thread`` open under way, if any (closing all, quitting)."""
+    for abandon in list(_abandon):
+        abandon()
+
+
 class GuiThread:
     """What a worker of ``off_gui_thread`` has of the GUI thread."""
 
@@ -91,7 +100,11 @@ def off_gui_thread(work: Callable[[GuiThread], T], name: str, settings, stage: s
     shower.timeout.connect(window.show)
     shower.start(SHOW_AFTER_MS)
     threading.Thread(target=run, name="taskloom-attach", daemon=True).start()
-    loop.exec()  # until done, failed, or abandoned (app.quit ends nested loops too)
+    _abandon.append(closed)
+    try:
+        loop.exec()  # until done, failed, or abandoned (app.quit ends nested loops too)
+    finally:
+        _abandon.remove(closed)
     with lock:
         outcome.setdefault("abandoned", True)  # a result from now on is undone
     shower.stop()

@@ -13,7 +13,8 @@ from PySide6.QtCore import QTimer
 from PySide6.QtWidgets import QApplication
 
 from taskloom.engine import TaskState
-from taskloom.sessions import WorkflowSession
+from taskloom.engine.workflow import load
+from taskloom.sessions import WorkflowSession, store_paths
 from taskloom.watching import WatchSession
 from tests.gui.test_history_reader import TickGaps
 from tests.gui.test_watch import owners, sessions, wait_started  # noqa: F401 (fixtures)
@@ -23,10 +24,11 @@ S = TaskState
 HELD = 2.0  # seconds another connection holds the store's write lock
 
 
-def started_owner(qtbot, tmp_path, owners):  # noqa: F811
+def started_owner(qtbot, tmp_path, owners, db=None):  # noqa: F811
     path = tmp_path / "flow.toml"
     path.write_text(FLOW)
-    db = tmp_path / "run.db"
+    if db is None:
+        db = tmp_path / "run.db"
     owner = owners(path, db)
     wait_started(qtbot, owner)
     qtbot.waitUntil(lambda: "running" in owner.events("slow"), timeout=30000)
@@ -139,3 +141,41 @@ def test_taking_a_watched_run_over_makes_no_sqlite_call_on_the_gui_thread(
     threads.record = False
     assert any(name == "taskloom-attach" for name, _ in threads.calls)  # opened there
     assert threads.on_gui_thread() == []
+
+
+def test_closing_the_loading_window_abandons_the_open_and_closes_the_watched_run(
+    qtbot,
+    tmp_path,
+    owners,  # noqa: F811
+    sessions,  # noqa: F811
+):
+    (tmp_path / "flow.toml").write_text(FLOW)
+    db, _ = store_paths(load(tmp_path / "flow.toml"), data_dir=tmp_path / "data")
+    path, db, owner = started_owner(qtbot, tmp_path, owners, db)  # where File > Open looks
+    local = tmp_path / "local.toml"
+    local.write_text('[workflow]\nname = "local"\n[tasks.t]\ncommand = ["true"]\n')
+    s = sessions(tmp_path / "local.db")
+    assert s.open(local)
+    first = s.current
+    blocker = sqlite3.connect(db, isolation_level=None, timeout=10)
+    try:
+        blocker.execute("BEGIN IMMEDIATE")  # the owner cannot publish: the attach waits
+
+        def close_it() -> None:
+            [loading] = [
+                w for w in QApplication.topLevelWidgets() if w.objectName() == "loadingWindow"
+            ]
+            loading.close()  # what the person does
+
+        QTimer.singleShot(1000, close_it)
+        assert not s.open(path)
+        assert s.current is first  # nothing opened, the first window stays
+        # Abandoned, not refused after ATTACH_TIMEOUT (which says "Cannot open ...").
+        assert "Cannot open" not in first.window.statusBar().currentMessage()
+    finally:
+        blocker.execute("COMMIT")
+        blocker.close()
+    # The run attached meanwhile is closed: no watcher thread is left.
+    qtbot.waitUntil(
+        lambda: not any(t.name == "taskloom-watch" for t in threading.enumerate()), timeout=10000
+    )

@@ -15,6 +15,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable
+from itertools import islice
 
 from PySide6.QtCore import QCoreApplication, QObject, QThread, QTimer, Signal
 
@@ -30,6 +31,21 @@ FINISH_KINDS = frozenset({"succeeded", "failed"})
 # lock): 20,000 tasks added at once were read in one 300+ ms slice; the rest wait
 # for the next drains, 33 ms apart.
 REREADS_PER_DRAIN = 400
+# The rest of a drain's work is bounded too, so that no GUI-thread slice is long
+# under a flood (20,000 tasks added by another thread made drains of 230-580 ms:
+# the fold of 20,000 latest events, ~10,000 events through the log and timeline,
+# and the window's slots for all of it). Per drain at most FOLD_PER_DRAIN tasks'
+# latest events are folded and at most EVENTS_PER_DRAIN raw events handed to the
+# log and timeline; what is left waits for the next drain, in order.
+FOLD_PER_DRAIN = 2000
+EVENTS_PER_DRAIN = 1000
+# ...or, for the fold and the re-reads, a quarter of the tasks the window already
+# has when that is more: every batch costs the window's views some work per task
+# they show (lanes sorted, groups counted, the graph's view worked out), so a fixed
+# budget made 20,000 new tasks 50 batches of ever longer slices (10-20 s to catch
+# up); growing with the window, they come in about fifteen, and the whole catch-up
+# costs the views a small multiple of one batch's work.
+SHARE_OF_KNOWN = 0.25
 
 
 class EarlyEvents:
@@ -39,6 +55,7 @@ class EarlyEvents:
     covers and then detaches it."""
 
     def __init__(self, limit: int = 5000):
+        self.limit = limit
         self._lock = threading.Lock()
         self._events: deque[Event] = deque(maxlen=limit)  # the log keeps no more
         self.last_seq = 0
@@ -118,6 +135,12 @@ class EngineBridge(QObject):
         self._lock = threading.Lock()
         self._latest: dict[str, Event] = {}  # written by the engine's delivery thread
         self._tail: deque[Event] = deque(maxlen=max_events)
+        # GUI thread only: what drains took from the engine side and have not handed
+        # on yet (latest event per key, in arrival order; raw events in seq order,
+        # bounded like the log: the oldest are dropped first).
+        self._pending: dict[str, Event] = {}
+        self._pending_tail: deque[Event] = deque()
+        self._pending_limit = max(max_events, early.limit if early is not None else 0)
         self._received = 0
         self._dispatcher_paused: bool | None = None
         self.dropped_events = 0  # raw events that did not fit in a batch (states are never lost)
@@ -201,34 +224,44 @@ class EngineBridge(QObject):
             self._timer.start()
 
     def drain(self) -> None:
-        """Apply everything received since the last call and emit one batch."""
+        """Apply what was received since the last call and emit one batch, at most
+        ``FOLD_PER_DRAIN`` tasks' states, ``REREADS_PER_DRAIN`` re-reads and
+        ``EVENTS_PER_DRAIN`` raw events of it; the rest goes in the next drains, one
+        interval apart, event or not."""
         began = time.monotonic()
         early = self._take_early()
         if self._early is not None:
             self._timer.start()  # more to take next time, event or not
         with self._lock:
             self._wake_posted = False  # an event from now on wakes us again
-            if (
-                not early
-                and not self._latest
-                and not self._tail
-                and self._dispatcher_paused is None
-                and not self._reread_later
-                and not self._attempts_read
-            ):
-                return
             latest, self._latest = self._latest, {}
             attempts_read, self._attempts_read = self._attempts_read, set()
             tail = list(self._tail)
             self._tail.clear()
             dispatcher_paused, self._dispatcher_paused = self._dispatcher_paused, None
         floor = self.snapshot_seq
-        tail = early + [e for e in tail if e.seq > floor]
+        if latest:
+            if self._pending:
+                self._pending.update(latest)  # a newer event of a waiting key replaces it
+            else:
+                self._pending = latest
+        if early or tail:
+            self._queue_events(early + [e for e in tail if e.seq > floor])
+        if (
+            not self._pending
+            and not self._pending_tail
+            and dispatcher_paused is None
+            and not self._reread_later
+            and not attempts_read
+        ):
+            return
+        batch = self._take_pending()
+        tail = self._take_events()
         changed: dict[str, TaskInfo] = {}
         removed: list[str] = []
         requery: set[str] = set()
         pauses = []
-        for key, event in latest.items():
+        for key, event in batch:
             if event.seq <= floor:
                 continue
             if key.startswith(_STRUCT_PREFIX):
@@ -242,7 +275,7 @@ class EngineBridge(QObject):
         structure = bool(removed)
         later = self._reread_later
         later.update(dict.fromkeys(requery))
-        for _ in range(min(len(later), REREADS_PER_DRAIN)):
+        for _ in range(min(len(later), self._budget(REREADS_PER_DRAIN))):
             tid = next(iter(later))
             del later[tid]
             structure = True
@@ -268,12 +301,49 @@ class EngineBridge(QObject):
             self.paused = dispatcher_paused
             self.pausedChanged.emit(dispatcher_paused)
         self._upcoming_dirty = True
-        if self._reread_later and not self._timer.isActive():
-            # The rest of the re-reads, event or not, one interval after this drain began.
+        if (
+            self._reread_later or self._pending or self._pending_tail
+        ) and not self._timer.isActive():
+            # The rest, event or not, one interval after this drain began.
             took = int((time.monotonic() - began) * 1000)
             self._timer.start(max(0, self._timer.interval() - took))
         if not self._upcoming_timer.isActive():
             self._upcoming_timer.start()
+
+    def pending(self) -> int:
+        """Latest events and raw events taken from the engine, not handed on yet."""
+        return len(self._pending) + len(self._pending_tail)
+
+    def _queue_events(self, events: list[Event]) -> None:
+        queue = self._pending_tail
+        queue.extend(events)
+        over = len(queue) - self._pending_limit
+        if over > 0:  # the log keeps no more: the oldest go
+            self.dropped_events += over
+            for _ in range(over):
+                queue.popleft()
+
+    def _budget(self, least: int) -> int:
+        return max(least, int(len(self.tasks) * SHARE_OF_KNOWN))
+
+    def _take_pending(self) -> list[tuple[str, Event]]:
+        pending = self._pending
+        budget = self._budget(FOLD_PER_DRAIN)
+        if len(pending) <= budget:
+            self._pending = {}
+            return list(pending.items())
+        batch = list(islice(pending.items(), budget))
+        for key, _ in batch:
+            del pending[key]
+        return batch
+
+    def _take_events(self) -> list[Event]:
+        queue = self._pending_tail
+        if len(queue) <= EVENTS_PER_DRAIN:
+            events = list(queue)
+            queue.clear()
+            return events
+        return [queue.popleft() for _ in range(EVENTS_PER_DRAIN)]
 
     def _take_early(self) -> list[Event]:
         """Events the early recorder has that the snapshot covers (they only go to the

@@ -2,7 +2,16 @@
 
 from __future__ import annotations
 
-from PySide6.QtCore import QAbstractTableModel, QEvent, QModelIndex, QSortFilterProxyModel, Qt
+import re
+
+from PySide6.QtCore import (
+    QAbstractTableModel,
+    QEvent,
+    QModelIndex,
+    QRegularExpression,
+    QSortFilterProxyModel,
+    Qt,
+)
 from PySide6.QtGui import QBrush, QFontMetrics, QGuiApplication, QPalette
 from PySide6.QtWidgets import (
     QAbstractItemView,
@@ -37,6 +46,10 @@ TASK_NARROWEST = 36  # the task column in the narrowest log, before a scroll bar
 # the event column fits the longest label shown.
 SHORT_LABELS = {"dependency_added": "+ dependency", "dependency_removed": "− dependency"}
 HEADER_TIPS = {4: "attempt number"}
+# What the filter matches rows on: "kind<US>task id" (the proxy's own C++ matching:
+# with no filter set, it accepts inserted rows without calling Python per row).
+FILTER_ROLE = Qt.ItemDataRole.UserRole + 1
+_SEPARATOR = "\x1f"
 
 
 def event_label(event: Event) -> str:
@@ -74,6 +87,10 @@ class EventLogModel(QAbstractTableModel):
         # ``edited`` event, then shown as that event's detail (by seq).
         self.edit_notes: dict[str, list[str]] = {}
         self.details: dict[int, str] = {}
+        # What opening the store adopted ({task: (attempt, "adopted: ...")}): its
+        # ``restored`` event is shown as "adopted", with what was found.
+        self.adoptions: dict[str, tuple[int, str]] = {}
+        self.labels: dict[int, str] = {}
         self.clock_to_text = clock_to_text or (lambda at: f"{at:.3f}")
         self.text_colours: dict[TaskState, QBrush] = {}
         self.set_palette(QGuiApplication.palette())
@@ -105,6 +122,8 @@ class EventLogModel(QAbstractTableModel):
         if not index.isValid():
             return None
         event = self.events[index.row()]
+        if role == FILTER_ROLE:
+            return f"{event.kind}{_SEPARATOR}{event.task_id}"
         column = index.column()
         if role == Qt.ItemDataRole.DisplayRole:
             if column == 0:
@@ -114,16 +133,16 @@ class EventLogModel(QAbstractTableModel):
             if column == 2:
                 return event.task_id
             if column == 3:
-                return event_label(event)
+                return self.labels.get(event.seq) or event_label(event)
             if column == 4:
                 return event.attempt or ""
             if column == 5:
-                return _detail(event) or self.details.get(event.seq, "")
+                return self.details.get(event.seq) or _detail(event)
         is_state = _is_state(event)
         if role == Qt.ItemDataRole.ForegroundRole and column == 3 and is_state:
             return self.text_colours[event.state]
         if role == Qt.ItemDataRole.ToolTipRole and column == 5:
-            return _detail(event) or self.details.get(event.seq)
+            return self.details.get(event.seq) or _detail(event)
         if role == Qt.ItemDataRole.ToolTipRole and column == 3:
             return kind_label(event.kind)
         if role == Qt.ItemDataRole.ToolTipRole and column == 2:
@@ -143,12 +162,19 @@ class EventLogModel(QAbstractTableModel):
                 notes = self.edit_notes.get(event.task_id) if event.kind == "edited" else None
                 if notes:
                     self.details[event.seq] = notes.pop(0)
+        if self.adoptions:
+            for event in events:
+                adopted = self.adoptions.get(event.task_id) if event.kind == "restored" else None
+                if adopted and adopted[0] == event.attempt:
+                    kind, _, found = adopted[1].partition(": ")
+                    self.labels[event.seq], self.details[event.seq] = f"• {kind}", found
         overflow = len(self.events) + len(events) - self.capacity
         if overflow > 0:
             self.beginRemoveRows(QModelIndex(), 0, overflow - 1)
             if self.details:
                 for event in self.events[:overflow]:
                     self.details.pop(event.seq, None)
+                    self.labels.pop(event.seq, None)
             del self.events[:overflow]
             self.endRemoveRows()
         first = len(self.events)
@@ -163,29 +189,27 @@ class EventLogModel(QAbstractTableModel):
 
 
 class EventFilter(QSortFilterProxyModel):
+    """Rows of one kind and/or whose task id contains a text (any case). Matched by
+    Qt on ``FILTER_ROLE``: a Python ``filterAcceptsRow`` ran for every inserted row,
+    filter or not (184 ms for a batch of 10,000 events)."""
+
     def __init__(self, parent=None):
         super().__init__(parent)
         self.task_text = ""
         self.kind = ""
+        self.setFilterRole(FILTER_ROLE)
+        self.setFilterKeyColumn(0)
 
     def set_filter(self, task_text: str, kind: str) -> None:
-        if hasattr(self, "beginFilterChange"):  # Qt >= 6.10; invalidateFilter is deprecated there
-            self.beginFilterChange()
-            self.task_text, self.kind = task_text.strip().lower(), kind
-            self.endFilterChange(QSortFilterProxyModel.Direction.Rows)
-        else:
-            self.task_text, self.kind = task_text.strip().lower(), kind
-            self.invalidateFilter()
-
-    def filterAcceptsRow(self, row: int, parent) -> bool:
-        if not self.task_text and not self.kind:
-            return True
-        model = self.sourceModel()
-        assert isinstance(model, EventLogModel)
-        event = model.events[row]
-        if self.kind and event.kind != self.kind:
-            return False
-        return not self.task_text or self.task_text in event.task_id.lower()
+        self.task_text, self.kind = task_text.strip().lower(), kind or ""
+        pattern = ""
+        if self.task_text or self.kind:
+            kind_part = re.escape(self.kind) if self.kind else f"[^{_SEPARATOR}]*"
+            pattern = f"^{kind_part}{_SEPARATOR}.*{re.escape(self.task_text)}"
+        expression = QRegularExpression(
+            pattern, QRegularExpression.PatternOption.CaseInsensitiveOption
+        )
+        self.setFilterRegularExpression(expression)
 
 
 class EventLog(QWidget):

@@ -68,15 +68,34 @@ class RunSummary(QLabel):
         self.setTextFormat(Qt.TextFormat.RichText)
         self.setTextInteractionFlags(Qt.TextInteractionFlag.TextBrowserInteraction)
         self.linkActivated.connect(self.taskActivated)
+        # The link and state colours of the last palette seen (worked out per refresh,
+        # they were a third of its cost: it runs with every batch of a busy run).
+        self._colours_for: tuple[str, str, str] | None = None
+        self._link = ""
+        self._state_colours: dict[TaskState, str] = {}
 
     def refresh(self) -> None:
-        self.setText(self.summary_html())
+        text = self.summary_html()
+        if text != self.text():  # an unchanged summary is not laid out again
+            self.setText(text)
+
+    def _colours(self) -> tuple[str, dict[TaskState, str]]:
+        palette = self.palette()
+        window = palette.color(QPalette.ColorRole.Window)
+        key = (
+            window.name(),
+            palette.color(QPalette.ColorRole.Link).name(),
+            palette.color(QPalette.ColorRole.LinkVisited).name(),
+        )
+        if key != self._colours_for:
+            self._link = link_colours(palette)[0].name()
+            self._state_colours = {s: state_text_colour(s, [window]).name() for s in TaskState}
+            self._colours_for = key
+        return self._link, self._state_colours
 
     def summary_html(self) -> str:
         tasks = self.bridge.tasks
-        palette = self.palette()
-        link = link_colours(palette)[0].name()
-        window = palette.color(QPalette.ColorRole.Window)
+        link, colours = self._colours()
 
         def name(tid: str) -> str:
             return f'<a href="{html.escape(tid)}" style="color:{link}">{html.escape(tid)}</a>'
@@ -85,7 +104,7 @@ class RunSummary(QLabel):
         rows = []
         for state in TaskState:
             if counts[state]:
-                colour = state_text_colour(state, [window]).name()
+                colour = colours[state]
                 rows.append(
                     f'<tr><td style="color:{colour}" align="right">{STATE_GLYPHS[state]}</td>'
                     f'<td align="right">&nbsp;{counts[state]}</td>'

@@ -32,6 +32,15 @@ class StatusPanel:
         self.paused.setObjectName("pausedBadge")
         for label in (self.paused, self.counts, self.rate, self.busy):
             status_bar.addPermanentWidget(label)
+        self._colours: tuple[str, dict[TaskState, str]] = ("", {})  # per window colour
+
+    def _state_colours(self, window) -> dict[TaskState, str]:
+        """State colours readable on ``window`` (worked out once per palette: they
+        were most of an update, which runs with every batch of a busy run)."""
+        if self._colours[0] != window.name():
+            colours = {s: state_text_colour(s, [window]).name() for s in TaskState}
+            self._colours = (window.name(), colours)
+        return self._colours[1]
 
     def update(self, dispatcher_paused: bool) -> None:
         counts = self.bridge.state_counts()
@@ -41,7 +50,7 @@ class StatusPanel:
         busy = self.bridge.scheduler.busy
         busy = running if busy is None else min(busy, running)
         parts = []
-        window = self.counts.palette().color(QPalette.ColorRole.Window)
+        colours = self._state_colours(self.counts.palette().color(QPalette.ColorRole.Window))
         gone = 0
         if not self.bridge.scheduler.owner_alive:  # a watched run, orphaned
             gone = sum(1 for info in self.bridge.tasks.values() if owner_gone(info))
@@ -50,7 +59,7 @@ class StatusPanel:
             if state is TaskState.READY:
                 n -= gone
             if n or (state is TaskState.RUNNING and running):
-                colour = state_text_colour(state, [window]).name()
+                colour = colours[state]
                 parts.append(
                     f'<span style="color:{colour}">{STATE_GLYPHS[state]}</span> '
                     f"{n} {STATE_LABELS[state]}"

@@ -22,7 +22,13 @@ class WindowPastRun(WindowParts):
         if self.history_reader is None:
             return
         title = self.document.workflow.name if self.document.workflow is not None else ""
-        self._past_request = self.history_reader.request_run(run, title or self._title)
+        title = title or self._title
+        # a backfill's run says so: "Run 4 of etl, backfill 2026-11-01 to 2026-11-07"
+        grid = self.runs_view.grid if self.runs_view is not None else None
+        label = grid.labels.get(run) if grid is not None else None
+        if label:
+            title = f"{title}, {label}" if title else label
+        self._past_request = self.history_reader.request_run(run, title)
 
     def _past_run_read(self, rid: int, past) -> None:
         if rid != self._past_request:

@@ -47,6 +47,7 @@ class WindowPastRun(WindowParts):
         self.past_run_bar.show()
         self.pause_bar.setVisible(False)
         self.graph_view.read_only = True
+        self.run_header.refresh()  # "Live run 3 · …": the header is not the run shown
         self._update_actions()
         if self.selected:
             self._on_selection(self.selected)
@@ -99,6 +100,7 @@ class WindowPastRun(WindowParts):
         self.forecast_view.set_hidden(False)
         self.timeline.show_live()
         self.pause_bar.setVisible(self.dispatcher_paused)
+        self.run_header.refresh()
         for action, (enabled, tip, status) in self._past_actions.items():
             action.setEnabled(enabled)
             action.setToolTip(tip)

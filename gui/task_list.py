@@ -9,12 +9,44 @@ error. Selecting a row selects the task in the graph and the other way round.
 
 from __future__ import annotations
 
+from bisect import bisect_left
+from collections.abc import Iterable, Iterator, Mapping
+
 from PySide6.QtCore import QAbstractListModel, QItemSelectionModel, QModelIndex, Qt, Signal
 from PySide6.QtWidgets import QListView, QVBoxLayout, QWidget
 
 from .style import RECURRING_MARK, STATE_GLYPHS, STATE_LABELS
 
 ID_ROLE = Qt.ItemDataRole.UserRole
+# A batch adding or removing more rows than this is shown by a reset (one signal)
+# rather than row by row; fewer are inserted in place (work per row changed).
+RESET_ABOVE = 256
+
+
+class Rows(Mapping):
+    """Task id -> row, read from the sorted ids by bisection: nothing to rebuild
+    when a row goes in or out."""
+
+    def __init__(self, ids: list[str]):
+        self._ids = ids
+
+    def __getitem__(self, tid: str) -> int:
+        row = bisect_left(self._ids, tid)
+        if row < len(self._ids) and self._ids[row] == tid:
+            return row
+        raise KeyError(tid)
+
+    def __contains__(self, tid: object) -> bool:
+        if not isinstance(tid, str):
+            return False
+        row = bisect_left(self._ids, tid)
+        return row < len(self._ids) and self._ids[row] == tid
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._ids)
+
+    def __len__(self) -> int:
+        return len(self._ids)
 
 
 def describe(info) -> str:
@@ -39,13 +71,14 @@ def spoken(info) -> str:
 
 
 class TaskListModel(QAbstractListModel):
-    """One row per task, in the order the graph's layout gives (or first seen)."""
+    """One row per task, sorted by id."""
 
     def __init__(self, parent=None):
         super().__init__(parent)
         self.ids: list[str] = []
         self.infos: dict = {}
-        self.row_of: dict[str, int] = {}
+        self.row_of: Mapping[str, int] = Rows(self.ids)
+        self.resets = 0  # full rebuilds (the tests count them)
 
     def rowCount(self, parent=QModelIndex()) -> int:  # noqa: B008 (Qt's default)
         return 0 if parent.isValid() else len(self.ids)
@@ -69,8 +102,30 @@ class TaskListModel(QAbstractListModel):
         self.beginResetModel()
         self.ids = sorted(tasks)
         self.infos = dict(tasks)
-        self.row_of = {tid: row for row, tid in enumerate(self.ids)}
+        self.row_of = Rows(self.ids)
+        self.resets += 1
         self.endResetModel()
+
+    def apply_change(self, tasks: Mapping, added: Iterable[str], removed: Iterable[str]) -> None:
+        """One batch: rows in and out where they sort, the rest untouched (a reset
+        only when the batch is big). ``tasks`` is every task after the batch."""
+        added = [t for t in added if t in tasks and t not in self.row_of]
+        removed = [t for t in removed if t not in tasks and t in self.row_of]
+        if len(added) + len(removed) > RESET_ABOVE:
+            self.set_tasks(tasks)
+            return
+        for tid in removed:
+            row = self.row_of[tid]
+            self.beginRemoveRows(QModelIndex(), row, row)
+            del self.ids[row]
+            del self.infos[tid]
+            self.endRemoveRows()
+        for tid in added:
+            row = bisect_left(self.ids, tid)
+            self.beginInsertRows(QModelIndex(), row, row)
+            self.ids.insert(row, tid)
+            self.infos[tid] = tasks[tid]
+            self.endInsertRows()
 
     def update_tasks(self, changed: dict) -> None:
         """New states of known tasks: one dataChanged over the rows touched."""
@@ -116,6 +171,17 @@ class TaskList(QWidget):
         self._syncing = True
         try:
             self.model.set_tasks(tasks)
+            if current in self.model.row_of:
+                self._make_current(current)
+        finally:
+            self._syncing = False
+
+    def apply_change(self, tasks: Mapping, added: Iterable[str], removed: Iterable[str]) -> None:
+        """A batch's rows added and removed (``set_tasks`` rebuilds them all)."""
+        current = self.view.currentIndex().data(ID_ROLE)
+        self._syncing = True
+        try:
+            self.model.apply_change(tasks, added, removed)
             if current in self.model.row_of:
                 self._make_current(current)
         finally:

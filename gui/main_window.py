@@ -335,10 +335,10 @@ class MainWindow(
             self.timeline.set_tasks(tasks)
             self.task_list.set_tasks(tasks)
         else:
-            touched = {t: tasks[t] for t in delta.touched() if t in tasks}
-            self.timeline.set_tasks(touched)
+            self.timeline.set_tasks({t: tasks[t] for t in delta.touched() if t in tasks})
             self.task_list.apply_change(tasks, delta.added, delta.removed)
-            self.task_list.update_tasks(touched)
+            # States come with the bridge's batches; definitions edited, from here.
+            self.task_list.update_tasks({t: tasks[t] for t in delta.changed if t in tasks})
         self.selected = [t for t in self.selected if t in tasks]
         if self.past_run is not None:
             self._colour_past_run()

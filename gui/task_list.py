@@ -18,9 +18,10 @@ from PySide6.QtWidgets import QListView, QVBoxLayout, QWidget
 from .style import RECURRING_MARK, STATE_GLYPHS, STATE_LABELS
 
 ID_ROLE = Qt.ItemDataRole.UserRole
-# A batch adding or removing more rows than this is shown by a reset (one signal)
-# rather than row by row; fewer are inserted in place (work per row changed).
-RESET_ABOVE = 256
+# A batch adding or removing more rows than this is shown by a reset (one signal;
+# Qt re-reads the rows in C++) rather than row by row: each Qt call may wait for the
+# GIL from busy workers. Fewer are inserted in place (work per row changed).
+RESET_ABOVE = 32
 
 
 class Rows(Mapping):
@@ -109,11 +110,12 @@ class TaskListModel(QAbstractListModel):
     def apply_change(self, tasks: Mapping, added: Iterable[str], removed: Iterable[str]) -> None:
         """One batch: rows in and out where they sort, the rest untouched (a reset
         only when the batch is big). ``tasks`` is every task after the batch."""
-        added = [t for t in added if t in tasks and t not in self.row_of]
-        removed = [t for t in removed if t not in tasks and t in self.row_of]
+        added, removed = list(added), list(removed)
         if len(added) + len(removed) > RESET_ABOVE:
             self.set_tasks(tasks)
             return
+        added = [t for t in added if t in tasks and t not in self.row_of]
+        removed = [t for t in removed if t not in tasks and t in self.row_of]
         for tid in removed:
             row = self.row_of[tid]
             self.beginRemoveRows(QModelIndex(), row, row)

@@ -33,13 +33,15 @@ class LatestWorker:
             if self._job is not None:
                 self.dropped += 1
             self._job = job
-            start = self._thread is None
-            if start:
-                self._thread = threading.Thread(target=self._run, name=self.name, daemon=True)
+            thread = None
+            if self._thread is None:
+                thread = self._thread = threading.Thread(
+                    target=self._run, name=self.name, daemon=True
+                )
                 self.starts += 1
         self._wake.set()
-        if start:
-            self._thread.start()  # the first job only (and after a long idle)
+        if thread is not None:
+            thread.start()  # the first job only (and after a long idle)
 
     def _run(self) -> None:
         while True:

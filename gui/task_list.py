@@ -111,7 +111,7 @@ class TaskListModel(QIdentityProxyModel):
             return info.id
         return None
 
-    def set_tasks(self, tasks: dict) -> None:
+    def set_tasks(self, tasks: Mapping) -> None:
         self.ids = sorted(tasks)
         self.infos = dict(tasks)
         self.row_of = Rows(self.ids)

@@ -66,6 +66,10 @@ class RunInterface(Protocol):
         """The log file the task's attempt in flight writes, or None."""
         ...
 
+    def adoptions(self) -> dict[str, tuple[int, str]]:
+        """{task: (attempt, what was found)} adopted when this run's owner opened it."""
+        ...
+
     def outputs(self, task_id: str) -> dict[str, Any] | None:
         """What the task's latest success gave its dependents, or None (not told)."""
         ...

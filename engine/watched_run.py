@@ -738,6 +738,10 @@ class WatchedRun:
                 return attempt.log_path
         return None
 
+    def adoptions(self) -> dict[str, tuple[int, str]]:
+        """{}: the owner's feed does not say what it adopted."""
+        return {}
+
     def outputs(self, task_id: str) -> dict[str, Any] | None:
         """None: the owner does not publish what a task's success gave its dependents.
         ``KeyError`` if unknown."""

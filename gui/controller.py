@@ -127,8 +127,47 @@ class Controller(QObject):
         self.message.emit(f"Added {tid}", False)
         return tid
 
-    def remove_tasks(self, ids) -> int:
-        """Remove tasks (one undo step for all); a running task is refused, with the reason."""
+    def bridging_edges(self, ids) -> list[tuple[str, str]]:
+        """(upstream, downstream) pairs that removing ``ids`` would leave unconnected:
+        each task outside ``ids`` that waits on one of them, and each task outside
+        ``ids`` that one of them waits on (through removed tasks), not yet its dep."""
+        gone = set(ids)
+        pairs: list[tuple[str, str]] = []
+        try:
+            for tid in ids:
+                for downstream in self.scheduler.task(tid).dependents:
+                    if downstream in gone:
+                        continue
+                    deps = self.scheduler.task(downstream).deps
+                    for upstream in self._upstream_outside(tid, gone):
+                        pair = (upstream, downstream)
+                        if upstream not in deps and pair not in pairs:
+                            pairs.append(pair)
+        except (KeyError, RuntimeError):
+            return []
+        return pairs
+
+    def _upstream_outside(self, tid: str, gone: set[str]) -> list[str]:
+        """The tasks outside ``gone`` that ``tid`` waits on, through tasks in ``gone``."""
+        found: list[str] = []
+        seen = {tid}
+        todo = [tid]
+        while todo:
+            for dep in self.scheduler.task(todo.pop()).deps:
+                if dep in seen:
+                    continue
+                seen.add(dep)
+                if dep in gone:
+                    todo.append(dep)
+                else:
+                    found.append(dep)
+        return found
+
+    def remove_tasks(self, ids, connect: bool = False) -> int:
+        """Remove tasks (one undo step for all); a running task is refused, with the reason.
+        With ``connect``, each removed task's upstream is connected to its downstream
+        (``bridging_edges``) in the same step, so the downstream still waits."""
+        pairs = self.bridging_edges(ids) if connect else []
         step = AppliedGroup(f"remove {', '.join(ids)}")
         dependents: set[str] = set()
         for tid in ids:
@@ -138,6 +177,20 @@ class Controller(QObject):
                 continue
         holding = self._hold(sorted(dependents - set(ids)))
         removed = sum(self._remove_task(tid, step) for tid in ids)
+        if removed < len(ids):  # one is still there: its edges still hold
+            pairs = []
+        for upstream, downstream in pairs:
+            try:
+                self.scheduler.add_dependency(downstream, upstream)
+            except (CycleError, ValueError, KeyError, RuntimeError) as exc:
+                self.message.emit(
+                    f"Cannot connect {upstream} → {downstream}: {_describe(exc)}", True
+                )
+                continue
+            step.commands.append(AddDependencyCommand(self.scheduler, upstream, downstream))
+        if pairs and step.commands:
+            step.setText(f"{step.text()} and connect {pairs_text(pairs)}")
+            self.message.emit(f"Removed {', '.join(ids)} and connected {pairs_text(pairs)}", False)
         held = self._let_go(holding, step.commands)
         if step.commands:  # only what can be put back is undoable
             self._push(step)
@@ -332,3 +385,9 @@ def _held(held) -> str:
 def _describe(exc: BaseException) -> str:
     text = str(exc.args[0]) if isinstance(exc, KeyError) and exc.args else str(exc)
     return text or type(exc).__name__
+
+
+def pairs_text(pairs) -> str:
+    """ "load → cleanup", up to three pairs, then how many more."""
+    shown = ", ".join(f"{u} → {d}" for u, d in pairs[:3])
+    return shown if len(pairs) <= 3 else f"{shown} and {len(pairs) - 3} more"

@@ -87,6 +87,10 @@ class EventLogModel(QAbstractTableModel):
         # ``edited`` event, then shown as that event's detail (by seq).
         self.edit_notes: dict[str, list[str]] = {}
         self.details: dict[int, str] = {}
+        # What opening the store adopted ({task: (attempt, "adopted: ...")}): its
+        # ``restored`` event is shown as "adopted", with what was found.
+        self.adoptions: dict[str, tuple[int, str]] = {}
+        self.labels: dict[int, str] = {}
         self.clock_to_text = clock_to_text or (lambda at: f"{at:.3f}")
         self.text_colours: dict[TaskState, QBrush] = {}
         self.set_palette(QGuiApplication.palette())
@@ -129,16 +133,16 @@ class EventLogModel(QAbstractTableModel):
             if column == 2:
                 return event.task_id
             if column == 3:
-                return event_label(event)
+                return self.labels.get(event.seq) or event_label(event)
             if column == 4:
                 return event.attempt or ""
             if column == 5:
-                return _detail(event) or self.details.get(event.seq, "")
+                return self.details.get(event.seq) or _detail(event)
         is_state = _is_state(event)
         if role == Qt.ItemDataRole.ForegroundRole and column == 3 and is_state:
             return self.text_colours[event.state]
         if role == Qt.ItemDataRole.ToolTipRole and column == 5:
-            return _detail(event) or self.details.get(event.seq)
+            return self.details.get(event.seq) or _detail(event)
         if role == Qt.ItemDataRole.ToolTipRole and column == 3:
             return kind_label(event.kind)
         if role == Qt.ItemDataRole.ToolTipRole and column == 2:
@@ -158,12 +162,19 @@ class EventLogModel(QAbstractTableModel):
                 notes = self.edit_notes.get(event.task_id) if event.kind == "edited" else None
                 if notes:
                     self.details[event.seq] = notes.pop(0)
+        if self.adoptions:
+            for event in events:
+                adopted = self.adoptions.get(event.task_id) if event.kind == "restored" else None
+                if adopted and adopted[0] == event.attempt:
+                    kind, _, found = adopted[1].partition(": ")
+                    self.labels[event.seq], self.details[event.seq] = f"• {kind}", found
         overflow = len(self.events) + len(events) - self.capacity
         if overflow > 0:
             self.beginRemoveRows(QModelIndex(), 0, overflow - 1)
             if self.details:
                 for event in self.events[:overflow]:
                     self.details.pop(event.seq, None)
+                    self.labels.pop(event.seq, None)
             del self.events[:overflow]
             self.endRemoveRows()
         first = len(self.events)

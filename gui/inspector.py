@@ -305,7 +305,11 @@ class Inspector(QWidget):
         )
         self.fields["next run"].setText(self._next_run_text(info))
         self.fields["priority"].setText(str(info.priority))
-        self.fields["attempts"].setText(attempts_text(info.attempt))
+        adopted = self.bridge.scheduler.adoptions().get(info.id)
+        found = ""
+        if adopted and adopted[0] == info.attempt:  # what was found while it runs on
+            found = f" · {adopted[1] if info.state is TaskState.RUNNING else 'adopted'}"
+        self.fields["attempts"].setText(attempts_text(info.attempt) + found)
         self.trend.final = info.state.settled and not info.recurring
         self._show_definition(info)
         self.fields["recurring"].setText(f"{RECURRING_MARK} yes" if info.recurring else "no")

@@ -21,7 +21,7 @@ from .app_settings import user_settings
 from .bridge import EngineBridge
 from .clear import ClearQuestion, why_not
 from .close_question import CloseQuestion
-from .controller import Controller
+from .controller import Controller, pairs_text
 from .document import WorkflowDocument
 from .event_log import EventLog
 from .forecast_view import ForecastView
@@ -38,6 +38,7 @@ from .past_run import PastRun, PastRunBar
 from .run_history import store_of
 from .start_bar import PauseBar, StartBar
 from .status import StatusPanel
+from .status_message import ElidingStatusBar
 from .structure import StructureDelta
 from .task_list import TaskList
 from .timeline import Timeline, short_duration
@@ -209,6 +210,7 @@ class MainWindow(
         self._structure_timer.timeout.connect(self._on_structure)
         self._make_actions()
         self._make_toolbar_and_menus()
+        self.setStatusBar(ElidingStatusBar())  # a long message stops short of the counts
         self.status_panel = StatusPanel(self.statusBar(), self.bridge)
         self._wire()
         self.forecast_view = ForecastView(self)  # ETA, critical path, ghost bars
@@ -245,6 +247,7 @@ class MainWindow(
 
     def _wire(self) -> None:
         b = self.bridge
+        self.event_log.model.adoptions = b.scheduler.adoptions()
         b.tasksChanged.connect(self._on_tasks_changed)
         b.tasksRemoved.connect(self.timeline.remove_tasks)
         # Structure: bridge -> document -> scene (states still recolour from the bridge).
@@ -288,9 +291,12 @@ class MainWindow(
         # A big graph repaints slowly; recolour it less often so the GUI thread (and
         # the GIL the workers need) stays free. Small graphs recolour every batch.
         self._pending_recolour.update(changed)
-        if not self._recolour_timer.isActive():
-            nodes = len(self.scene.nodes)
-            self._recolour_timer.start(0 if nodes < 500 else min(250, nodes // 20))
+        nodes = len(self.scene.nodes)
+        if nodes < 500:  # in this batch, as the status bar and inspector: a grab right
+            self._recolour_timer.stop()  # after a success showed the card "running"
+            self._apply_recolour()
+        elif not self._recolour_timer.isActive():
+            self._recolour_timer.start(min(250, nodes // 20))
         # The selection's panels are cheap: keep them in step with every batch.
         self.timeline.set_tasks(changed)
         if self.inspector.task_id in changed or self.inspector.task_id is None:
@@ -552,11 +558,14 @@ class MainWindow(
     def remove_tasks(self, ids) -> None:
         """Remove tasks; finished ones (their outcome is shown, and would go from the graph)
         only once the person agrees: a window-modal question, not blocking
-        (``remove_question``). Undo puts them back as they were."""
+        (``remove_question``). A task between others (its downstream would wait for
+        nothing and start first) is asked about too: the default connects its upstream
+        to its downstream, in the same undo step. Undo puts them back as they were."""
         ids = list(ids)
         tasks = self.document.tasks
         finished = [t for t in ids if t in tasks and tasks[t].state.settled]
-        if not finished:
+        pairs = self.controller.bridging_edges(ids)
+        if not finished and not pairs:
             self.controller.remove_tasks(ids)
             return
         box = QMessageBox(self)
@@ -564,19 +573,42 @@ class MainWindow(
         box.setIcon(QMessageBox.Icon.Question)
         box.setWindowTitle("Remove tasks")
         count = len(ids)
-        box.setText(f"Remove {', '.join(ids) if count <= 3 else f'{count} tasks'}?")
-        states = ", ".join(f"{t} ({tasks[t].state.name.lower()})" for t in finished)
-        box.setInformativeText(
-            f"{states} finished in this run: the task and its edges leave the graph (and the "
-            "file at the next Save). Undo (Ctrl+Z) puts them back as they were, nothing runs."
-        )
+        names = ", ".join(ids) if count <= 3 else f"{count} tasks"
+        box.setText(f"Remove {names}?")
+        info = []
+        if finished:
+            states = ", ".join(f"{t} ({tasks[t].state.name.lower()})" for t in finished)
+            info.append(
+                f"{states} finished in this run: the task and its edges leave the graph (and"
+                " the file at the next Save)."
+            )
+        if pairs:
+            waiting = ", ".join(dict.fromkeys(d for _, d in pairs))
+            info.append(
+                f"Without its edges {waiting} would wait for nothing and start first on the"
+                f" next run; connecting keeps the order ({pairs_text(pairs)})."
+            )
+        info.append("Undo (Ctrl+Z) puts everything back as it was, nothing runs.")
+        box.setInformativeText(" ".join(info))
         box.setStandardButtons(QMessageBox.StandardButton.Cancel)
+        connect = None
+        if pairs:
+            connect = box.addButton(
+                f"Remove {names} and connect {pairs_text(pairs)}", QMessageBox.ButtonRole.AcceptRole
+            )
+            connect.setObjectName("removeAndConnect")
         remove = box.addButton("Remove", QMessageBox.ButtonRole.DestructiveRole)
-        box.setDefaultButton(QMessageBox.StandardButton.Cancel)
+        if connect is not None:
+            box.setDefaultButton(connect)
+        else:
+            box.setDefaultButton(QMessageBox.StandardButton.Cancel)
         box.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
 
         def answered(_result=None) -> None:
-            if box.clickedButton() is remove:
+            clicked = box.clickedButton()
+            if clicked is not None and clicked is connect:
+                self.controller.remove_tasks(ids, connect=True)
+            elif clicked is remove:
                 self.controller.remove_tasks(ids)
             self.remove_question = None
 

@@ -125,7 +125,8 @@ class RunHeader(QLabel):
         paused = bool(w.dispatcher_paused)
         eta = w.forecast_view.eta.text() if w.forecast_view.eta.isVisible() else ""
         owner_alive = w.scheduler.owner_alive
-        key = (tuple(counts.values()), len(tasks), started, paused, eta, owner_alive)
+        past = w.past_run is not None  # the graph shows a past run: this line is the live one
+        key = (tuple(counts.values()), len(tasks), started, paused, eta, owner_alive, past)
         if key == self._key:
             return  # nothing the text says has changed
         self._key = key
@@ -147,6 +148,8 @@ class RunHeader(QLabel):
             eta=eta,
             owner_alive=owner_alive,
         )
+        if past and text.startswith("Run "):
+            text = "Live run " + text[len("Run ") :]
         if text != self.full_text:
             self.full_text = text
             self.setToolTip(text)

@@ -46,6 +46,7 @@ class RunsGrid(NamedTuple):
     cells: dict[tuple[str, int], Cell]  # (task, run) -> its last attempt there
     took: dict[int, float]  # run -> first start to last end (seconds)
     failed: dict[int, int]  # run -> tasks whose last attempt failed
+    labels: dict[int, str] = {}  # run -> what it is when not the workflow's own (a backfill)
 
 
 def grid_of(rows: list[dict], runs_shown: int = RUNS_SHOWN) -> RunsGrid:
@@ -77,7 +78,8 @@ def grid_of(rows: list[dict], runs_shown: int = RUNS_SHOWN) -> RunsGrid:
 
 def read_grid(store, runs_shown: int = RUNS_SHOWN) -> RunsGrid:
     """Reads the store: not on the GUI thread."""
-    return grid_of(store.attempts(limit=ROWS_READ), runs_shown)
+    grid = grid_of(store.attempts(limit=ROWS_READ), runs_shown)
+    return grid._replace(labels=store.run_labels())
 
 
 class RunsView(QTableWidget):
@@ -136,9 +138,13 @@ class RunsView(QTableWidget):
         self.setVerticalHeaderLabels(tasks)
         for column, run in enumerate(grid.runs):
             failed = grid.failed.get(run, 0)
-            head = QTableWidgetItem(f"Run {run}" + (f" ✗{failed}" if failed else ""))
+            label = grid.labels.get(run)
+            kind = f" · {label.split(' ', 1)[0]}" if label else ""  # "Run 4 · backfill"
+            head = QTableWidgetItem(f"Run {run}{kind}" + (f" ✗{failed}" if failed else ""))
             head.setToolTip(
-                f"run {run}: {duration_text(grid.took.get(run, 0.0))} from first start to last end"
+                f"run {run}"
+                + (f" ({label})" if label else "")
+                + f": {duration_text(grid.took.get(run, 0.0))} from first start to last end"
                 + (f", {failed} failed" if failed else "")
                 + "\nClick (or Ctrl+Enter on its cells) to open this run in the graph and"
                 " the timeline, read-only"

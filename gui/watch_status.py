@@ -12,7 +12,9 @@ from __future__ import annotations
 import time
 
 from PySide6.QtCore import QTimer, Signal
-from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QWidget
+from PySide6.QtWidgets import QHBoxLayout, QPushButton, QWidget
+
+from .status_message import ElidedLabel
 
 CHECK_MS = 100  # how often the owner's answers are looked at while one is awaited
 IDLE_CHECK_MS = 500  # and its liveness otherwise (an answer shows within this too)
@@ -27,7 +29,7 @@ class WatchStatus(QWidget):
         self.window_ = window
         self.run = run
         self.name = name
-        self.label = QLabel()
+        self.label = ElidedLabel()  # a long owner leaves a small window its size
         self.label.setObjectName("watchOwner")
         self.take_over = QPushButton("Take over")
         self.take_over.setObjectName("takeOver")
@@ -95,7 +97,12 @@ class WatchStatus(QWidget):
         )
         self.take_over.show()
         self.window_.setWindowTitle(f"{self.name} — stopped — Taskloom")
-        self.window_.statusBar().showMessage("Take over to resume the run here", 0)
+        tasks = self.window_.bridge.tasks.values()
+        if tasks and all(info.state.settled and not info.recurring for info in tasks):
+            message = "The run had finished when its owner stopped: Take over to work on it here"
+        else:  # tasks still to run (or a recurring one): nothing starts them until then
+            message = "Take over to resume the run here"
+        self.window_.statusBar().showMessage(message, 0)
         self.window_.refresh_actions()
 
     def close_status(self) -> None:

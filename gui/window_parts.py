@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from .inspector import Inspector
     from .notifications import RunNotices
     from .past_run import PastRun, PastRunBar
+    from .run_header import RunHeader
     from .runs_view import RunsView
     from .start_bar import PauseBar
     from .timeline import Timeline
@@ -61,6 +62,7 @@ class WindowParts(_Base):
         past_run: PastRun | None
         past_run_bar: PastRunBar
         pause_bar: PauseBar
+        run_header: RunHeader
         recent_menu: QMenu
         inspector_dock: QDockWidget
         timeline_dock: QDockWidget

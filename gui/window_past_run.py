@@ -22,7 +22,13 @@ class WindowPastRun(WindowParts):
         if self.history_reader is None:
             return
         title = self.document.workflow.name if self.document.workflow is not None else ""
-        self._past_request = self.history_reader.request_run(run, title or self._title)
+        title = title or self._title
+        # a backfill's run says so: "Run 4 of etl, backfill 2026-11-01 to 2026-11-07"
+        grid = self.runs_view.grid if self.runs_view is not None else None
+        label = grid.labels.get(run) if grid is not None else None
+        if label:
+            title = f"{title}, {label}" if title else label
+        self._past_request = self.history_reader.request_run(run, title)
 
     def _past_run_read(self, rid: int, past) -> None:
         if rid != self._past_request:
@@ -41,6 +47,7 @@ class WindowPastRun(WindowParts):
         self.past_run_bar.show()
         self.pause_bar.setVisible(False)
         self.graph_view.read_only = True
+        self.run_header.refresh()  # "Live run 3 · …": the header is not the run shown
         self._update_actions()
         if self.selected:
             self._on_selection(self.selected)
@@ -93,6 +100,7 @@ class WindowPastRun(WindowParts):
         self.forecast_view.set_hidden(False)
         self.timeline.show_live()
         self.pause_bar.setVisible(self.dispatcher_paused)
+        self.run_header.refresh()
         for action, (enabled, tip, status) in self._past_actions.items():
             action.setEnabled(enabled)
             action.setToolTip(tip)

@@ -58,6 +58,13 @@ def occurrences(task, first: date, last: date) -> list[datetime]:
     return found
 
 
+def label(first: date, last: date, names=()) -> str:
+    """What the backfill's run is called in its store, ``history``, ``status`` and the
+    window: the same command gives the same label, which is what resumes it."""
+    text = f"backfill {first} to {last}"
+    return text + (f" of {', '.join(names)}" if names else "")
+
+
 def backfill_workflow(workflow, first: date, last: date, names=()):
     """A workflow of one one-shot task per occurrence (``NAME@TIME``), earliest first;
     ``BackfillError`` when there is nothing to backfill or too much."""

@@ -671,6 +671,7 @@ def show_history(args) -> int:
         return EXIT_INVALID
     try:
         rows = store.attempts(limit=args.limit)
+        labels = store.run_labels()  # backfills: runs not the workflow's own
     except StoreError as exc:
         print(exc, file=sys.stderr)
         return EXIT_INVALID
@@ -679,7 +680,7 @@ def show_history(args) -> int:
     if args.json:
         from taskloom.listing import history_json
 
-        history_json(workflow, db_path, rows)
+        history_json(workflow, db_path, rows, labels)
         return EXIT_OK
     if not rows:
         if not args.quiet:
@@ -688,6 +689,8 @@ def show_history(args) -> int:
     from taskloom import human
 
     header = f"{'started':19}  {'run':>3}  {'task':<18} {'try':>3}  {'outcome':<9} {'took':>11}"
+    for run in sorted({row["run"] for row in rows} & set(labels)):
+        print(f"run {run}: {labels[run]}")
     print(header + "  detail")
     for row in reversed(rows):
         started = datetime.fromtimestamp(row["started"]).strftime("%Y-%m-%d %H:%M:%S")
@@ -735,7 +738,9 @@ def run_workflow(args) -> int:
 
 def run_backfill(args) -> int:
     """``taskloom backfill``: the occurrences of past days (taskloom/backfill.py) as
-    one run of their own, in ``<store>.backfill.db`` beside the workflow's store."""
+    one run of the workflow's store, labelled "backfill FROM to TO": ``history``,
+    ``status`` and the window show it; ``taskloom run`` never resumes it, the same
+    ``taskloom backfill`` command does (``runs.open_run``'s ``label``)."""
     from taskloom import backfill
 
     try:
@@ -763,8 +768,8 @@ def run_backfill(args) -> int:
     run_args = argparse.Namespace(**vars(args))
     run_args.__dict__.update(
         example=None, until_idle=False, run_for=None, executor=None, log_dir=None,
-        fresh=True, tasks=None, with_upstream=False, params=None, dry_run=False,
-        transform=make,
+        fresh=False, tasks=None, with_upstream=False, params=None, dry_run=False,
+        transform=make, label=backfill.label(first, last, args.names or ()),
     )  # fmt: skip
     return run_workflow(run_args)
 
@@ -797,9 +802,7 @@ def _run_workflow(args, stop_signals: StopSignals) -> int:
     if args.with_upstream and not args.tasks:
         print("taskloom run: --with-upstream needs --task NAME", file=sys.stderr)
         return EXIT_INVALID
-    db_path = args.db or default_db_path(workflow)
-    if transform is not None:  # a store of its own: a backfill never resumes the run
-        db_path = args.db or db_path.with_name(db_path.stem + ".backfill.db")
+    db_path = args.db or default_db_path(workflow)  # a backfill's too: a labelled run
     if args.tasks:
         from taskloom import plan
 
@@ -856,6 +859,7 @@ def _run_workflow(args, stop_signals: StopSignals) -> int:
             fresh=args.fresh or bool(args.tasks),
             params=params,
             lock_kind="tasks" if args.tasks else "workflow",
+            label=getattr(args, "label", None),  # taskloom backfill's run
             workers=workers,
             executor=executor,
         )

@@ -190,8 +190,10 @@ def validate_json(path: Path, imports: bool = True) -> int:
     return EXIT_OK
 
 
-def history_json(workflow, db_path: Path, rows: list[dict]) -> None:
-    """``history --json``: attempts oldest first, times in local ISO 8601."""
+def history_json(workflow, db_path: Path, rows: list[dict], labels=None) -> None:
+    """``history --json``: attempts oldest first, times in local ISO 8601; ``labels``
+    ({run: label}) name the runs that are not the workflow's own (a backfill)."""
+    labels = labels or {}
 
     def when(seconds):
         return None if seconds is None else plan.iso(datetime.fromtimestamp(seconds, UTC))
@@ -203,6 +205,7 @@ def history_json(workflow, db_path: Path, rows: list[dict]) -> None:
             "attempts": [
                 {
                     "run": row["run"],
+                    "run_label": labels.get(row["run"]),
                     "task": row["task_id"],
                     "number": row["number"],
                     "started": when(row["started"]),

@@ -110,6 +110,7 @@ def open_owned_run(
     before_tasks=None,
     params: dict | None = None,
     lock_kind: str = "workflow",
+    label: str | None = None,
     **scheduler_kwargs,
 ) -> OwnedRun:
     """``runs.open_run`` (its errors too) with the owner's additions: the run's id for
@@ -126,6 +127,7 @@ def open_owned_run(
         before_tasks=before_tasks,
         params=params,
         lock_kind=lock_kind,
+        label=label,
         log_dir=str(log_dir),
         **scheduler_kwargs,
     )

@@ -23,6 +23,12 @@ file and runs with it; so is one whose stored definition differs from the file
 (a store somebody edited: what runs is what the file says), with its downstream
 tasks that were skipped because of it. A task whose success is already on disk
 is kept as it is: a resumed run never runs a succeeded task again (start a fresh run for that).
+
+A run that is not the workflow's own (``taskloom backfill``'s, ``label`` "backfill
+2026-11-01 to 2026-11-07") is kept in the same store, labelled (store meta
+``run_labels``): only an open with the same label resumes it, so ``taskloom run``
+and the window start the workflow's own run after an unfinished backfill, and a
+backfill starts its own run after the workflow's.
 """
 
 from __future__ import annotations
@@ -40,6 +46,7 @@ if TYPE_CHECKING:
     from taskloom.engine.store import SQLiteStore
 
 DEFINITIONS_KEY = "definitions"  # store meta: {task id: fingerprint} of the run's file
+RUN_LABELS_KEY = "run_labels"  # store meta: {run: label}, engine/_store/reads.py
 PARAMS_KEY = "params"  # store meta: {KEY: value} given with --param, kept for a resume
 REDEFINED = "lost: its definition changed in the workflow file while it was running"
 
@@ -98,6 +105,7 @@ def open_run(
     retention=None,
     params: dict | None = None,
     lock_kind: str = "workflow",
+    label: str | None = None,
     **scheduler_kwargs,
 ) -> OpenedRun:
     """A scheduler on ``db_path`` with the workflow's tasks, not yet started.
@@ -120,6 +128,10 @@ def open_run(
     ``lock_kind`` names the per-workflow lock taken (``WorkflowLock``): runs of
     selected tasks (``taskloom run --task``) take one of their own.
 
+    ``label`` (None: the workflow's own run) names a run of another kind, e.g.
+    "backfill 2026-11-01 to 2026-11-07": the stored run is resumed only when it has
+    the same label, and a new run is labelled with it (``store.run_labels()``).
+
     Raises ``engine.store.StoreError`` for a store that cannot be used, and
     ``engine.store.StoreBusy`` when another live process owns it or runs the file.
     """
@@ -137,7 +149,9 @@ def open_run(
     if lock is not None:
         store.hold(lock)
     try:
-        opened = _open(workflow, store, fresh, scheduler_kwargs, decide, before_tasks, params)
+        opened = _open(
+            workflow, store, fresh, scheduler_kwargs, decide, before_tasks, params, label
+        )
         if retention is not None:
             prune(store, retention, scheduler_kwargs.get("log_dir"))
         return opened
@@ -149,8 +163,15 @@ def open_run(
 def prune(store, retention, log_dir) -> int:
     """Keep the store's last ``retention.runs`` runs and the task logs of its last
     ``retention.logs``; a log file is deleted only if it lies in ``log_dir``.
-    Returns how many files were deleted."""
-    return delete_logs(store.prune_runs(retention.runs, retention.logs), log_dir)
+    Returns how many files were deleted. The labels of the runs it forgot (a
+    backfill's) go with them."""
+    deleted = delete_logs(store.prune_runs(retention.runs, retention.logs), log_dir)
+    labels = store.run_labels()
+    first = store.run - retention.runs + 1
+    if any(run < first for run in labels):
+        kept = {str(run): label for run, label in labels.items() if run >= first}
+        store.set_meta(RUN_LABELS_KEY, json.dumps(kept))
+    return deleted
 
 
 def delete_logs(paths, log_dir) -> int:
@@ -202,6 +223,7 @@ def _open(
     decide=None,
     before_tasks=None,
     params: dict | None = None,
+    label: str | None = None,
 ) -> OpenedRun:
     from taskloom.engine import Scheduler
 
@@ -212,6 +234,13 @@ def _open(
     missing = set(in_file) - set(records)  # a kill while the run was being set up
     removed = set(records) - set(in_file)  # the file changed since
     finished = not missing and all(_done(rec) for rec in records.values())
+    labels = store.run_labels()
+    other = labels.get(store.run) if records else None  # what the stored run is
+    if records and other != label:  # another kind of run: never resumed as this one
+        left = None if finished else (store.run, other or "the workflow's own run")
+        fresh = True
+    else:
+        left = None
     stored = json.loads(store.meta(DEFINITIONS_KEY) or "{}")
     changed = sorted(tid for tid in records if tid in in_file and stored.get(tid) != in_file[tid])
     # The file is the truth for definitions too: a row that keeps a definition the file
@@ -249,7 +278,9 @@ def _open(
             scheduler.update(tid, workflow.tasks[tid].with_deps(workflow.tasks[tid].deps, tid))
         store.set_meta(DEFINITIONS_KEY, json.dumps(in_file))
         done = sum(1 for tid, rec in records.items() if _done(rec) and tid not in redo)
-        note = f"resuming the unfinished run in {store.path}: {done} of {len(in_file)} tasks done"
+        what = "run" if label is None else label
+        note = f"resuming the unfinished {what} in {store.path}: "
+        note += f"{done} of {len(in_file)} tasks done"
         redefined = [tid for tid in changed if tid not in kept]
         if redefined:
             note += f"; changed in the file, run as it says now: {', '.join(redefined)}"
@@ -263,6 +294,12 @@ def _open(
         return OpenedRun(scheduler, store, True, note, tuple(redefined), kept_params, env)
     if records:
         store.new_run()
+    if label is not None or store.run in labels:
+        if label is None:
+            labels.pop(store.run, None)
+        else:
+            labels[store.run] = label
+        store.set_meta(RUN_LABELS_KEY, json.dumps({str(k): v for k, v in labels.items()}))
     params = dict(params or {})
     store.set_meta(PARAMS_KEY, json.dumps(params))
     env = run_env(store.run, params)
@@ -272,8 +309,12 @@ def _open(
     workflow.schedule_into(scheduler)
     store.set_meta(DEFINITIONS_KEY, json.dumps(in_file))
     note = f"run {store.run} of {workflow.name} in {store.path}"
+    if label is not None:
+        note = f"run {store.run} of {workflow.name}, {label}, in {store.path}"
     if params:
         note += " with " + " ".join(f"{k}={v}" for k, v in params.items())
+    if left is not None:  # e.g. an interrupted backfill: not resumed as the workflow's run
+        note += f"; run {left[0]} ({left[1]}) did not finish and is left as it is"
     return OpenedRun(scheduler, store, False, note, (), params, env)
 
 

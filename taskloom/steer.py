@@ -125,6 +125,7 @@ class RunView:
     left_running: list[dict] = field(default_factory=list)  # task, outcome, started
     # Shared limits that hold ready tasks back: pool, busy, limit, waiting task ids.
     pool_waits: list[dict] = field(default_factory=list)
+    label: str | None = None  # a run not the workflow's own: "backfill 2026-11-01 to ..."
 
     def counts(self) -> dict[str, int]:
         counts: dict[str, int] = {}
@@ -306,12 +307,14 @@ def status(args) -> int:
         finally:
             if watched is not None:
                 watched.close()
+        labels = reader.run_labels()
     except StoreError as exc:
         _fail(f"taskloom status: {exc}")
         return EXIT_INVALID
     finally:
         reader.close()
     view.pool_waits = pool_waits(workflow, {t.id: t.state for t in view.tasks})
+    view.label = labels.get(view.run)
     now = time.time()
     if args.json:
         _dump(_view_json(view, now))
@@ -342,6 +345,7 @@ def _view_json(view: RunView, now: float) -> dict:
         "file": view.file,
         "store": view.store,
         "run": view.run,
+        "run_label": view.label,
         "owner": _owner_json(view.owner),
         "live": view.live,
         "paused": view.paused,
@@ -386,7 +390,8 @@ def _at(entry: dict[str, Any]) -> float:
 
 
 def _view_lines(view: RunView, zones: dict, now: float) -> list[str]:
-    lines = [f"{view.workflow}: run {view.run} in {view.store}"]
+    what = f"run {view.run}" + (f" ({view.label})" if view.label else "")
+    lines = [f"{view.workflow}: {what} in {view.store}"]
     if view.owner is not None:
         owner = view.owner
         since = human.clock_time(owner.since, now=now)
@@ -399,6 +404,9 @@ def _view_lines(view: RunView, zones: dict, now: float) -> list[str]:
         lines.append(
             "owner: none (no process runs it now; the next 'taskloom run' resumes it"
             " unless it has finished)"
+            if view.label is None
+            else "owner: none (no process runs it now; the same 'taskloom backfill' resumes it"
+            " unless it has finished; 'taskloom run' starts the workflow's own run)"
         )
     counts = view.counts()
     lines.append("tasks: " + (", ".join(f"{n} {s}" for s, n in sorted(counts.items())) or "none"))

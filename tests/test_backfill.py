@@ -158,8 +158,11 @@ def test_a_real_backfill_tells_each_command_its_time_and_is_one_run(tmp_path):
         "2026-10-25T02:30:00+02:00",
         "2026-10-26T02:30:00+01:00",
     ]
-    store = next((tmp_path / "data" / "taskloom" / "runs").glob("*.backfill.db"))
-    history = taskloom("history", path, "--db", store, "--json", XDG_DATA_HOME=data)
+    # one run of the workflow's own store, labelled: `history FILE` shows it
+    assert [p.name for p in (tmp_path / "data" / "taskloom" / "runs").glob("*.db")] == [
+        p.name for p in (tmp_path / "data" / "taskloom" / "runs").glob("nightly-*.db")
+    ]
+    history = taskloom("history", path, "--json", XDG_DATA_HOME=data)
     assert history.returncode == 0, history.stderr
     import json
 
@@ -169,7 +172,14 @@ def test_a_real_backfill_tells_each_command_its_time_and_is_one_run(tmp_path):
         "nightly@2026-10-25T02:30:00+02:00",
         "nightly@2026-10-26T02:30:00+01:00",
     ]
-    assert {a["run"] for a in attempts} == {1}  # one run
+    assert {(a["run"], a["run_label"]) for a in attempts} == {
+        (1, "backfill 2026-10-24 to 2026-10-26")
+    }  # one run, named as a backfill with its range
+    text = taskloom("history", path, XDG_DATA_HOME=data)
+    assert text.stdout.splitlines()[0] == "run 1: backfill 2026-10-24 to 2026-10-26"
+    status = taskloom("status", path, XDG_DATA_HOME=data)
+    assert status.returncode == 0, status.stderr
+    assert status.stdout.startswith("nightly: run 1 (backfill 2026-10-24 to 2026-10-26) in ")
     bad = taskloom("backfill", path, "--from", "2026-10-32", "--to", "2026-11-01",
                    XDG_DATA_HOME=data)  # fmt: skip
     assert bad.returncode == 2
@@ -195,3 +205,143 @@ def test_the_occurrences_keep_their_pool_and_leave_their_jitter(tmp_path):
     made = backfill_workflow(workflow, date(2026, 11, 1), date(2026, 11, 3))
     assert made.pools == {"db": 1}
     assert [(t.pool, t.jitter) for t in made.tasks.values()] == [("db", None)] * 3
+
+
+@pytest.mark.slow
+def test_an_interrupted_backfill_is_resumed_by_its_own_command_not_by_run(tmp_path):
+    import json
+    import subprocess
+    import sys
+
+    from tests._processes import wait_for
+    from tests.test_cli import ENV, ROOT
+
+    told, go, block = tmp_path / "told.txt", tmp_path / "go", tmp_path / "block"
+    block.touch()
+    second = "2026-10-25T02:30:00+02:00"
+    path = write(
+        tmp_path,
+        f"""
+        [workflow]
+        name = "nightly"
+        workers = 1
+
+        [tasks.nightly]
+        command = '''echo "$TASKLOOM_SCHEDULED_AT" >> {told}
+        if [ "$TASKLOOM_SCHEDULED_AT" = {second} ] && [ -e {block} ]; then
+          rm {block}; sleep 60 & touch {go}; wait
+        fi'''
+        shell = true
+        cron = "30 2 * * *"
+        timezone = "Europe/Berlin"
+
+        [tasks.report]
+        command = "echo report >> {told}"
+        shell = true
+        """,
+    )
+    data = str(tmp_path / "data")
+    days = ("--from", "2026-10-24", "--to", "2026-10-26")
+    process = subprocess.Popen(
+        [sys.executable, "-m", "taskloom", "backfill", str(path), *days],
+        cwd=ROOT,
+        env={**ENV, "XDG_DATA_HOME": data, "TZ": "Europe/Berlin"},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    # a real process: polled, with a deadline, until the second occurrence runs
+    wait_for(lambda: go.exists() or process.poll() is not None, 60, "the second occurrence")
+    assert go.exists(), process.communicate()
+    # one owner at a time: the workflow's run is refused while the backfill owns the store
+    busy = taskloom("run", path, "--until-idle", XDG_DATA_HOME=data, TZ="Europe/Berlin")
+    assert busy.returncode == 75, busy.stdout + busy.stderr
+    assert f"in use by taskloom backfill (pid {process.pid} " in busy.stderr, busy.stderr
+    process.terminate()
+    out, err = process.communicate(timeout=60)
+    assert process.returncode == 143, out + err
+    assert told.read_text().split() == ["2026-10-24T02:30:00+02:00", second]
+
+    again = taskloom("backfill", path, *days, XDG_DATA_HOME=data, TZ="Europe/Berlin")
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert (
+        "resuming the unfinished backfill 2026-10-24 to 2026-10-26" in again.stdout + again.stderr
+    )
+    # the first occurrence had succeeded: only the interrupted one and the last run now
+    assert told.read_text().split() == [
+        "2026-10-24T02:30:00+02:00",
+        second,
+        second,
+        "2026-10-26T02:30:00+01:00",
+    ]
+
+    # interrupt a second backfill at once, then `taskloom run`: the workflow's own run
+    block.touch()
+    go.unlink()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "taskloom", "backfill", str(path), *days],
+        cwd=ROOT,
+        env={**ENV, "XDG_DATA_HOME": data, "TZ": "Europe/Berlin"},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    wait_for(lambda: go.exists() or process.poll() is not None, 60, "the second occurrence")
+    assert go.exists(), process.communicate()
+    process.terminate()
+    out, err = process.communicate(timeout=60)
+    assert process.returncode == 143, out + err
+    told.write_text("")
+    run = taskloom("run", path, "--until-idle", XDG_DATA_HOME=data, TZ="Europe/Berlin")
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "run 3 of nightly" in run.stdout + run.stderr
+    assert "run 2 (backfill 2026-10-24 to 2026-10-26) did not finish" in run.stdout + run.stderr
+    assert told.read_text().split() == ["report"]  # no backfill occurrence ran
+    history = json.loads(
+        taskloom("history", path, "--json", XDG_DATA_HOME=data, TZ="Europe/Berlin").stdout
+    )
+    by_run: dict[int, set[str]] = {}
+    for attempt in history["attempts"]:
+        by_run.setdefault(attempt["run"], set()).add(attempt["task"].partition("@")[0])
+        label = attempt["run_label"]
+        assert label == (None if attempt["run"] == 3 else "backfill 2026-10-24 to 2026-10-26")
+    assert by_run == {1: {"nightly"}, 2: {"nightly"}, 3: {"report"}}
+
+
+def test_a_labelled_run_is_resumed_only_by_its_label_and_forgotten_with_its_run(tmp_path):
+    """runs.open_run on a real store: the backfill's label keeps `taskloom run` (no
+    label) from resuming it, and pruning the run drops its label."""
+    from taskloom.places import Retention
+    from taskloom.runs import open_run, prune
+
+    source = write(tmp_path, FLOW)
+    made = backfill_workflow(loads(source.read_text(), source), date(2026, 11, 1),
+                             date(2026, 11, 1), ["nightly"])  # fmt: skip
+    label, db = "backfill 2026-11-01 to 2026-11-01 of nightly", tmp_path / "run.db"
+
+    def opened(workflow, label=None):
+        run = open_run(workflow, db, label=label)
+        run.store.close()
+        return run
+
+    first = opened(made, label)  # nothing ran: unfinished
+    assert (first.resumed, first.store.run) == (False, 1)
+    again = opened(made, label)
+    assert again.resumed and again.note.startswith(f"resuming the unfinished {label} in ")
+    own = opened(loads(source.read_text(), source))
+    assert (own.resumed, own.store.run) == (False, 2)
+    assert own.note.endswith(f"; run 1 ({label}) did not finish and is left as it is")
+    other = opened(made, label)  # after the workflow's run: a backfill run of its own
+    assert (other.resumed, other.store.run) == (False, 3)
+    assert other.note.endswith(
+        "; run 2 (the workflow's own run) did not finish and is left as it is"
+    )
+    from taskloom.engine.store import SQLiteStore
+
+    store = SQLiteStore(db)
+    try:
+        assert store.run_labels() == {1: label, 3: label}
+        prune(store, Retention(runs=1, logs=1), None)
+        assert store.run_labels() == {3: label}
+    finally:
+        store.close()

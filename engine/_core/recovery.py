@@ -49,6 +49,8 @@ S = TaskState
 LOST = "lost: Taskloom stopped while this attempt was running"
 NOT_STARTED = "interrupted: its owner stopped before the command started"
 LOST_LIMIT = 3
+STILL_RUNNING = "adopted: still running under its supervisor"
+ENDED_UNOWNED = "adopted: ended while no owner ran"
 
 
 def lost_too_often(count: int) -> str:
@@ -77,6 +79,8 @@ class Recovery:
         self.events = events
         self.lifecycle = lifecycle
         self.clock = timers.clock
+        # What recovery adopted: {task: (attempt number, what it found)}.
+        self.adopted: dict[str, tuple[int, str]] = {}
 
     def run(self) -> None:
         store, graph = self.store, self.graph
@@ -229,6 +233,7 @@ class Recovery:
             self._resume_cadence(task)
         name = task.fn.__name__ if isinstance(task.fn, Command) else task.id
         self.dispatcher.adopt(task, record, adopted_command(attempt, name), attempt.log_path)
+        self.adopted[task.id] = (number, STILL_RUNNING if end is None else ENDED_UNOWNED)
         task.error = None
         self._set(task, S.RUNNING)
         return True

@@ -174,6 +174,7 @@ class Scheduler:
         self._removed: dict[str, tuple[TaskDefinition, Task, tuple[str, ...]]] = {}
         # The parts; each is guarded by the core lock (see core.py).
         core = self._core = Core()
+        self._adoptions: dict[str, tuple[int, str]] = {}  # set by _restore
         self._delivery = EventDelivery(threaded=not isinstance(executor, SyncExecutor))
         self._journal = None if store is None else Journal(store, self._clock)
         self._graph = TaskGraph(core)
@@ -219,7 +220,7 @@ class Scheduler:
         assert self._journal is not None
         with self._core.lock:
             try:
-                Recovery(
+                recovery = Recovery(
                     self._journal,
                     self._core,
                     self._graph,
@@ -227,7 +228,9 @@ class Scheduler:
                     self._dispatcher,
                     self._events,
                     self._lifecycle,
-                ).run()
+                )
+                recovery.run()
+                self._adoptions = recovery.adopted
             except (KeyError, ValueError, TypeError) as exc:  # a row we cannot read
                 from ..store import damaged
 
@@ -942,6 +945,12 @@ class Scheduler:
                 task.id for task in self._graph.tasks.values()
                 if any(run.adopted is not None for run in task.runs)
             ]  # fmt: skip
+
+    def adoptions(self) -> dict[str, tuple[int, str]]:
+        """What opening the store adopted, kept for the scheduler's life: {task: (the
+        attempt's number, "adopted: still running under its supervisor" or "adopted:
+        ended while no owner ran")} (the supervisor had recorded its end)."""
+        return dict(self._adoptions)
 
     def live_log(self, task_id: str) -> str | None:
         """The log file the task's newest attempt in flight is writing (a command

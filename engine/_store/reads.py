@@ -18,6 +18,8 @@ from .opening import damaged, store_error
 from .records import ATTEMPT_COLUMNS, TASK_COLUMNS
 from .schema import check_existing, stored_run
 
+RUN_LABELS_KEY = "run_labels"  # store meta: {run: label} of the runs not the workflow's own
+
 
 class StoreReads:
     """The queries, over ``_conn`` (shared with the owner's writer, under
@@ -168,6 +170,16 @@ class StoreReads:
     def meta(self, key: str) -> str | None:
         rows = self._query("SELECT value FROM meta WHERE key = ?", (key,))
         return rows[0][0] if rows else None
+
+    def run_labels(self) -> dict[int, str]:
+        """The runs that are not the workflow's own (a backfill), by number, with what
+        they are ("backfill 2026-11-01 to 2026-11-07"); store meta ``run_labels``, so
+        a store without it (an older one) has none and every run is the workflow's."""
+        try:
+            stored = json.loads(self.meta(RUN_LABELS_KEY) or "{}")
+            return {int(run): str(label) for run, label in stored.items()}
+        except (TypeError, ValueError, AttributeError):
+            return {}  # a damaged entry labels nothing: the runs read as the workflow's
 
     def running_processes(self) -> list[tuple]:
         """(pid, pgid, proc_started) of every attempt still marked running."""

@@ -360,6 +360,12 @@ class TimelineCanvas(QWidget):
                 continue
             rect = self._bar_rect(start, end, top, now, right).adjusted(0, 1, 0, -1)
             colour = QColor(CRITICAL_COLOUR if critical else GHOST_COLOUR)
+            jitter = self.model.jitter.get(tid)
+            if jitter:  # it may start up to ``jitter`` later: the window, faint, under the bar
+                span = QColor(colour)
+                span.setAlpha(30)
+                window_rect = self._bar_rect(start, start + jitter, top, now, right)
+                painter.fillRect(window_rect.adjusted(0, 4, 0, -4), span)
             fill = QColor(colour)
             fill.setAlpha(45)
             painter.setPen(QPen(colour, 1.5, Qt.PenStyle.DashLine))
@@ -371,6 +377,8 @@ class TimelineCanvas(QWidget):
             took = end - start
             took_text = _short(took) if took >= 60 else f"{took:.1f} s"
             tip = f"{tid} forecast: starts ~{when}, takes ~{took_text}{path}"
+            if jitter:
+                tip += f"; may start up to {_short(jitter)} later (jitter)"
             self._hits.append((rect.adjusted(-2, -4, 2, 4), tid, tip))
         for at, kind, detail in self.model.collisions.get(tid, ()):
             if not left <= at <= right_t or at < now:

@@ -206,9 +206,13 @@ def test_code_that_brings_the_process_down_at_once_is_lost_three_times_then_fail
     # in-flight slot (engine/_store/inflight.py) tells the next owner it was running.
     script = (
         "from taskloom.engine import *; from taskloom.engine.store import SQLiteStore\n"
-        f"s = Scheduler(store=SQLiteStore({str(db)!r}))\n"
+        f"st = SQLiteStore({str(db)!r}); s = Scheduler(store=st)\n"
         "if 'down' not in {t.id for t in s.tasks()}:\n"
         f"    s.add(Call('{JOBS}:bring_the_process_down'), name='down')\n"
+        # The task's row on disk first (a workflow file adds it again anyway): without
+        # it a loaded machine killed the first process before the row was committed,
+        # and the next one added the task afresh (lost twice, not three times).
+        "    st.flush()\n"
         "s.start(); s.wait()\n"
     )
     for _ in range(3):

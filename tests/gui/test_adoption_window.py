@@ -126,7 +126,69 @@ def test_kill_9_of_a_window_leaves_its_command_running_for_the_next_window(
         session = sessions.current
         assert isinstance(session, WorkflowSession)
         assert session.started, "adopted commands run: the run goes on without Start"
+        assert_logged_as_adopted(qtbot, session, "still running under its supervisor")
         assert_adopted_then_succeeds_once(qtbot, session, ledger, gate, pid)
+    finally:
+        sessions.close()
+
+
+def assert_logged_as_adopted(qtbot, session, found: str) -> None:
+    """The event log says ``long`` was adopted and what was found, not "restored"; the
+    inspector says it beside the attempts while the adopted attempt runs."""
+    window = session.window
+    model = window.event_log.model
+
+    def row():
+        for r, event in enumerate(model.events):
+            if event.task_id == "long" and event.kind == "restored":
+                return r
+        return None
+
+    qtbot.waitUntil(lambda: row() is not None, timeout=10000)
+    r = row()
+    assert model.data(model.index(r, 3)) == "• adopted"
+    assert model.data(model.index(r, 5)) == found
+    window.select_tasks(["long"])
+    window.inspector.show_task("long")
+    text = window.inspector.fields["attempts"].text()
+    if window.bridge.tasks["long"].state is S.RUNNING:
+        assert text == f"1 attempt · adopted: {found}"
+    else:
+        assert text == "1 attempt · adopted"
+
+
+@pytest.mark.timeout(90)
+def test_a_command_that_ended_while_no_owner_ran_is_logged_so(qtbot, tmp_path, settings):
+    path, ledger, gate = gated_workflow(tmp_path)
+    db = tmp_path / "run.db"
+    window = subprocess.Popen(
+        [sys.executable, "-m", "taskloom", str(path), "--db", str(db), "--start"],
+        cwd=ROOT,
+        env=env(tmp_path),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        qtbot.waitUntil(lambda: started_pid(ledger) is not None, timeout=30000)
+    finally:
+        window.send_signal(signal.SIGKILL)
+        window.wait(10)
+    gate.touch()
+    qtbot.waitUntil(lambda: ledger.read_text().splitlines()[-1:] == ["end"], timeout=20000)
+    pid = started_pid(ledger)
+    assert pid is not None
+    qtbot.waitUntil(lambda: not alive(pid), timeout=10000)
+    sessions = Sessions(settings, db=db, data_dir=tmp_path / "data", start=False)
+    try:
+        assert sessions.open(path)
+        session = sessions.current
+        assert isinstance(session, WorkflowSession)
+        assert session.scheduler.adoptions() == {"long": (1, "adopted: ended while no owner ran")}
+        assert_logged_as_adopted(qtbot, session, "ended while no owner ran")
+        qtbot.waitUntil(
+            lambda: session.window.bridge.tasks["after"].state is S.SUCCEEDED, timeout=20000
+        )
+        assert stored_outcomes(db, "long") == [(1, "succeeded")]
     finally:
         sessions.close()
 

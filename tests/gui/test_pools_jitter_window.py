@@ -66,3 +66,30 @@ def test_the_inspector_shows_an_attempts_jitter_delay_and_its_outputs(
     qtbot.waitUntil(lambda: "outputs: rows=17" in window.inspector.output.toPlainText())
     text = window.inspector.output.toPlainText()
     assert f"jitter: started {format_duration(round(delay, 3))} after its time" in text
+
+
+def test_a_jittered_tasks_forecast_ghost_is_drawn_as_its_window(qtbot, make_window):
+    # The forecast's ghost of a one-shot task with jitter starts at its earliest time;
+    # the timeline draws the window it may start in, and says so.
+    scheduler = Scheduler(workers=2)
+    gate = threading.Event()
+    try:
+        scheduler.add(lambda: gate.wait(10), name="hold")
+        scheduler.add(noop, name="after", deps=["hold"], jitter=120.0)
+        scheduler.add(noop, name="plain", deps=["hold"])
+        scheduler.start()
+        window = make_window(scheduler)
+        timeline = window.timeline
+        qtbot.waitUntil(lambda: {"after", "plain"} <= set(timeline.model.lanes), timeout=10000)
+        now = scheduler.clock.now()
+        timeline.set_ghosts(
+            {"after": [(now + 5, now + 8, False)], "plain": [(now + 5, now + 8, False)]}
+        )
+        assert timeline.model.jitter["after"] == 120.0 and not timeline.model.jitter["plain"]
+        timeline.canvas.grab()
+        tips = {tid: tip for _, tid, tip in timeline.canvas._hits if "forecast" in tip}
+        assert "may start up to 2 min later (jitter)" in tips["after"], tips
+        assert "jitter" not in tips["plain"]
+    finally:
+        gate.set()
+        scheduler.shutdown(wait=True)

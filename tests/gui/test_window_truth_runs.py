@@ -136,6 +136,8 @@ def _check_past_run(qtbot, window) -> None:
     qtbot.waitUntil(bar.isVisible, timeout=10_000)
     assert bar.text.startswith(f"Run {first} of etl (finished ")
     assert bar.text.endswith(", 1 failed) — read-only")
+    # The run header above the graph stays the live run's, and says so.
+    assert window.run_header.full_text.startswith(f"Live run {_live} · ")
     # The graph is that run's: report failed, cleanup skipped, load succeeded.
     assert scene.tasks["report"].state is S.FAILED
     assert scene.tasks["cleanup"].state is S.SKIPPED
@@ -174,6 +176,7 @@ def _check_past_run(qtbot, window) -> None:
     button = bar.button
     qtbot.mouseClick(button, Qt.MouseButton.LeftButton)
     assert not bar.isVisible()
+    assert window.run_header.full_text.startswith(f"Run {_live} · ")
     assert scene.tasks["report"].state is S.SUCCEEDED
     assert scene.tasks["cleanup"].state is S.SUCCEEDED
     assert canvas.model is timeline.model

@@ -81,9 +81,12 @@ def test_a_jittered_tasks_forecast_ghost_is_drawn_as_its_window(qtbot, make_wind
         window = make_window(scheduler)
         timeline = window.timeline
         qtbot.waitUntil(lambda: {"after", "plain"} <= set(timeline.model.lanes), timeout=10000)
+        # The live forecast's own ghosts first (else they may land during the grab below).
+        qtbot.waitUntil(lambda: window.forecast_view.live is not None, timeout=20000)
         now = scheduler.clock.now()
         timeline.set_ghosts(
-            {"after": [(now + 5, now + 8, False)], "plain": [(now + 5, now + 8, False)]}
+            # just after now: inside whatever span the timeline shows
+            {"after": [(now + 0.2, now + 1, False)], "plain": [(now + 0.2, now + 1, False)]}
         )
         assert timeline.model.jitter["after"] == 120.0 and not timeline.model.jitter["plain"]
         timeline.canvas.grab()

@@ -180,6 +180,8 @@ class GraphScene(GroupedScene, QGraphicsScene):
         What to draw (tasks, and one node per collapsed group: groups.py) is worked
         out on a worker thread for big graphs, and shown when ready (``_show_view``).
         """
+        if not self._same_tasks:  # new tasks (a regroup keeps them)
+            self.tasks_version += 1
         self.tasks = dict(tasks)
         self._running = {tid for tid, info in self.tasks.items() if info.state is TaskState.RUNNING}
         self._pace_elapsed()
@@ -539,6 +541,9 @@ class GraphScene(GroupedScene, QGraphicsScene):
             old = self.tasks.get(tid)
             if old is None or old.deps != info.deps:
                 structural = True  # (a known task with no node yet is still being built)
+                self.tasks_version += 1  # groups, edges and Find's index are out of date
+            elif old.name != info.name:
+                self.tasks_version += 1
             elif by_state and old.state is not info.state:
                 structural = True  # it may enter or leave the state filter
             if old is not None:

@@ -3,6 +3,7 @@ scan every task (real engine, real window offscreen)."""
 
 from __future__ import annotations
 
+from taskloom.engine import TaskInfo
 from taskloom.engine import TaskState as S
 
 
@@ -62,3 +63,87 @@ def test_run_again_and_retry_failed_follow_the_counts(qtbot, make_window, manual
     window.select_tasks(["later"])
     window._update_actions()
     assert window.act_clear_all.isEnabled() and window.act_retry_failed.isEnabled()
+
+
+def test_the_search_index_answers_as_the_walk_did():
+    from taskloom.gui.graph.grouped_scene import SearchIndex
+
+    def info(tid, name=None):
+        return TaskInfo(tid, name or tid, S.PENDING, (), (), 0, 0, None, False, False, None)
+
+    tasks = {
+        "b2": info("b2", "Load"),
+        "a10": info("a10", "extract.orders"),
+        "a9": info("a9", "extract"),
+        "LOAD": info("LOAD"),
+    }
+    index = SearchIndex(tasks)
+    assert index.find("load") == "b2"  # its name, exactly: the first in the table
+    assert index.find("a9") == "a9"
+    assert index.find("extract") == "a9"  # a9's name is "extract"
+    assert index.find("orders") == "a10"
+    assert index.find("a") == "LOAD"  # contained: the first id in sorted order
+    assert index.find("0") == "a10"
+    assert index.find("zz") is None
+
+
+def big_window(qtbot, tmp_path, settings, n: int):
+    from benchmarks.big_workflows import write_dag
+    from taskloom.engine import Scheduler
+    from taskloom.engine.workflow import load
+    from taskloom.gui.main_window import MainWindow
+
+    workflow = load(write_dag(n, tmp_path))
+    scheduler = Scheduler(workers=1)
+    workflow.schedule_into(scheduler)
+    window = MainWindow(scheduler, settings=settings, workflow=workflow, started=False)
+    qtbot.addWidget(window)
+    window.show()
+    qtbot.waitUntil(window.scene.is_drawn, timeout=30000)
+    return window, scheduler
+
+
+def test_find_in_a_big_graph_answers_from_the_index_made_off_the_gui_thread(
+    qtbot, monkeypatch, tmp_path, settings
+):
+    from taskloom.gui.graph import grouped_scene
+
+    window, scheduler = big_window(qtbot, tmp_path, settings, 3000)
+    try:
+        scene = window.scene
+        worked: list[str] = []
+        assign_groups, index = grouped_scene.assign_groups, grouped_scene.SearchIndex
+
+        def counting_assign(*args):
+            worked.append("groups")
+            return assign_groups(*args)
+
+        def counting_index(*args):
+            worked.append("index")
+            return index(*args)
+
+        monkeypatch.setattr(grouped_scene, "assign_groups", counting_assign)
+        monkeypatch.setattr(grouped_scene, "SearchIndex", counting_index)
+        scene.tasks = CountingTasks(scene.tasks)
+        CountingTasks.walks = 0
+        assert scene.find_task("t1507") == (True, "t1507")
+        assert scene.find_task("t150") == (True, "t150")
+        assert CountingTasks.walks == 0  # no walk of the 3,000 tasks on the GUI thread
+        target = "t1507"
+        assert scene.group_of(target) in scene.collapsed
+        window.search.setText("T1507")
+        window._find()
+        qtbot.waitUntil(lambda: window.selected == [target], timeout=30000)
+        assert target in scene.nodes and scene.nodes[target].isVisible()
+        # opening the group worked out only the view: the groups, the edge graph and
+        # Find's index of these same tasks were kept
+        assert worked == []
+
+        # a new task: the index is not of these tasks any more; Find walks them
+        extra = scheduler.add(noop, name="extra.one", deps=["t3"])
+        qtbot.waitUntil(lambda: extra in scene.tasks, timeout=30000)
+        assert scene.find_task("extra.one") == (False, None)
+        assert window.graph_view.find("EXTRA.ONE") == extra
+    finally:
+        window.close()
+        scheduler.shutdown(wait=True)

@@ -147,3 +147,31 @@ def test_find_in_a_big_graph_answers_from_the_index_made_off_the_gui_thread(
     finally:
         window.close()
         scheduler.shutdown(wait=True)
+
+
+def test_the_last_moves_and_showing_every_item_take_slices_of_their_own(
+    qtbot, monkeypatch, tmp_path, settings
+):
+    from taskloom.gui.graph import scene as scene_module
+
+    slices: list[tuple[int, bool]] = []  # (items placed, layout finished) per slice
+    move_slice = scene_module.GraphScene._move_slice
+
+    def recorded(self, *args, **kw):
+        before = len(self._move_job or ())
+        move_slice(self, *args, **kw)
+        slices.append((before - len(self._move_job or ()), self._move_job is None))
+
+    monkeypatch.setattr(scene_module.GraphScene, "_move_slice", recorded)
+    window, scheduler = big_window(qtbot, tmp_path, settings, 3000)
+    try:
+        slices.clear()
+        window.search.setText("t1507")
+        window._find()
+        qtbot.waitUntil(lambda: window.selected == ["t1507"], timeout=30000)
+        assert slices and slices[-1][1]  # the layout was applied in slices, and finished
+        # no slice placed items and also showed, indexed and announced them all
+        assert not [s for s in slices if s[0] > 0 and s[1]]
+    finally:
+        window.close()
+        scheduler.shutdown(wait=True)

@@ -175,3 +175,26 @@ def test_the_last_moves_and_showing_every_item_take_slices_of_their_own(
     finally:
         window.close()
         scheduler.shutdown(wait=True)
+
+
+def test_the_runs_grid_is_not_made_afresh_when_its_read_brings_nothing_new(
+    qtbot, make_window, manual_scheduler
+):
+    from taskloom.gui.runs_view import Cell, RunsGrid, RunsView
+
+    for i in range(50):
+        manual_scheduler.schedule(noop, 3600.0, name=f"t{i}")
+    manual_scheduler.start()
+    window = make_window(manual_scheduler)
+    qtbot.waitUntil(lambda: len(window.document.tasks) == 50)
+    view = RunsView(window, None)
+    qtbot.addWidget(view)
+    grid = RunsGrid([1], {("t3", 1): Cell("succeeded", 1.5, 1, 1, None)}, {1: 1.5}, {1: 0})
+    view.show_grid(grid)
+    first, label = view.item(3, 0), view.verticalHeaderItem(3)
+    assert first.text().startswith("✓") and label.text() == "t3"
+    view.show_grid(RunsGrid([1], dict(grid.cells), {1: 1.5}, {1: 0}))  # read again, the same
+    assert view.item(3, 0) is first and view.verticalHeaderItem(3) is label
+    view.show_grid(grid._replace(cells={("t3", 1): Cell("failed", 2.0, 1, 1, "boom")}))
+    assert view.item(3, 0).text().startswith("✗")  # a new answer: the cells again
+    assert view.verticalHeaderItem(3) is label  # the same tasks: the same row labels

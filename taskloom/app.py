@@ -27,6 +27,7 @@ from .sessions import (
     resume_without_asking,
     store_paths,
 )
+from .watching import OpenAbandoned
 
 # The sessions and the close question live in sessions.py and closing.py; their names
 # are kept here, where callers have imported them from.
@@ -300,6 +301,8 @@ def _open_and_run(
         if sessions.current is None or screenshot:
             launcher.close()
             return 2
+    except OpenAbandoned:  # the person closed the loading window: nothing to say
+        return 0
     except StoreBusy as exc:
         print(f"taskloom: {exc}; not opening a second run of it", file=sys.stderr)
         if not screenshot and app.platformName() != "offscreen":

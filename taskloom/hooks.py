@@ -304,29 +304,39 @@ class HookRunner:
         env = {**os.environ, **self.env, **hook_env(payload)}
         data = (json.dumps(payload) + "\n").encode()
         out = self._output()
+        from taskloom.engine import secret_env
+
+        # With secrets (secret_env) to mask, the hook's output passes through us and is
+        # written masked once it ends (bounded by hook_timeout); else straight to the log.
+        capture = bool(secret_env.masked()) and out is not subprocess.DEVNULL
         try:
             process = subprocess.Popen(
                 argv,
                 cwd=str(self.workflow.base_dir),
                 env=env,
                 stdin=subprocess.PIPE,
-                stdout=out,
+                stdout=subprocess.PIPE if capture else out,
                 stderr=subprocess.STDOUT if out is not subprocess.DEVNULL else out,
                 start_new_session=True,  # its own group: a timeout ends all of it
             )
         except OSError as exc:
             log.warning("hook %s could not start: %s", name, exc.strerror or exc)
             self.ran.append((name, task or "", None))
+            if capture:
+                out.close()
             return None
         finally:
-            if out is not subprocess.DEVNULL:
+            if out is not subprocess.DEVNULL and not capture:
                 out.close()
         code: int | None
+        captured = b""
         try:
-            process.communicate(data, timeout=self.settings.timeout)
+            captured = process.communicate(data, timeout=self.settings.timeout)[0] or b""
             code = process.returncode
         except subprocess.TimeoutExpired:
             _end_group(process)
+            if capture:
+                captured = process.communicate()[0] or b""
             log.warning(
                 "hook %s ran past its %gs timeout (hook_timeout): ended",
                 name,
@@ -336,10 +346,18 @@ class HookRunner:
         except OSError as exc:  # it closed its stdin early: still wait for it, bounded
             log.debug("hook %s: %s", name, exc)
             try:
-                code = process.wait(self.settings.timeout)
+                if capture:
+                    captured = process.communicate(timeout=self.settings.timeout)[0] or b""
+                    code = process.returncode
+                else:
+                    code = process.wait(self.settings.timeout)
             except subprocess.TimeoutExpired:
                 _end_group(process)
                 code = None
+        if capture:
+            with out:
+                text = captured.decode("utf-8", "replace")
+                out.write(secret_env.redact(text).encode())
         if code not in (0, None):
             log.warning("hook %s failed: exit code %d", name, code)
         self.ran.append((name, task or "", code))

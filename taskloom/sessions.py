@@ -405,6 +405,9 @@ class Sessions:
         self.background_open_bytes = BACKGROUND_OPEN_BYTES
         self.loading: _BackgroundOpen | None = None  # the window shown while a big file opens
         self.when_shown: list = []  # called once with the next session shown (then cleared)
+        # A watched run being attached (watching.attach_off_gui_thread turns a nested
+        # event loop meanwhile): another open waits until it is over.
+        self.attaching = False
 
     def open(self, path) -> bool:
         """Open the workflow file at ``path`` in a new window (the old one closes). A big
@@ -413,6 +416,8 @@ class Sessions:
         with the session once its window shows."""
         from taskloom.engine.workflow import WorkflowError, load
 
+        if self.attaching:
+            return False  # one file at a time
         if self._is_big(path):
             return self._open_in_background(path)
         try:
@@ -474,19 +479,82 @@ class Sessions:
     def take_over(self) -> bool:
         """The watched run's owner stopped: resume the run here, as its owner."""
         current = self.current
-        if current is None or not current.watching:
+        if current is None or not current.watching or self.attaching:
             return False
-        path = current.workflow.path
-        _, log_dir = store_paths(current.workflow, current.db_path)
-        # The person asked to take the run over: it goes on at once.
-        return self._open(current.workflow, path, current.db_path, log_dir, False, start=True)
+        workflow, db_path = current.workflow, current.db_path
+        path = workflow.path
+        _, log_dir = store_paths(workflow, db_path)
+        self._free_store(db_path)
+        from .watching import OpenAbandoned
+
+        try:
+            session = self._own_off_gui_thread(workflow, db_path, log_dir, current.window)
+        except OpenAbandoned:
+            return False
+        except StoreBusy:  # another process took it first: watch that one
+            # The person asked to take the run over: it goes on at once.
+            return self._open(workflow, path, db_path, log_dir, False, start=True)
+        except OPEN_ERRORS as exc:
+            current.window.statusBar().showMessage(f"⚠ Cannot open {path}: {exc}", 10000)
+            return False
+        self._show(session, current)
+        for listener in self.opened:
+            listener(path)
+        return True
+
+    def _own_off_gui_thread(self, workflow, db_path, log_dir, parent) -> WorkflowSession:
+        """The run on ``db_path`` opened as its owner off the GUI thread (its store and
+        feed are opened there; the resume question is asked here), then its window
+        made here; the run goes on at once. ``StoreBusy``: another process owns it."""
+        from .watching import GuiThread, off_gui_thread
+
+        def own(gui: GuiThread) -> WorkflowSession:
+            def decide(differences) -> bool:  # asked on the GUI thread; the worker waits
+                answer: dict = {}
+                done = threading.Event()
+
+                def ask() -> None:
+                    try:
+                        answer["resume"] = self.choose_run(parent, workflow.name, differences)
+                    finally:
+                        done.set()
+
+                gui.post(ask)
+                while not done.wait(0.2):
+                    if gui.abandoned():
+                        return True  # nobody to ask: the run is closed again (undo)
+                return answer.get("resume", True)
+
+            return WorkflowSession.without_window(
+                workflow, db_path=db_path, log_dir=log_dir, decide=decide
+            )
+
+        self.attaching = True  # another open waits (a nested event loop turns meanwhile)
+        try:
+            session = off_gui_thread(
+                own,
+                workflow.name,
+                self.settings,
+                "Taking the run over: opening its store…",
+                undo=lambda session: session._shut_down(),
+            )
+        finally:
+            self.attaching = False
+        session.make_window(self.settings, True)  # an error: it shut the run down
+        return session
 
     def _open(self, workflow, path, db_path, log_dir, fresh: bool, start=None) -> bool:
         old = self.current
         self._free_store(db_path)
         start = self.start if start is None else start
+        from .watching import OpenAbandoned
+
         try:
             session = self._session(workflow, db_path, log_dir, fresh, start)
+        except OpenAbandoned:
+            if old is None:
+                raise  # no window left: the caller ends (taskloom FILE says so, exit 2)
+            return False  # closed by the person (or closing all): nothing to say
         except OPEN_ERRORS as exc:
             if old is None:
                 raise
@@ -522,7 +590,7 @@ class Sessions:
         from taskloom.engine.workflow import Workflow
 
         old = self.current
-        if old is not None and not old.window.close_question.may_close():
+        if self.attaching or (old is not None and not old.window.close_question.may_close()):
             return False
         self._show(WorkflowSession(Workflow(name="untitled"), self.settings, start=self.start), old)
         return True
@@ -589,10 +657,13 @@ class Sessions:
                 # The workflow's owner may run it on another store (another --db, a
                 # cron job's data folder): its lock says which; watch that one.
                 store = getattr(busy.owner, "store", "") or db_path
+                self.attaching = True  # attached off the GUI thread, behind a nested loop
                 try:
                     return WatchSession(workflow, self.settings, db_path=Path(store))
                 except OwnerGone:
                     continue
+                finally:
+                    self.attaching = False
         return WorkflowSession(
             workflow,
             self.settings,
@@ -616,6 +687,9 @@ class Sessions:
 
     def close(self) -> None:
         """Close the open workflow and wait until every engine has stopped."""
+        from .watching import abandon_opening
+
+        abandon_opening()  # a watched run being attached, a run being taken over
         if self.loading is not None:  # a big file still opening: its run is closed
             self.loading.abandon()
         if self.current is not None:

@@ -9,11 +9,128 @@ store's control channel, and offers to take the run over once the owner stops.
 from __future__ import annotations
 
 import logging
+import threading
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING, TypeVar
+
+if TYPE_CHECKING:
+    from taskloom.engine.watched_run import WatchedRun
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 READER_JOIN_TIMEOUT = 10.0
+SHOW_AFTER_MS = 300  # work off the GUI thread still going this long shows a window
+
+
+class OpenAbandoned(RuntimeError):
+    """The window of a run being opened was closed (or the app quit): nothing opens."""
+
+
+_abandon: list[Callable[[], None]] = []  # the open under way (GUI thread): abandons it
+
+
+def abandon_opening() -> None:
+    """Abandon an ``off_gui_thread`` open under way, if any (closing all, quitting)."""
+    for abandon in list(_abandon):
+        abandon()
+
+
+class GuiThread:
+    """What a worker of ``off_gui_thread`` has of the GUI thread."""
+
+    def __init__(self, post: Callable[..., None], abandoned: Callable[[], bool]) -> None:
+        self.post = post  # post(function, *args): function(*args) on the GUI thread
+        self.abandoned = abandoned  # whether the open was abandoned (nobody will answer)
+
+
+def off_gui_thread(work: Callable[[GuiThread], T], name: str, settings, stage: str, undo=None) -> T:
+    """``work(gui)`` on a worker thread (``taskloom-attach``) while the GUI thread turns a
+    nested event loop, so that the store work of opening a run never blocks it; its
+    result, or its error raised again here. After ``SHOW_AFTER_MS`` a window named
+    ``name`` says ``stage``; closing it (or quitting) abandons the open: this raises
+    ``OpenAbandoned``, and ``undo(result)`` is called on a result that comes later.
+    ``gui.post(function, *args)``, from the worker, calls ``function(*args)`` on the GUI
+    thread (a question to ask there), unless ``gui.abandoned()``."""
+    from PySide6.QtCore import QEventLoop, QTimer
+
+    from taskloom.gui import relay
+    from taskloom.gui.loading import LoadingWindow
+
+    outcome: dict = {}
+    lock = threading.Lock()
+    loop = QEventLoop()
+    window = LoadingWindow(name, settings)
+    window.set_stage(stage)
+
+    def post(function, *args) -> None:
+        relay.post(window, "call", function, args)
+
+    def abandoned() -> bool:
+        with lock:
+            return "abandoned" in outcome
+
+    gui = GuiThread(post, abandoned)
+
+    def run() -> None:
+        try:
+            result = work(gui)
+        except BaseException as exc:  # raised again on the GUI thread
+            with lock:
+                if "abandoned" not in outcome:
+                    outcome["error"] = exc
+        else:
+            with lock:
+                kept = "abandoned" not in outcome
+                if kept:
+                    outcome["result"] = result
+            if not kept and undo is not None:
+                undo(result)
+        relay.post(window, "call", loop.quit)
+
+    def closed() -> None:
+        with lock:
+            outcome.setdefault("abandoned", True)
+        loop.quit()
+
+    window.closed.connect(closed)
+    shower = QTimer(window)
+    shower.setSingleShot(True)
+    shower.timeout.connect(window.show)
+    shower.start(SHOW_AFTER_MS)
+    threading.Thread(target=run, name="taskloom-attach", daemon=True).start()
+    _abandon.append(closed)
+    try:
+        loop.exec()  # until done, failed, or abandoned (app.quit ends nested loops too)
+    finally:
+        _abandon.remove(closed)
+    with lock:
+        outcome.setdefault("abandoned", True)  # a result from now on is undone
+    shower.stop()
+    window.closed.disconnect(closed)
+    window.close()
+    window.deleteLater()
+    if "result" in outcome:
+        return outcome["result"]
+    if "error" in outcome:
+        raise outcome["error"]
+    raise OpenAbandoned(f"{name}: closed before its run was open")
+
+
+def attach_off_gui_thread(db_path: Path, name: str, settings=None) -> WatchedRun:
+    """A window's ``WatchedRun`` of the store at ``db_path``, attached off the GUI
+    thread (``off_gui_thread``): its first reads of the feed (up to ``ATTACH_TIMEOUT``
+    while the owner cannot write it, e.g. another connection holds the store's write
+    lock) never block the window. Its errors (``OwnerGone``, ``StoreBusy``) are raised
+    here."""
+    from taskloom.engine.watched_run import WatchedRun
+
+    def attach(gui: GuiThread) -> WatchedRun:
+        return WatchedRun(db_path, name=name, answer_from_memory=True)
+
+    stage = "Another process runs it: waiting for its run to be published…"
+    return off_gui_thread(attach, name, settings, stage, undo=lambda run: run.close())
 
 
 class WatchSession:
@@ -22,7 +139,6 @@ class WatchSession:
     watching = True
 
     def __init__(self, workflow, settings=None, *, db_path):
-        from taskloom.engine.watched_run import WatchedRun
         from taskloom.gui.main_window import MainWindow
         from taskloom.gui.watch_status import WatchStatus
 
@@ -31,8 +147,9 @@ class WatchSession:
         self.workflow = workflow
         self.db_path = Path(db_path)
         self.store = None
-        # The window never waits for the store: attempts come from the watcher's thread.
-        self.scheduler = WatchedRun(self.db_path, name=workflow.name, answer_from_memory=True)
+        # The window never waits for the store: attached on a worker, then attempts come
+        # from the watcher's thread.
+        self.scheduler = attach_off_gui_thread(self.db_path, workflow.name, settings)
         self.scheduler.definitions = dict(workflow.tasks)  # Save writes the file's tasks back
         self._stopped = False
         try:

@@ -171,3 +171,30 @@ def test_an_env_file_reaches_a_real_command_and_validate_names_a_bad_line(tmp_pa
     checked = taskloom("validate", path)
     assert checked.returncode == 2
     assert f"{tmp_path / '.env'}:2:5: env file: expected '=' after WHO" in checked.stdout
+
+
+def test_a_hook_that_echoes_a_secret_writes_it_masked_to_hooks_log(tmp_path):
+    # Hooks inherit Taskloom's environment, where the secret's value is: what they
+    # print reaches hooks.log, which must not hold the value either.
+    path = write(
+        tmp_path,
+        """
+        [workflow]
+        secret_env = ["API_TOKEN"]
+        on_finish = "echo finish saw $API_TOKEN"
+
+        [tasks.a]
+        command = "echo a saw $API_TOKEN"
+        shell = true
+        """,
+    )
+    logs = tmp_path / "logs"
+    result = taskloom(
+        "run", path, "--db", tmp_path / "s.db", "--log-dir", logs, API_TOKEN="s3cr3t-value"
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    hooks_log = (logs / "hooks.log").read_text()
+    assert "finish saw ***" in hooks_log
+    for file in tmp_path.rglob("*"):
+        if file.is_file():
+            assert b"s3cr3t-value" not in file.read_bytes(), file

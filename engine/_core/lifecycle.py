@@ -757,7 +757,7 @@ class Lifecycle:
         if runs == 0:
             if fixed_delay:
                 assert isinstance(recurrence, IntervalRecurrence)
-                timers.set_timer(task, now + recurrence.interval)
+                timers.set_timer(task, recurrence.kept(now + recurrence.interval, self._clock))
             if task.state is SCHEDULED:
                 self._events.emit(task, "scheduled")  # same state, a new next run time
             return
@@ -900,7 +900,10 @@ class Lifecycle:
             and recurrence.mode == Mode.FIXED_DELAY
             and task.timer is None
         ):
-            self._timers.set_timer(task, self._clock.now() + recurrence.interval)
+            # counted from the run's end, past any skipped days (calendars)
+            self._timers.set_timer(
+                task, recurrence.kept(self._clock.now() + recurrence.interval, self._clock)
+            )
         if task.successes and task.dependents:
             self.evaluate_many(task.dependents)
         if task.runs:

@@ -33,7 +33,7 @@ class IntervalRecurrence:
         self.skip = skip or None
 
     def first_due(self, clock: Clock) -> float:
-        return self._kept(clock.now() + self.interval, clock)
+        return self.kept(clock.now() + self.interval, clock)
 
     def due_until(self, due: float, now: float, clock: Clock) -> tuple[list[float], float]:
         """Occurrences from ``due`` up to ``now`` (capped), and the first one after ``now``."""
@@ -43,10 +43,10 @@ class IntervalRecurrence:
         following = due + missed * self.interval
         if self.skip is not None:
             dues = [d for d in dues if not self.skip.skips(_wall_at(d, clock))]
-            following = self._kept(following, clock)
+            following = self.kept(following, clock)
         return dues, following
 
-    def _kept(self, due: float, clock: Clock) -> float:
+    def kept(self, due: float, clock: Clock) -> float:
         """``due``, or the first occurrence of the cadence after the skipped days it is on."""
         if self.skip is None:
             return due

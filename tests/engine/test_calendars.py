@@ -83,6 +83,21 @@ def test_an_interval_task_skips_the_days_and_keeps_its_cadence():
     assert hours == [(23, 6), (23, 12), (23, 18), (25, 0), (25, 6), (25, 12), (25, 18), (26, 0)]
 
 
+def test_a_fixed_delay_interval_task_skips_the_days_too():
+    every = TaskDefinition(
+        "six",
+        print,
+        every=6 * 3600.0,
+        mode="fixed_delay",
+        skip=parse_days(["2026-12-24"]),
+        timezone="Europe/Berlin",
+    )
+    told = run_days([every], datetime(2026, 12, 23, 0, tzinfo=UTC), hours=3 * 24)
+    berlin = [m.astimezone(ZoneInfo("Europe/Berlin")) for m in told["six"]]
+    assert berlin and all(m.date() != date(2026, 12, 24) for m in berlin), berlin
+    assert any(m.date() == date(2026, 12, 25) for m in berlin)  # it goes on after
+
+
 def test_skip_days_are_merged_and_read_in_a_zone():
     assert parse_days(["2026-12-25..2026-12-26", "2026-12-24", "2026-12-31"]) == (
         (date(2026, 12, 24), date(2026, 12, 26)),

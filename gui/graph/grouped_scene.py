@@ -132,6 +132,7 @@ class GroupedScene(_SceneBase):
         _layout_waiting: Layout | None
         _place_timer: QTimer
         _edges_timer: QTimer
+        _announce_timer: QTimer
         _move_job: list[str] | None
 
         def set_tasks(self, tasks: dict[str, TaskInfo]) -> None: ...
@@ -283,6 +284,7 @@ class GroupedScene(_SceneBase):
             and not self._edges_timer.isActive()
             and not self._place_timer.isActive()
             and self._move_job is None
+            and not self._announce_timer.isActive()
             and all(rep in self.layout.positions for rep in view.members)
             and all(self.item_of(rep) is not None for rep in view.members)
         )

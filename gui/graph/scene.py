@@ -99,6 +99,11 @@ class GraphScene(GroupedScene, QGraphicsScene):
         self._move_timer = QTimer(self)
         self._move_timer.setSingleShot(True)
         self._move_timer.timeout.connect(self._move_slice)
+        # A big layout's listeners (a found task selected and centred, the timeline's
+        # lanes) run in a slice of their own after the items are shown.
+        self._announce_timer = QTimer(self)
+        self._announce_timer.setSingleShot(True)
+        self._announce_timer.timeout.connect(self.layoutApplied.emit)
         self._move_job: list | None = None  # representatives still to be placed
         self._move_finishing = False  # all placed: shown and indexed in the next slice
         relay.install()  # layouts and views worked out on threads come back through it
@@ -348,7 +353,10 @@ class GraphScene(GroupedScene, QGraphicsScene):
         else:
             self._rebuild_edges()
         self._update_halo()
-        self.layoutApplied.emit()
+        if budget_ms is None:
+            self.layoutApplied.emit()
+        else:
+            self._announce_timer.start(0)
 
     # -- positions a person chose ---------------------------------------------------
     def position_of(self, tid: str) -> tuple[float, float]:

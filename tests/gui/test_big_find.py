@@ -156,6 +156,7 @@ def test_the_last_moves_and_showing_every_item_take_slices_of_their_own(
 
     slices: list[tuple[int, bool]] = []  # (items placed, layout finished) per slice
     move_slice = scene_module.GraphScene._move_slice
+    announced: list[int] = []  # slices the layout's listeners ran in
 
     def recorded(self, *args, **kw):
         before = len(self._move_job or ())
@@ -166,12 +167,16 @@ def test_the_last_moves_and_showing_every_item_take_slices_of_their_own(
     window, scheduler = big_window(qtbot, tmp_path, settings, 3000)
     try:
         slices.clear()
+        window.scene.layoutApplied.connect(lambda: announced.append(len(slices)))
         window.search.setText("t1507")
         window._find()
         qtbot.waitUntil(lambda: window.selected == ["t1507"], timeout=30000)
         assert slices and slices[-1][1]  # the layout was applied in slices, and finished
         # no slice placed items and also showed, indexed and announced them all
         assert not [s for s in slices if s[0] > 0 and s[1]]
+        # and the layout's listeners (the found task selected, centred) ran after the
+        # slice that showed every item had returned, not inside it
+        assert announced and announced[-1] == len(slices) and window.selected == ["t1507"]
     finally:
         window.close()
         scheduler.shutdown(wait=True)

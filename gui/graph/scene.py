@@ -556,11 +556,10 @@ class GraphScene(GroupedScene, QGraphicsScene):
             old = self.tasks.get(tid)
             if old is None or old.deps != info.deps:
                 structural = True  # (a known task with no node yet is still being built)
-                self.tasks_version += 1  # groups, edges and Find's index are out of date
-            elif old.name != info.name:
-                self.tasks_version += 1
             elif by_state and old.state is not info.state:
                 structural = True  # it may enter or leave the state filter
+            if old is None or old.deps != info.deps or old.name != info.name:
+                self.tasks_version += 1  # groups, edges and Find's index are out of date
             if old is not None:
                 old_states[tid] = old.state
             self.tasks[tid] = info

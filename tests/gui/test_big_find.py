@@ -203,3 +203,24 @@ def test_the_runs_grid_is_not_made_afresh_when_its_read_brings_nothing_new(
     view.show_grid(grid._replace(cells={("t3", 1): Cell("failed", 2.0, 1, 1, "boom")}))
     assert view.item(3, 0).text().startswith("✗")  # a new answer: the cells again
     assert view.verticalHeaderItem(3) is label  # the same tasks: the same row labels
+
+
+def test_a_renamed_task_is_found_by_its_new_name_before_the_index_is_made_again(qtbot):
+    from taskloom.gui.graph.scene import GraphScene
+    from taskloom.gui.graph.view import GraphView
+
+    def info(tid, name, deps=()):
+        return TaskInfo(tid, name, S.PENDING, deps, (), 0, 0, None, False, False, None)
+
+    scene = GraphScene()
+    view = GraphView(scene)
+    qtbot.addWidget(view)
+    scene.set_tasks({"a": info("a", "fetch"), "b": info("b", "parse", ("a",))})
+    qtbot.waitUntil(scene.is_drawn)
+    assert scene.find_task("parse") == (True, "b")
+    assert not scene.update_tasks({"b": info("b", "tidy", ("a",))})  # not a relayout
+    assert scene.find_task("tidy") == (False, None)  # the index is of the old names
+    assert view.find("TIDY") == "b" and view.find("parse") is None
+    scene.collapse_all()  # a regroup: the renamed tasks' index is made again, not kept
+    qtbot.waitUntil(scene.is_drawn)
+    assert scene.find_task("tidy") == (True, "b")

@@ -39,6 +39,7 @@ from .run_history import store_of
 from .start_bar import PauseBar, StartBar
 from .status import StatusPanel
 from .status_message import ElidingStatusBar
+from .structure import StructureDelta
 from .task_list import TaskList
 from .timeline import Timeline, short_duration
 from .window_actions import WindowActions
@@ -203,6 +204,7 @@ class MainWindow(
         self._recolour_timer = QTimer(self)
         self._recolour_timer.setSingleShot(True)
         self._recolour_timer.timeout.connect(self._apply_recolour)
+        self._structure_delta: StructureDelta | None = None  # None: rebuild all
         self._structure_timer = QTimer(self)
         self._structure_timer.setSingleShot(True)
         self._structure_timer.timeout.connect(self._on_structure)
@@ -317,18 +319,32 @@ class MainWindow(
         if self.scene.update_tasks(changed):  # new tasks and edges come from the document
             self.scene.refilter()  # but a state filter's view follows the states
 
-    def _schedule_structure(self, _change=None) -> None:
+    def _schedule_structure(self, change=None) -> None:
         # Tasks added one by one to a big graph would re-lay it out every batch;
         # gather them for a moment instead. Small graphs update at once.
+        if change is None:
+            self._structure_delta = None  # no delta known: rebuild everything
+        elif self._structure_delta is not None:
+            self._structure_delta.take(change)
         if not self._structure_timer.isActive():
             self._structure_timer.start(0 if len(self.scene.nodes) < 500 else 300)
 
     def _on_structure(self) -> None:
+        """The batches gathered since the last call: each view applies the tasks
+        added, removed and redefined (work per task changed); a full rebuild only
+        when no delta is known (the first picture, a reset)."""
         tasks = self.document.tasks
+        delta, self._structure_delta = self._structure_delta, StructureDelta()
         self.search_names.setStringList(sorted(tasks))
         self.scene.set_tasks(tasks)
-        self.timeline.set_tasks(tasks)
-        self.task_list.set_tasks(tasks)
+        if delta is None:
+            self.timeline.set_tasks(tasks)
+            self.task_list.set_tasks(tasks)
+        else:
+            self.timeline.set_tasks({t: tasks[t] for t in delta.touched() if t in tasks})
+            self.task_list.apply_change(tasks, delta.added, delta.removed)
+            # States come with the bridge's batches; definitions edited, from here.
+            self.task_list.update_tasks({t: tasks[t] for t in delta.changed if t in tasks})
         self.selected = [t for t in self.selected if t in tasks]
         if self.past_run is not None:
             self._colour_past_run()

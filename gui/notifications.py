@@ -109,11 +109,15 @@ class RunNotices(QObject):
         # Kept up to date per batch, so a big graph costs per change, not per task.
         self._counted: set[str] = set()
         self._unsettled: set[str] = set()
+        self._repeating: set[str] = set()
         self._recurring = False
+        self.rebuilds = 0  # full passes over every task (the tests count them)
         self._on_structure()
         self._finished = self._run_finished()
+        # The document's batches say which tasks came (the window's edits among them):
+        # those are counted, not every task again.
+        window.document.structureChanged.connect(self._on_structure_change)
         window.bridge.tasksChanged.connect(self._on_tasks_changed)
-        window.bridge.structureChanged.connect(self._on_structure)
 
     # -- what happened ----------------------------------------------------------------
     def _on_tasks_changed(self, changed: dict) -> None:
@@ -140,10 +144,46 @@ class RunNotices(QObject):
                 self._notify(f"{more} more tasks failed", self._name(), None, True)
         self._finished = finished
 
+    def _on_structure_change(self, change) -> None:
+        """One batch: new tasks that depend on no task already known are counted
+        alone (work per task added); anything else is worked out again."""
+        added = set(change.added)
+        if (
+            change.removed
+            or change.edges_removed
+            or change.changed
+            or any(down not in added for _up, down in change.edges_added)
+        ):
+            self._on_structure()
+            return
+        tasks = self.window.document.tasks
+        new = [tid for tid in change.added if tid in tasks]
+        repeating = self._repeating
+        grew = True
+        while grew:  # the new tasks may depend on each other, in any order
+            grew = False
+            for tid in new:
+                info = tasks[tid]
+                if tid not in repeating and (
+                    info.recurring or any(dep in repeating for dep in info.deps)
+                ):
+                    repeating.add(tid)
+                    grew = True
+        for tid in new:
+            if tid not in repeating:
+                self._counted.add(tid)
+                if not tasks[tid].state.settled:
+                    self._unsettled.add(tid)
+        if repeating and not self._recurring:
+            self._recurring = True
+        self._finished = self._run_finished()
+        self.update_tray()
+
     def _on_structure(self) -> None:
         """Which tasks count for "the run finished": the one-shot tasks, not recurring
         nor downstream of a recurring one (as ``taskloom run``'s exit code)."""
-        tasks = self.window.bridge.tasks
+        self.rebuilds += 1
+        tasks = self.window.document.tasks
         repeating: set[str] = set()
         changed = True
         while changed:  # downstream of a recurring task, as far as it goes
@@ -154,6 +194,7 @@ class RunNotices(QObject):
                 ):
                     repeating.add(info.id)
                     changed = True
+        self._repeating = repeating
         self._counted = set(tasks) - repeating
         self._unsettled = {t for t in self._counted if not tasks[t].state.settled}
         self._recurring = bool(repeating)

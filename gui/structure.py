@@ -62,3 +62,38 @@ class Structure:
         return StructureChange(
             tuple(added), tuple(gone), tuple(edges_added), tuple(edges_removed), changed
         )
+
+
+class StructureDelta:
+    """Changes gathered over several batches until the views take them: a task added
+    then removed before they look is neither."""
+
+    def __init__(self) -> None:
+        self.added: dict[str, None] = {}  # ordered sets
+        self.removed: dict[str, None] = {}
+        self.changed: dict[str, None] = {}  # redefined, or their dependencies changed
+
+    def take(self, change: StructureChange) -> None:
+        for tid in change.added:
+            if tid in self.removed:
+                del self.removed[tid]
+                self.changed[tid] = None  # removed and back: read afresh
+            else:
+                self.added[tid] = None
+        for tid in change.removed:
+            if tid in self.added:
+                del self.added[tid]
+            else:
+                self.removed[tid] = None
+            self.changed.pop(tid, None)
+        for _up, down in change.edges_added + change.edges_removed:
+            self.changed[down] = None
+        for tid in change.changed:
+            self.changed[tid] = None
+
+    def touched(self) -> list[str]:
+        """Tasks whose definition a view must read again: added or changed."""
+        return list({**self.added, **self.changed})
+
+    def __bool__(self) -> bool:
+        return bool(self.added or self.removed or self.changed)

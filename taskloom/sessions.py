@@ -642,7 +642,11 @@ class Sessions:
         def decide(differences) -> bool:
             return self.choose_run(parent, workflow.name, differences)
 
-        for _ in range(3):  # an owner may stop (or start) between the two tries
+        for attempt in range(5):  # an owner may stop (or start) between the two tries
+            if attempt:
+                # A starting owner takes its lock a moment before it writes who it is
+                # (OwnerGone from the watcher in between): wait a little, events served.
+                _wait_serving_events(0.05 * 2**attempt)
             try:
                 return WorkflowSession(
                     workflow,
@@ -932,3 +936,12 @@ def resume_without_asking(parent, name: str, differences) -> bool:
     """The choice ``taskloom run`` makes: resume the stored run (see runs.open_run)."""
     log.info("%s: the file differs from its unfinished run; resuming it", name)
     return True
+
+
+def _wait_serving_events(seconds: float) -> None:
+    """``seconds`` pass while the GUI thread goes on serving its events."""
+    from PySide6.QtCore import QEventLoop, QTimer
+
+    loop = QEventLoop()
+    QTimer.singleShot(int(seconds * 1000), loop.quit)
+    loop.exec()

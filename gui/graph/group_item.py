@@ -59,6 +59,7 @@ class GroupItem(QGraphicsPathItem):
         self.setData(ROLE_GROUP, self.group_name)
         self.setZValue(1)
         self.counts: dict[TaskState, int] = {}
+        self.members: list[str] | None = None  # the shown tasks last counted
         self.shadow = QGraphicsPathItem(_group_path(), self)  # the stack's second card
         self.shadow.setPos(4, 4)
         self.shadow.setFlag(QGraphicsPathItem.GraphicsItemFlag.ItemStacksBehindParent)

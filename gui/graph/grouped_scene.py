@@ -8,7 +8,6 @@ the view and lay it out again (a full relayout: the structure changed a lot).
 
 from __future__ import annotations
 
-import threading
 from bisect import bisect_right
 from collections.abc import Callable
 from itertools import accumulate
@@ -21,6 +20,7 @@ from PySide6.QtGui import QColor, QFont, QPainterPath, QPalette
 from taskloom.engine import TaskInfo
 
 from .. import relay
+from ..background import LatestWorker
 from .filters import GraphFilter
 from .group_item import GroupItem
 from .groups import (
@@ -95,7 +95,7 @@ class ViewWork:
     def run(self) -> None:
         tasks = self.tasks
         if self.known is not None:
-            self.groups, self.graph, self.search = self.known
+            self.groups, self.graph, self.search, self.edge_count = self.known
         else:
             self.groups = assign_groups(tasks, self.group_source)
         fresh = set(self.groups.values()) - self.seen
@@ -111,6 +111,7 @@ class ViewWork:
         graph.add_edges_from((dep, t.id) for t in tasks.values() for dep in t.deps if dep in tasks)
         self.graph = graph
         self.search = SearchIndex(tasks)
+        self.edge_count = graph.number_of_edges()  # a sum over every node: here, off the GUI
 
 
 class GroupedScene(_SceneBase):
@@ -155,6 +156,9 @@ class GroupedScene(_SceneBase):
         self._view_waiting = False  # a worker is working out what to draw
         self.group_zoom = 1.0  # the view's zoom: group labels keep their size below 0.75
         self.regrouped = False  # the next view is laid out afresh (nothing kept in place)
+        self._view_worker = LatestWorker("taskloom-graph-view")
+        self.group_recounts = 0  # groups counted over all their members (tests count them)
+        self.edge_count = 0  # the graph's edges (counted on the view's worker)
         # Bumped when the tasks' ids, names or edges change: groups, the edge graph and
         # Find's index of the view taken last stay good while it is the same.
         self.tasks_version = 0
@@ -177,7 +181,7 @@ class GroupedScene(_SceneBase):
             and self._view_group_source is self.group_source
             and self.search is not None
         ):
-            known = (self.groups, self.graph, self.search)
+            known = (self.groups, self.graph, self.search, self.edge_count)
         work = ViewWork(
             dict(self.tasks),
             self.group_source,
@@ -198,7 +202,7 @@ class GroupedScene(_SceneBase):
             work.run()
             relay.post(self, "_on_view_ready", generation, work)  # if the scene still is
 
-        threading.Thread(target=run, name="taskloom-graph-view", daemon=True).start()
+        self._view_worker.submit(run)  # no wait for a thread to start (the GIL)
         return False
 
     def _on_view_ready(self, generation: int, work: ViewWork) -> None:
@@ -213,6 +217,7 @@ class GroupedScene(_SceneBase):
         self.graph, self.view_model = work.graph, work.view
         self.search, self._view_version = work.search, work.version
         self._view_group_source = work.group_source
+        self.edge_count = work.edge_count
 
     def _sync_group_items(self, view: GroupView) -> None:
         for rep in [r for r in self.group_items if r not in view.members]:
@@ -229,7 +234,20 @@ class GroupedScene(_SceneBase):
                 item.set_zoom(self.group_zoom)
                 item.setVisible(False)  # until the layout places it
                 self.addItem(item)
-            item.set_counts(self._counts(members))
+            # Counted again only where the members changed: a batch that adds tasks
+            # counts the new ones (a group's members come in the tasks' order, the new
+            # at the end); the rest kept their counts from the state batches.
+            seen = item.members
+            if seen is not None and len(seen) <= len(members) and members[: len(seen)] == seen:
+                if len(seen) < len(members):
+                    counts = dict(item.counts)
+                    for state, n in self._counts(members[len(seen) :]).items():
+                        counts[state] = counts.get(state, 0) + n
+                    item.set_counts(counts)
+            else:
+                self.group_recounts += 1
+                item.set_counts(self._counts(members))
+            item.members = members
 
     def _counts(self, members) -> dict:
         counts: dict = {}

@@ -8,7 +8,6 @@ stalls; the result comes back by a queued signal.
 from __future__ import annotations
 
 import math
-import threading
 
 import networkx as nx
 from PySide6.QtCore import QElapsedTimer, QPointF, QRectF, Qt, QTimer, Signal
@@ -18,6 +17,7 @@ from PySide6.QtWidgets import QGraphicsItem, QGraphicsPathItem, QGraphicsScene
 from taskloom.engine import Action, TaskInfo, TaskState
 
 from .. import relay
+from ..background import LatestWorker
 from .grouped_scene import GroupedScene
 from .items import (
     ARROW_LENGTH,
@@ -69,6 +69,7 @@ class GraphScene(GroupedScene, QGraphicsScene):
         self.nodes: dict[str, NodeItem] = {}
         self.tasks: dict[str, TaskInfo] = {}
         self.graph = nx.DiGraph()  # upstream -> downstream, mirrors the engine's edges
+        self._layout_worker = LatestWorker("taskloom-graph-layout")
         # The engine, asked whether a dragged edge could be added (None: no engine).
         self.scheduler = None
         self.cache = LayoutCache()
@@ -202,7 +203,9 @@ class GraphScene(GroupedScene, QGraphicsScene):
         self._sync_group_items(view)
         missing = [tid for tid in view.tasks_shown if tid not in self.nodes]
         for tid, node in self.nodes.items():
-            node.set_info(tasks[tid], self.base)
+            info = tasks[tid]
+            if node.info is not info:  # the rest have it (update_tasks set it)
+                node.set_info(info, self.base)
         # Thousands of new nodes take a second or more to make: build them in
         # slices from a zero timer so the window keeps painting and answering.
         self._unbuilt = missing
@@ -238,9 +241,7 @@ class GraphScene(GroupedScene, QGraphicsScene):
             self.cache.put(key, layout)
             self._apply_layout(layout)
         else:
-            threading.Thread(
-                target=self._layout_in_background, args=(key, shown, edges), daemon=True
-            ).start()
+            self._layout_worker.submit(lambda: self._layout_in_background(key, shown, edges))
 
     @property
     def building(self) -> bool:
@@ -525,7 +526,7 @@ class GraphScene(GroupedScene, QGraphicsScene):
         # Winding fill: with the default odd-even rule, the identical heads of several
         # edges entering one node cancel out and the arrow turns hollow.
         heads.setFillRule(Qt.FillRule.WindingFill)
-        large = self.graph.number_of_edges() > CACHED_EDGES
+        large = self.edge_count > CACHED_EDGES
         mode = DEVICE_CACHE if large else QGraphicsItem.CacheMode.NoCache
         self.edges_item.setCacheMode(mode)
         self.heads_item.setCacheMode(mode)

@@ -30,6 +30,7 @@ class TimelineModel:
         self._seeded = False
         # tid -> the collapsed group whose lane it shares, or None (its own lane).
         self.lane_group = None
+        self.folds_new = 0  # lanes folded in one by one, not all again (tests count them)
         self.grouped_lanes: list[str] | None = None  # lanes with groups folded in
         self.group_sizes: dict[str, int] = {}
         self.group_bars: dict[str, deque] = {}  # group -> deque[(tid, task bar)], by start
@@ -110,6 +111,24 @@ class TimelineModel:
             items.sort(key=lambda item: item[1][0])
             self.group_bars[group] = deque(items, maxlen=GROUP_BARS)
 
+    def _fold_new(self, new: list[str]) -> None:
+        """Lanes appended to ``lanes`` since the last fold, folded in at the end (work
+        per new lane; ``_fold_groups`` goes over them all)."""
+        lanes, sizes, lane_group = self.grouped_lanes, self.group_sizes, self.lane_group
+        if lanes is None or lane_group is None:
+            self._fold_groups()  # no group lane yet: the lanes are the tasks'
+            return
+        self.folds_new += 1
+        for tid in new:
+            group = lane_group(tid)
+            if group is None:
+                lanes.append(tid)
+            elif group in sizes:
+                sizes[group] += 1
+            else:
+                sizes[group] = 1
+                lanes.append(GROUP_LANE + group)
+
     def refresh_active(self, selected: str | None = None) -> bool:
         """With many tasks, lanes only for those with something to show: an attempt
         bar, an upcoming entry, or the selection. Returns whether the set changed."""
@@ -160,6 +179,7 @@ class TimelineModel:
 
     def set_tasks(self, tasks) -> None:
         reorder = False
+        new: list[str] = []
         # Only the first tasks (the snapshot) ran before the events started: a task
         # heard of later has its attempts in the event stream (reading them all took
         # the scheduler's lock 20,000 times while tasks streamed in).
@@ -169,6 +189,7 @@ class TimelineModel:
             if tid not in self.lane_index:
                 self.lane_index[tid] = len(self.lanes)
                 self.lanes.append(tid)
+                new.append(tid)
                 reorder = True
                 if info.attempt and seed:
                     self._seed_bars(tid)
@@ -181,7 +202,8 @@ class TimelineModel:
             if len(self.lanes) <= SORT_AT_ONCE_UP_TO:
                 self.sort_lanes()
             elif self.lane_group is not None:
-                self._fold_groups()  # new tasks show now; in order at the next sort
+                # New tasks show now; in order at the next sort.
+                self._fold_groups() if seed else self._fold_new(new)
 
     def sort_lanes(self) -> None:
         """Upstream first (topological layers), then by name in natural order (task-2

@@ -4,7 +4,6 @@ shows."""
 from __future__ import annotations
 
 import math
-import threading
 from collections import deque
 from collections.abc import Callable
 
@@ -14,6 +13,7 @@ from PySide6.QtWidgets import QScrollArea, QVBoxLayout, QWidget
 
 from taskloom.engine import Entry
 
+from ..background import LatestWorker
 from ..history_reader import HistoryReader
 from ..run_history import WindowHistory, store_of, wall_offset
 from ._common import (
@@ -69,6 +69,7 @@ class Timeline(QWidget):
         self.reader: HistoryReader | None = None  # reads the store's window off the GUI thread
         self._own_reader = False
         self._history_request = None  # (request id, WindowQuery) awaited
+        self._order_worker = LatestWorker("taskloom-lane-order")
         self._order_timer = QTimer(self)
         self._order_timer.setSingleShot(True)
         self._order_timer.setInterval(LANE_SORT_MS)
@@ -243,7 +244,7 @@ class Timeline(QWidget):
         def run() -> None:
             relay.post(self, "_lanes_sorted", lane_order(*inputs))
 
-        threading.Thread(target=run, name="taskloom-lane-order", daemon=True).start()
+        self._order_worker.submit(run)
 
     def _lanes_sorted(self, order) -> None:
         if order is not None and not self.model.apply_order(order):

@@ -1,0 +1,183 @@
+"""The window under a flood: a batch of new tasks costs the views work per task added,
+not per task shown. Counts, not times, with a real Scheduler and window offscreen."""
+
+from __future__ import annotations
+
+import sys
+import threading
+from collections import deque
+
+from PySide6.QtWidgets import QApplication
+
+from taskloom.engine import TaskInfo, TaskState
+from taskloom.gui.background import LatestWorker
+from taskloom.gui.structure import StructureChange, StructureDelta
+from taskloom.gui.task_list import TaskList
+from taskloom.gui.timeline.model import TimelineModel
+
+S = TaskState
+
+
+def noop():
+    return None
+
+
+def info(tid: str, deps=(), state=S.PENDING) -> TaskInfo:
+    return TaskInfo(tid, tid, state, tuple(deps), (), 0, 0, None, False, False, None)
+
+
+def python_calls_in(module_file: str, work) -> int:
+    """Python calls into ``module_file`` on this thread while ``work()`` runs."""
+    calls = 0
+
+    def profile(frame, event, _arg):
+        nonlocal calls
+        if event == "call" and frame.f_code.co_filename == module_file:
+            calls += 1
+
+    sys.setprofile(profile)
+    try:
+        work()
+    finally:
+        sys.setprofile(None)
+    return calls
+
+
+def test_a_window_of_ten_thousand_takes_ten_new_tasks_without_rebuilding(
+    qtbot, make_window, manual_scheduler
+):
+    for i in range(10_000):
+        manual_scheduler.add(noop, name=f"g{i % 10}.t{i}")
+    window = make_window(manual_scheduler)
+    model = window.task_list.model
+    qtbot.waitUntil(lambda: model.rowCount() == 10_000, timeout=30_000)
+    scene = window.scene
+    qtbot.waitUntil(lambda: not scene.view_pending and bool(scene.group_items), timeout=30_000)
+    resets, rebuilds, recounts = model.resets, window.notices.rebuilds, scene.group_recounts
+    sizes: list[int] = []
+    real = window.timeline.model.set_tasks
+    window.timeline.model.set_tasks = lambda tasks: (sizes.append(len(tasks)), real(tasks))[1]
+
+    for j in range(10):
+        manual_scheduler.add(noop, name=f"g3.new{j}")
+    qtbot.waitUntil(lambda: model.rowCount() == 10_010, timeout=30_000)
+    group = scene.group_items["\x01group:g3"]
+    qtbot.waitUntil(lambda: group.total == 1010, timeout=30_000)
+
+    assert model.resets == resets  # ten rows inserted, not 10,010 rebuilt
+    assert [model.ids[model.row_of[f"g3.new{j}"]] for j in range(10)] == [
+        f"g3.new{j}" for j in range(10)
+    ]
+    assert model.ids == sorted(model.ids)
+    assert window.notices.rebuilds == rebuilds  # the ten counted alone
+    assert {f"g3.new{j}" for j in range(10)} <= window.notices._unsettled
+    assert scene.group_recounts == recounts  # g3 counted its ten new members only
+    assert group.counts == {S.READY: 1010}
+    assert sizes and max(sizes) <= 10  # the timeline read the batch, not every task
+
+
+def test_a_row_added_to_a_shown_list_of_twenty_thousand_costs_no_python_per_row(qtbot):
+    tasks = {f"t{i:05d}": info(f"t{i:05d}") for i in range(20_000)}
+    panel = TaskList()
+    qtbot.addWidget(panel)
+    panel.resize(300, 400)
+    panel.set_tasks(tasks)
+    panel.show()
+    qtbot.waitExposed(panel)
+    QApplication.processEvents()
+    module = sys.modules[TaskList.__module__].__file__
+    assert module is not None
+    tasks["t09999a"] = info("t09999a")
+
+    def add_one() -> None:
+        panel.apply_change(tasks, ["t09999a"], [])
+        for _ in range(3):
+            QApplication.processEvents()  # the list lays its rows out again
+
+    calls = python_calls_in(module, add_one)
+    # A list model in Python answered rowCount twice a row here: 40,000 calls.
+    assert calls < 2_000
+    assert panel.model.row_of["t09999a"] == 10_000
+    assert "t09999a" in panel.model.index(10_000, 0).data()
+    assert panel.model.resets == 1
+    panel.apply_change(tasks | {}, [], [])  # nothing: nothing done
+    del tasks["t00000"]
+    panel.apply_change(tasks, [], ["t00000"])
+    assert panel.model.rowCount() == 20_000 and "t00000" not in panel.model.row_of
+
+
+def test_new_lanes_fold_in_one_by_one_under_collapsed_groups():
+    model = TimelineModel()
+    model.set_tasks({f"t{i}": info(f"t{i}") for i in range(10_000)})
+    model.set_lane_groups(lambda tid: "odd" if int(tid[1:]) % 2 else None)
+    assert model.group_sizes == {"odd": 5000}
+    folds = []
+    real = model._fold_groups
+    model._fold_groups = lambda: (folds.append(1), real())[1]
+
+    model.set_tasks({f"t{i}": info(f"t{i}") for i in range(10_000, 10_010)})
+
+    assert folds == []  # all 10,010 lanes not gathered again
+    assert model.folds_new == 1
+    assert model.group_sizes == {"odd": 5005}
+    lanes = model.grouped_lanes
+    assert lanes is not None and lanes[-5:] == [f"t{i}" for i in range(10_000, 10_010, 2)]
+    assert len(lanes) == 5000 + 1 + 5
+
+
+def test_a_group_lane_of_hundreds_of_touching_bars_paints_a_few(qtbot):
+    from taskloom.gui.timeline import Timeline
+
+    timeline = Timeline(lambda: 1000.0)
+    qtbot.addWidget(timeline)
+    timeline.resize(800, 300)
+    timeline.show()
+    model, canvas = timeline.model, timeline.canvas
+    timeline.set_tasks({f"t{i}": info(f"t{i}") for i in range(500)})
+    timeline.set_lane_groups(lambda tid: "flood")
+    now = 1000.0
+    bars = model.group_bars.setdefault("flood", deque(maxlen=400))
+    for i in range(399):  # a flood: hundreds of 1 ms attempts within a second
+        start = now - 1.0 + i * 0.0025
+        bars.append((f"t{i}", [start, start + 0.001, "succeeded", 1]))
+    bars.append(("t499", [now - 0.5, None, "running", 1]))
+    canvas.group_segments = 0
+    canvas.grab()  # one paint
+
+    assert 1 <= canvas.group_segments <= 4  # was one rectangle a bar: 400
+    tips = [tip for _rect, _tid, tip in canvas._hits if "attempt" in tip]
+    assert any(tip.startswith("399 attempts succeeded") for tip in tips), tips
+    assert any(tip == "t499 attempt 1: running" for tip in tips), tips
+
+
+def test_changes_gathered_over_batches_cancel_out():
+    delta = StructureDelta()
+    delta.take(StructureChange(added=("a", "b", "c")))
+    delta.take(StructureChange(removed=("b", "x")))
+    delta.take(StructureChange(edges_added=(("a", "c"),), changed=("a",)))
+    delta.take(StructureChange(added=("x",)))  # removed and back: read again
+    assert list(delta.added) == ["a", "c"]
+    assert list(delta.removed) == []
+    assert set(delta.changed) == {"a", "c", "x"}
+    assert set(delta.touched()) == {"a", "c", "x"}
+
+
+def test_the_background_worker_starts_once_and_runs_the_newest_job():
+    worker = LatestWorker("taskloom-test-worker")
+    release, ran, done = threading.Event(), [], threading.Event()
+
+    def first() -> None:
+        release.wait(10)
+        ran.append("first")
+
+    worker.submit(first)
+    worker.submit(lambda: ran.append("second"))  # replaced before it began
+    worker.submit(lambda: (ran.append("third"), done.set()))
+    release.set()
+    assert done.wait(10)
+    assert ran in (["first", "third"], ["third"])  # never "second"
+    assert worker.dropped >= 1
+    again = threading.Event()
+    worker.submit(again.set)
+    assert again.wait(10)
+    assert worker.starts == 1  # the same thread, no new one per job

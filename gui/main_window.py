@@ -496,9 +496,14 @@ class MainWindow(
             action.setEnabled(why is None)
             action.setStatusTip(why or tip)
             action.setToolTip(why or tip)
-        tasks = self.bridge.tasks  # only a settled task can be cleared: ask about those
+        # Only a settled task can be cleared: the bridge's counts (kept per batch) say
+        # whether there is one, so a run with none settled (a big file just opened) scans
+        # nothing here on every selection; with some, the scan stops at the first.
+        counts = self.bridge.state_counts()
+        tasks = self.bridge.tasks
         self.act_clear_all.setEnabled(
-            any(why_not(self.scheduler, [t]) is None for t in tasks if tasks[t].state.settled)
+            any(n for state, n in counts.items() if state.settled)
+            and any(why_not(self.scheduler, [t]) is None for t in tasks if tasks[t].state.settled)
         )
         for action, kind, tip in (
             (self.act_retry, Action.RETRY, "Run the selected failed, skipped or cancelled tasks"),
@@ -517,9 +522,7 @@ class MainWindow(
             return f"{ids[0]} is gone"
 
     def _update_retry_failed(self) -> None:
-        self.act_retry_failed.setEnabled(
-            any(i.state is S.FAILED for i in self.bridge.tasks.values())
-        )
+        self.act_retry_failed.setEnabled(self.bridge.state_counts()[S.FAILED] > 0)
         self._apply_past_run()
 
     def _pause_all(self, paused: bool) -> None:

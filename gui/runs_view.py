@@ -95,6 +95,7 @@ class RunsView(QTableWidget):
         self.window_ = window
         self.reader = reader
         self.grid: RunsGrid | None = None
+        self._rows: list[str] = []  # the row labels shown
         self._asked = 0
         self.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         self.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
@@ -129,13 +130,17 @@ class RunsView(QTableWidget):
         self.show_grid(grid)
 
     def show_grid(self, grid: RunsGrid) -> None:
-        self.grid = grid
         tasks = list(self.window_.document.tasks)
         known = set(tasks)
         tasks += sorted({tid for tid, _run in grid.cells if tid not in known})
+        if grid == self.grid and tasks == self._rows:
+            return  # read again every 2 s: 10,000 rows made afresh each time held the window
+        self.grid = grid
         self.setRowCount(len(tasks))
         self.setColumnCount(len(grid.runs))
-        self.setVerticalHeaderLabels(tasks)
+        if tasks != self._rows:  # a row label per task: made when the tasks change
+            self.setVerticalHeaderLabels(tasks)
+            self._rows = tasks
         for column, run in enumerate(grid.runs):
             failed = grid.failed.get(run, 0)
             label = grid.labels.get(run)

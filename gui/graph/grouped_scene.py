@@ -8,7 +8,9 @@ the view and lay it out again (a full relayout: the structure changed a lot).
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections.abc import Callable
+from itertools import accumulate
 from typing import TYPE_CHECKING, Any
 
 import networkx as nx
@@ -47,30 +49,68 @@ LABEL_FONT_SIZE = 11.0
 BACKGROUND_VIEW_TASKS = 2000  # from this many tasks, the view is worked out off the GUI thread
 
 
+class SearchIndex:
+    """Find's lookups for one set of tasks, made with the view (off the GUI thread for a
+    big graph): a task whose id or name is the text (any case), else the first in id
+    order whose id or name contains it; one C-speed ``str.find`` instead of a walk."""
+
+    def __init__(self, tasks: dict[str, TaskInfo]):
+        exact: dict[str, str] = {}
+        for tid, info in tasks.items():  # the first task in the table wins, as before
+            exact.setdefault(tid.lower(), tid)
+            exact.setdefault((info.name or "").lower(), tid)
+        exact.pop("", None)
+        self.exact = exact
+        self.order = sorted(tasks)
+        keys = [f"{tid.lower()}\x00{(tasks[tid].name or '').lower()}" for tid in self.order]
+        self.starts = list(accumulate((len(k) + 1 for k in keys[:-1]), initial=0))
+        self.text = "\n".join(keys)
+
+    def find(self, needle: str) -> str | None:
+        """The task ``needle`` (stripped, lower case, without line breaks) finds, or None."""
+        found = self.exact.get(needle)
+        if found is not None:
+            return found
+        at = self.text.find(needle)
+        return None if at < 0 else self.order[bisect_right(self.starts, at) - 1]
+
+
 class ViewWork:
     """What the scene should draw for a set of tasks: plain Python, run on any thread."""
 
-    def __init__(self, tasks, group_source, collapsed, seen, graph_filter, collapse_above):
+    def __init__(
+        self, tasks, group_source, collapsed, seen, graph_filter, collapse_above, known=None
+    ):
         self.tasks = tasks
         self.group_source = group_source
         self.collapsed = collapsed
         self.seen = seen
         self.filter = graph_filter
         self.collapse_above = collapse_above
+        # (groups, graph, search) already worked out for these very tasks (a group
+        # opened or closed, a filter changed): only the view is worked out again.
+        self.known = known
+        self.version = 0  # the scene's tasks_version these tasks are
 
     def run(self) -> None:
         tasks = self.tasks
-        self.groups = assign_groups(tasks, self.group_source)
+        if self.known is not None:
+            self.groups, self.graph, self.search, self.edge_count = self.known
+        else:
+            self.groups = assign_groups(tasks, self.group_source)
         fresh = set(self.groups.values()) - self.seen
         big = self.collapse_above is not None and len(tasks) > self.collapse_above
         if fresh and big:  # a big graph starts as its groups
             self.collapsed |= fresh
         self.seen |= fresh
         self.view = build_view(tasks, self.groups, self.collapsed, self.filter.shown(tasks))
+        if self.known is not None:
+            return
         graph: nx.DiGraph = nx.DiGraph()  # upstream -> downstream, mirrors the engine's edges
         graph.add_nodes_from(tasks)
         graph.add_edges_from((dep, t.id) for t in tasks.values() for dep in t.deps if dep in tasks)
         self.graph = graph
+        self.search = SearchIndex(tasks)
         self.edge_count = graph.number_of_edges()  # a sum over every node: here, off the GUI
 
 
@@ -93,6 +133,7 @@ class GroupedScene(_SceneBase):
         _layout_waiting: Layout | None
         _place_timer: QTimer
         _edges_timer: QTimer
+        _announce_timer: QTimer
         _move_job: list[str] | None
 
         def set_tasks(self, tasks: dict[str, TaskInfo]) -> None: ...
@@ -118,12 +159,29 @@ class GroupedScene(_SceneBase):
         self._view_worker = LatestWorker("taskloom-graph-view")
         self.group_recounts = 0  # groups counted over all their members (tests count them)
         self.edge_count = 0  # the graph's edges (counted on the view's worker)
+        # Bumped when the tasks' ids, names or edges change: groups, the edge graph and
+        # Find's index of the view taken last stay good while it is the same.
+        self.tasks_version = 0
+        self._view_version = -1  # tasks_version the view taken last was worked out for
+        self._view_group_source: object = None
+        self.search: SearchIndex | None = None
+        self._same_tasks = False  # set by a regroup: only the view changes
 
     # -- what to show ------------------------------------------------------------------
     def _work_out_view(self) -> bool:
         """Work out what to draw for ``self.tasks``: at once for a small graph (returns
         True: show it now), else on a worker thread (False: ``_show_view`` follows)."""
         self._view_generation = generation = getattr(self, "_view_generation", 0) + 1
+        same, self._same_tasks = self._same_tasks, False
+        known = None
+        if (
+            same
+            and not self._view_waiting
+            and self._view_version == self.tasks_version
+            and self._view_group_source is self.group_source
+            and self.search is not None
+        ):
+            known = (self.groups, self.graph, self.search, self.edge_count)
         work = ViewWork(
             dict(self.tasks),
             self.group_source,
@@ -131,7 +189,9 @@ class GroupedScene(_SceneBase):
             set(self._seen_groups),
             self.filter,
             self.collapse_above,
+            known,
         )
+        work.version = self.tasks_version
         if len(work.tasks) < BACKGROUND_VIEW_TASKS:
             work.run()
             self._take_view(work)
@@ -155,6 +215,8 @@ class GroupedScene(_SceneBase):
     def _take_view(self, work: ViewWork) -> None:
         self.groups, self.collapsed, self._seen_groups = work.groups, work.collapsed, work.seen
         self.graph, self.view_model = work.graph, work.view
+        self.search, self._view_version = work.search, work.version
+        self._view_group_source = work.group_source
         self.edge_count = work.edge_count
 
     def _sync_group_items(self, view: GroupView) -> None:
@@ -240,6 +302,7 @@ class GroupedScene(_SceneBase):
             and not self._edges_timer.isActive()
             and not self._place_timer.isActive()
             and self._move_job is None
+            and not self._announce_timer.isActive()
             and all(rep in self.layout.positions for rep in view.members)
             and all(self.item_of(rep) is not None for rep in view.members)
         )
@@ -306,7 +369,19 @@ class GroupedScene(_SceneBase):
         self.kept.clear()
         self._fresh.clear()
         self.regrouped = True
+        self._same_tasks = True  # the groups, edges and Find's index are kept
         self.set_tasks(self.tasks)
+
+    def find_task(self, needle: str) -> tuple[bool, str | None]:
+        """Find's answer from the index worked out with the view (``needle`` stripped and
+        lower case): (True, task or None); (False, None) when the index is not of the
+        current tasks (the caller walks them)."""
+        search = self.search
+        if search is None or self._view_version != self.tasks_version or self._view_waiting:
+            return False, None
+        if "\n" in needle or "\x00" in needle:
+            return False, None
+        return True, search.find(needle)
 
     # -- drawing -------------------------------------------------------------------------
     def bundle_labels(self, view: GroupView) -> QPainterPath:

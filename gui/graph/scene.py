@@ -100,7 +100,13 @@ class GraphScene(GroupedScene, QGraphicsScene):
         self._move_timer = QTimer(self)
         self._move_timer.setSingleShot(True)
         self._move_timer.timeout.connect(self._move_slice)
+        # A big layout's listeners (a found task selected and centred, the timeline's
+        # lanes) run in a slice of their own after the items are shown.
+        self._announce_timer = QTimer(self)
+        self._announce_timer.setSingleShot(True)
+        self._announce_timer.timeout.connect(self.layoutApplied.emit)
         self._move_job: list | None = None  # representatives still to be placed
+        self._move_finishing = False  # all placed: shown and indexed in the next slice
         relay.install()  # layouts and views worked out on threads come back through it
         # Running nodes show how long their attempt has taken, refreshed once a second
         # while any runs: only those nodes are touched, so a big graph pays for its few
@@ -181,6 +187,8 @@ class GraphScene(GroupedScene, QGraphicsScene):
         What to draw (tasks, and one node per collapsed group: groups.py) is worked
         out on a worker thread for big graphs, and shown when ready (``_show_view``).
         """
+        if not self._same_tasks:  # new tasks (a regroup keeps them)
+            self.tasks_version += 1
         self.tasks = dict(tasks)
         self._running = {tid for tid, info in self.tasks.items() if info.state is TaskState.RUNNING}
         self._pace_elapsed()
@@ -303,6 +311,7 @@ class GraphScene(GroupedScene, QGraphicsScene):
         # Thousands of moves (Expand all) in slices of their own, then edges, then
         # layoutApplied (a selection waiting for the layout follows it).
         self._move_job = list(self.view_model.members)
+        self._move_finishing = False
         if len(self._move_job) <= CHUNKED_NODES:
             self._move_slice(budget_ms=None)
         else:
@@ -323,9 +332,14 @@ class GraphScene(GroupedScene, QGraphicsScene):
             if budget_ms is not None and (clock.elapsed() >= budget_ms or done >= MOVES_PER_SLICE):
                 break
         del job[:done]
-        if job:
+        if job or (budget_ms is not None and done and not self._move_finishing):
+            # The last moves, and showing and indexing every item (then whatever the
+            # layout's listeners do: a found task selected and centred), in slices of
+            # their own: together they held the GUI thread 100-250 ms on a big graph.
+            self._move_finishing = not job
             self._move_timer.start(0)
             return
+        self._move_finishing = False
         self._move_job = None
         # Shown all at once, in place: shown slice by slice, every slice repainted the
         # thousands already shown (Expand all took a third longer).
@@ -340,7 +354,10 @@ class GraphScene(GroupedScene, QGraphicsScene):
         else:
             self._rebuild_edges()
         self._update_halo()
-        self.layoutApplied.emit()
+        if budget_ms is None:
+            self.layoutApplied.emit()
+        else:
+            self._announce_timer.start(0)
 
     # -- positions a person chose ---------------------------------------------------
     def position_of(self, tid: str) -> tuple[float, float]:
@@ -542,6 +559,8 @@ class GraphScene(GroupedScene, QGraphicsScene):
                 structural = True  # (a known task with no node yet is still being built)
             elif by_state and old.state is not info.state:
                 structural = True  # it may enter or leave the state filter
+            if old is None or old.deps != info.deps or old.name != info.name:
+                self.tasks_version += 1  # groups, edges and Find's index are out of date
             if old is not None:
                 old_states[tid] = old.state
             self.tasks[tid] = info

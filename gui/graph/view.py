@@ -160,6 +160,11 @@ class GraphView(QGraphicsView):
         needle = text.strip().lower()
         if not needle:
             return None
+        indexed, found = self.graph_scene.find_task(needle)  # the index made with the view
+        if indexed:
+            if found is not None:
+                self.select([found], centre=True)
+            return found
         matches = [
             t
             for t, info in self.graph_scene.tasks.items()

@@ -360,7 +360,11 @@ class TimelineCanvas(QWidget):
                 continue
             rect = self._bar_rect(start, end, top, now, right).adjusted(0, 1, 0, -1)
             colour = QColor(CRITICAL_COLOUR if critical else GHOST_COLOUR)
-            jitter = self.model.jitter.get(tid)
+            known = self.model.jitter
+            if tid not in known:  # asked once, for ghosts that are painted
+                ask = self.model.jitter_of
+                known[tid] = ask(tid) if ask is not None else None
+            jitter = known[tid]
             if jitter:  # it may start up to ``jitter`` later: the window, faint, under the bar
                 span = QColor(colour)
                 span.setAlpha(30)

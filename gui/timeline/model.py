@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Callable
 
 from taskloom.engine import Entry, Event
 
@@ -61,6 +62,9 @@ class TimelineModel:
         # Tasks with jitter: tid -> its most delay (s), or None; read once per task. An
         # upcoming entry of one is drawn as the window it may start in, not a point.
         self.jitter: dict[str, float | None] = {}
+        # Asked for a forecast ghost's jitter when it is first painted (not for every
+        # task a forecast names: 10,000 engine calls on the GUI thread).
+        self.jitter_of: Callable[[str], float | None] | None = None
 
     def jitter_window(self, tid: str) -> tuple[float, float] | None:
         """(earliest, latest) start of the task's next upcoming entry, if it has jitter."""

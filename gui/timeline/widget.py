@@ -311,11 +311,7 @@ class Timeline(QWidget):
         self._touch()
         self.model.ghosts = ghosts
         self.model.collisions = collisions or {}
-        if self.jitter_of is not None:  # a jittered ghost is drawn as the window it may start in
-            known = self.model.jitter
-            for tid in ghosts:
-                if tid not in known:
-                    known[tid] = self.jitter_of(tid)
+        self.model.jitter_of = self.jitter_of  # a painted ghost asks (canvas._paint_ghosts)
         if self.model.refresh_active(self.canvas.selected):
             self.canvas.update_height()
 

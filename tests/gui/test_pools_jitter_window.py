@@ -88,11 +88,32 @@ def test_a_jittered_tasks_forecast_ghost_is_drawn_as_its_window(qtbot, make_wind
             # just after now: inside whatever span the timeline shows
             {"after": [(now + 0.2, now + 1, False)], "plain": [(now + 0.2, now + 1, False)]}
         )
-        assert timeline.model.jitter["after"] == 120.0 and not timeline.model.jitter["plain"]
         timeline.canvas.grab()
+        assert timeline.model.jitter["after"] == 120.0 and not timeline.model.jitter["plain"]
         tips = {tid: tip for _, tid, tip in timeline.canvas._hits if "forecast" in tip}
         assert "may start up to 2 min later (jitter)" in tips["after"], tips
         assert "jitter" not in tips["plain"]
     finally:
         gate.set()
+        scheduler.shutdown(wait=True)
+
+
+def test_a_forecast_does_not_ask_every_task_for_its_jitter(qtbot, make_window):
+    # Found on a 10,000-task graph: the first forecast asked the engine for each task's
+    # definition on the GUI thread (100-125 ms). Only painted ghosts ask, once each.
+    scheduler = Scheduler(workers=2)
+    try:
+        for i in range(300):
+            scheduler.schedule_after(noop, 3600.0, name=f"t{i}")
+        window = make_window(scheduler)
+        timeline = window.timeline
+        asked = []
+        timeline.jitter_of = lambda tid: asked.append(tid)
+        now = scheduler.clock.now()
+        timeline.set_ghosts({f"t{i}": [(now + 0.2, now + 1, False)] for i in range(300)})
+        assert asked == []
+        timeline.canvas.grab()
+        timeline.canvas.grab()
+        assert len(asked) == len(set(asked)) < 300
+    finally:
         scheduler.shutdown(wait=True)

@@ -399,16 +399,20 @@ class _Checker:
                     found["notify_events"] = tuple(dict.fromkeys(item))
         return found
 
+    def command_string(self, tid, key, value: str) -> str | None:
+        """A command given as one string: not blank, no NUL."""
+        if not value.strip():
+            self.problem(tid, key, "is empty")
+            return None
+        if "\0" in value:
+            self.problem(tid, key, "must not contain a NUL character")
+            return None
+        return value
+
     def hook_command(self, tid, key, value) -> HookCommand | None:
         """A hook: a command string (run by /bin/sh) or an argv list."""
         if isinstance(value, str):
-            if not value.strip():
-                self.problem(tid, key, "is empty")
-                return None
-            if "\0" in value:
-                self.problem(tid, key, "must not contain a NUL character")
-                return None
-            return value
+            return self.command_string(tid, key, value)
         if isinstance(value, list):
             if not value or not all(isinstance(part, str) for part in value):
                 self.problem(tid, key, "must be a non-empty argv list of strings")
@@ -600,13 +604,7 @@ class _Checker:
     # -- keys: each returns the normalised value, or None after reporting a problem
     def check_command(self, tid, key, value, table):
         if isinstance(value, str):
-            if not value.strip():
-                self.problem(tid, key, "is empty")
-                return None
-            if "\0" in value:
-                self.problem(tid, key, "must not contain a NUL character")
-                return None
-            return value
+            return self.command_string(tid, key, value)
         if isinstance(value, list):
             if not value:
                 self.problem(tid, key, "is empty: give the program and its arguments")

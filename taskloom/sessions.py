@@ -642,21 +642,24 @@ class Sessions:
         def decide(differences) -> bool:
             return self.choose_run(parent, workflow.name, differences)
 
+        def own() -> WorkflowSession:
+            return WorkflowSession(
+                workflow,
+                self.settings,
+                db_path=db_path,
+                fresh=fresh,
+                log_dir=log_dir,
+                decide=decide,
+                start=start,
+            )
+
         for attempt in range(5):  # an owner may stop (or start) between the two tries
             if attempt:
                 # A starting owner takes its lock a moment before it writes who it is
                 # (OwnerGone from the watcher in between): wait a little, events served.
                 _wait_serving_events(0.05 * 2**attempt)
             try:
-                return WorkflowSession(
-                    workflow,
-                    self.settings,
-                    db_path=db_path,
-                    fresh=fresh,
-                    log_dir=log_dir,
-                    decide=decide,
-                    start=start,
-                )
+                return own()
             except StoreBusy as busy:
                 # The workflow's owner may run it on another store (another --db, a
                 # cron job's data folder): its lock says which; watch that one.
@@ -668,15 +671,7 @@ class Sessions:
                     continue
                 finally:
                     self.attaching = False
-        return WorkflowSession(
-            workflow,
-            self.settings,
-            db_path=db_path,
-            fresh=fresh,
-            log_dir=log_dir,
-            decide=decide,
-            start=start,
-        )
+        return own()
 
     def open_broken(self, path, error) -> None:
         """A window for a file that cannot be run: no tasks, its problems listed, Reload.

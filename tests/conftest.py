@@ -286,6 +286,7 @@ def private_data_dir(tmp_path_factory, monkeypatch):
 
 REPO = Path(__file__).resolve().parent.parent
 _TEMP = os.path.realpath(tempfile.gettempdir())
+_REPO_REAL = os.path.realpath(REPO)
 _home = Path()
 _outside: list[str] = []  # paths this process wrote outside the temp folders
 
@@ -302,8 +303,9 @@ def _written_outside(path) -> str | None:
     full = os.path.realpath(path)
     if full == os.devnull or full.startswith(("/dev/", "/proc/")):
         return None
-    if full == _TEMP or full.startswith(_TEMP + os.sep):
-        return None
+    in_repo = full == _REPO_REAL or full.startswith(_REPO_REAL + os.sep)
+    if not in_repo and (full == _TEMP or full.startswith(_TEMP + os.sep)):
+        return None  # (a clone under /tmp, as CI's, is still the repository)
     if f"{os.sep}__pycache__{os.sep}" in full:  # Python's own byte-code cache
         return None
     if f"{os.sep}.pytest_cache{os.sep}" in full:  # pytest's own (and its plugins')

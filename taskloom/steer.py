@@ -126,6 +126,8 @@ class RunView:
     # Shared limits that hold ready tasks back: pool, busy, limit, waiting task ids.
     pool_waits: list[dict] = field(default_factory=list)
     label: str | None = None  # a run not the workflow's own: "backfill 2026-11-01 to ..."
+    deadline: float | None = None  # wall time its [workflow] timeout passes, if it has one
+    timeout: float | None = None  # that [workflow] timeout (seconds)
 
     def counts(self) -> dict[str, int]:
         counts: dict[str, int] = {}
@@ -308,6 +310,7 @@ def status(args) -> int:
             if watched is not None:
                 watched.close()
         labels = reader.run_labels()
+        view.deadline, view.timeout = _deadline(workflow, reader), workflow.timeout
     except StoreError as exc:
         _fail(f"taskloom status: {exc}")
         return EXIT_INVALID
@@ -322,6 +325,23 @@ def status(args) -> int:
         for line in _view_lines(view, _zones(workflow), now):
             print(line)
     return EXIT_OK
+
+
+def _deadline(workflow, reader) -> float | None:
+    """When the run's ``[workflow] timeout`` passes (wall time), as its owner counts it:
+    from the run's first start, kept in the store (taskloom/runs.py start_deadline)."""
+    if workflow.timeout is None:
+        return None
+    from .runs import DEADLINE_KEY
+
+    try:
+        stored = json.loads(reader.meta(DEADLINE_KEY) or "null")
+    except ValueError:
+        return None
+    if not isinstance(stored, dict) or stored.get("run") != reader.run:
+        return None  # this run has not started yet: its deadline counts from its start
+    started = stored.get("started")
+    return float(started) + workflow.timeout if isinstance(started, (int, float)) else None
 
 
 def _dump(document: dict) -> None:
@@ -373,6 +393,7 @@ def _view_json(view: RunView, now: float) -> dict:
         ],
         "failures": [{**f, "ended": human.iso(f["ended"])} for f in view.failures],
         "pool_waits": view.pool_waits,
+        "deadline": human.iso(view.deadline),
         "next": [
             {
                 "task": e["task"],
@@ -408,6 +429,14 @@ def _view_lines(view: RunView, zones: dict, now: float) -> list[str]:
             else "owner: none (no process runs it now; the same 'taskloom backfill' resumes it"
             " unless it has finished; 'taskloom run' starts the workflow's own run)"
         )
+    if view.deadline is not None and view.timeout is not None:
+        from taskloom.engine.durations import format_duration
+
+        left = view.deadline - now
+        when = human.clock_time(view.deadline, now=now)
+        how = f"in {human.duration(left)}" if left > 0 else "passed"
+        timeout = format_duration(view.timeout)
+        lines.append(f"deadline: {when} ({how}; [workflow] timeout = {timeout})")
     counts = view.counts()
     lines.append("tasks: " + (", ".join(f"{n} {s}" for s, n in sorted(counts.items())) or "none"))
     paused = [t.id for t in view.tasks if t.paused]

@@ -61,6 +61,37 @@ def test_past_its_deadline_a_run_cancels_what_is_unfinished_and_fails(tmp_path):
     assert finish["stdin"]["counts"] == {"succeeded": 1, "cancelled": 2}
 
 
+def test_status_tells_a_runs_deadline(tmp_path):
+    path = write(
+        tmp_path,
+        """
+        [workflow]
+        name = "deadline"
+        timeout = "2h"
+
+        [tasks.quick]
+        command = ["true"]
+
+        [tasks.later]
+        command = ["true"]
+        after = "1h"
+        """,
+    )
+    env = {"XDG_DATA_HOME": str(tmp_path / "data")}
+    began = time.time()
+    assert taskloom("run", "--for", "1", path, **env).returncode == 1  # later not yet run
+    told = taskloom("status", path, "--json", **env)
+    deadline = json.loads(told.stdout)["deadline"]
+    from datetime import datetime
+
+    at = datetime.fromisoformat(deadline).timestamp()
+    assert began + 7200 - 5 <= at <= time.time() + 7200
+    text = taskloom("status", path, **env).stdout
+    (line,) = [line for line in text.splitlines() if line.startswith("deadline: ") and "in" in line
+               and "[workflow] timeout" in line]  # fmt: skip
+    assert line.endswith("; [workflow] timeout = 2h)") and "(in 1 h 5" in line, text
+
+
 def test_defaults_reach_a_real_command(tmp_path):
     (tmp_path / "work").mkdir()
     path = write(

@@ -130,7 +130,9 @@ class RunsView(QTableWidget):
         self.show_grid(grid)
 
     def show_grid(self, grid: RunsGrid) -> None:
-        tasks = list(self.window_.document.tasks)
+        # No run yet (a file just opened): no rows either. A label per task made a
+        # 100,000-task window wait 1.5 s for an empty table.
+        tasks = list(self.window_.document.tasks) if grid.runs else []
         known = set(tasks)
         tasks += sorted({tid for tid, _run in grid.cells if tid not in known})
         if grid == self.grid and tasks == self._rows:

@@ -225,3 +225,32 @@ def test_thousands_of_timeline_lanes_are_ordered_off_the_gui_thread(qtbot, monke
     qtbot.waitUntil(lambda: not timeline.model.order_dirty, timeout=10000)
     assert timeline.model.lanes[:3] == ["t0", "t1", "t2"]
     assert threads == ["taskloom-lane-order"]
+
+
+def test_a_big_files_first_forecast_waits_until_its_graph_is_drawn(
+    qtbot, settings, manual_scheduler
+):
+    """The first forecast copies every task on a helper thread: started while the graph
+    was being worked out, it took the GIL from it (issue 25); it starts once drawn."""
+    from taskloom.gui.graph.grouped_scene import BACKGROUND_VIEW_TASKS
+    from taskloom.gui.main_window import MainWindow
+
+    for i in range(BACKGROUND_VIEW_TASKS):
+        manual_scheduler.schedule(_noop, 3600.0, name=f"t{i}")
+    window = MainWindow(manual_scheduler, settings=settings)
+    qtbot.addWidget(window)
+    forecaster = window.forecast_view.forecaster
+    drawn_at_start: list[bool] = []
+    forecaster.computing.connect(lambda _h: drawn_at_start.append(window.scene.is_drawn()))
+    assert not window.scene.is_drawn()  # its view is worked out on another thread
+    forecaster._start()  # as its debounce timer would: held, not started
+    assert forecaster.started == 0 and not drawn_at_start
+    qtbot.waitUntil(window.scene.is_drawn, timeout=30000)
+    qtbot.waitUntil(lambda: forecaster.computed >= 1, timeout=30000)
+    assert drawn_at_start and all(drawn_at_start)  # none started before the graph
+    window.close_question.enabled = False
+    window.close()
+
+
+def _noop() -> None:
+    return None

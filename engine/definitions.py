@@ -34,6 +34,7 @@ from typing import Any
 from ._schedule.recurrence import CronRecurrence, IntervalRecurrence
 from .actions import Call
 from .command import Command
+from .durations import parse_duration
 from .errors import InvalidArgument
 from .models import RetryPolicy
 from .options import Misfire, Mode, Overlap, TriggerRule, values
@@ -252,7 +253,6 @@ class TaskDefinition:
         ``base_dir`` (the file's folder), durations in seconds (numbers or strings
         like "90s"), ``retry`` a table, a count or a ``RetryPolicy``. Checks no more
         than it must: ``workflow.load`` checks every key first, with file and key."""
-        from .durations import parse_duration
 
         def seconds(key):
             value = table.get(key)
@@ -519,8 +519,6 @@ def _retry_table(policy: RetryPolicy) -> dict:
 
 def _retry(value) -> RetryPolicy | None:
     """A retry key as a file may write it: a table, a count, or already a policy."""
-    from .durations import parse_duration
-
     if value is None or isinstance(value, RetryPolicy):
         return value
     if isinstance(value, int) and not isinstance(value, bool):

@@ -4,6 +4,8 @@ SQLite stores, real windows offscreen)."""
 
 from __future__ import annotations
 
+import gc
+
 from PySide6.QtCore import QTimer
 
 from benchmarks.big_workflows import write_dag
@@ -85,6 +87,7 @@ def test_a_broken_big_file_lists_its_problems_in_a_window(qtbot, tmp_path, setti
         window = sessions.current.window
         assert window.problems_dock.isVisible()
         assert "nowhere" in capsys.readouterr().err
+        assert gc.isenabled()  # paused for the open, on again
     finally:
         sessions.close()
 
@@ -254,3 +257,47 @@ def test_a_big_files_first_forecast_waits_until_its_graph_is_drawn(
 
 def _noop() -> None:
     return None
+
+
+def test_the_garbage_collector_is_paused_while_a_big_file_opens_until_its_graph_is_drawn(
+    qtbot, tmp_path, settings
+):
+    """Millions of objects that all live on: every full collection walked them again
+    (issue 25). Paused from the open until the graph is drawn, then on again."""
+    from taskloom.sessions import COLLECTOR
+
+    sessions, path = open_big(tmp_path, settings, 3000)
+    pauses = COLLECTOR.paused_total
+    paused_while_loading: list[bool] = []
+    timer = QTimer()
+    timer.setInterval(5)
+    timer.timeout.connect(
+        lambda: (
+            paused_while_loading.append(not gc.isenabled()) if sessions.current is None else None
+        )
+    )
+    timer.start()
+    try:
+        assert gc.isenabled()
+        assert sessions.open(path)
+        assert COLLECTOR.paused and not gc.isenabled()
+        qtbot.waitUntil(lambda: sessions.current is not None, timeout=60000)
+        qtbot.waitUntil(sessions.current.window.scene.is_drawn, timeout=30000)
+        qtbot.waitUntil(gc.isenabled, timeout=5000)  # on again once drawn
+        assert not COLLECTOR.paused and COLLECTOR.paused_total == pauses + 1
+        assert paused_while_loading and all(paused_while_loading)
+    finally:
+        timer.stop()
+        sessions.close()
+    assert gc.isenabled()
+
+
+def test_the_garbage_collector_is_on_again_when_a_big_open_is_abandoned(qtbot, tmp_path, settings):
+    sessions, path = open_big(tmp_path, settings, 3000)
+    try:
+        assert sessions.open(path)
+        assert not gc.isenabled()
+        sessions.loading.window.close()  # the person closes the progress window
+        assert gc.isenabled() and sessions.current is None
+    finally:
+        sessions.close()

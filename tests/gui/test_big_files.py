@@ -286,10 +286,13 @@ def test_the_garbage_collector_is_paused_while_a_big_file_opens_until_its_graph_
         qtbot.waitUntil(gc.isenabled, timeout=5000)  # on again once drawn
         assert not COLLECTOR.paused and COLLECTOR.paused_total == pauses + 1
         assert paused_while_loading and all(paused_while_loading)
+        # what the open made is frozen: the collector's next pass does not walk it all
+        assert COLLECTOR.frozen and gc.get_freeze_count() > 3000
     finally:
         timer.stop()
         sessions.close()
     assert gc.isenabled()
+    assert not COLLECTOR.frozen and gc.get_freeze_count() == 0  # the run closed: thawed
 
 
 def test_the_garbage_collector_is_on_again_when_a_big_open_is_abandoned(qtbot, tmp_path, settings):

@@ -339,3 +339,27 @@ def test_the_timeline_has_one_lane_per_collapsed_group(qtbot, make_window, manua
     model = window.timeline.model
     assert model.grouped_lanes[0] == GROUP_LANE + "extract"
     assert "load.7" in model.grouped_lanes and len(model.grouped_lanes) == 161
+
+
+def test_layers_of_tasks_in_order_and_out_of_order_are_the_longest_paths():
+    """A file's tasks come after their dependencies (one pass); any other order, unknown
+    dependencies and a cycle take the general walk: the same layers either way."""
+    import random
+
+    import networkx as nx
+
+    rng = random.Random(25)
+    tasks = {}
+    for i in range(2000):
+        deps = {f"t{rng.randrange(i)}" for _ in range(rng.randint(0, 3))} if i else set()
+        tasks[f"t{i}"] = [*sorted(deps), "gone"]  # "gone": not a task, ignored
+    graph = nx.DiGraph()
+    graph.add_nodes_from(tasks)
+    graph.add_edges_from((d, t) for t, deps in tasks.items() for d in deps if d in tasks)
+    expected = {t: n for n, layer in enumerate(nx.topological_generations(graph)) for t in layer}
+    assert layers_of(tasks) == expected
+    shuffled = list(tasks.items())
+    rng.shuffle(shuffled)
+    assert layers_of(dict(shuffled)) == expected
+    # a cycle: the tasks on it come after their last known layer
+    assert layers_of({"a": [], "b": ["a", "c"], "c": ["b"]}) == {"a": 0, "b": 1, "c": 2}

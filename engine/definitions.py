@@ -219,10 +219,9 @@ class TaskDefinition:
             call = repr(action)
         if cwd is None and base_dir is not None:
             cwd = str(base_dir)
-        data = {f.name: getattr(self, f.name) for f in fields(self)}
         # ``expected`` only informs the forecast, and the group only places the task in
-        # the window: changing either must not redefine the task.
-        del data["id"], data["action"], data["expected"], data["group"]
+        # the window: changing either must not redefine the task (nor id and action).
+        data = {name: getattr(self, name) for name in _FINGERPRINTED}
         if not self.skip:  # the digest of a task without skipped days is as it was
             del data["skip"]
         else:
@@ -515,6 +514,12 @@ def _retry_table(policy: RetryPolicy) -> dict:
         for name in RETRY_FIELDS
         if getattr(policy, name) != getattr(default, name)
     }
+
+
+# The fields a fingerprint takes as they are (TaskDefinition.fingerprint), named once.
+_FINGERPRINTED = tuple(
+    f.name for f in fields(TaskDefinition) if f.name not in ("id", "action", "expected", "group")
+)
 
 
 def _retry(value) -> RetryPolicy | None:

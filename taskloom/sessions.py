@@ -887,6 +887,7 @@ class _BackgroundOpen:
         except OPEN_ERRORS as exc:
             self._gui(self._failed, exc)
             return
+        session._early.prepare(session.scheduler)  # the window's snapshot, made here
         with self._lock:
             if not self.abandoned:
                 self.session = session

@@ -42,6 +42,7 @@ def test_a_big_file_opens_behind_a_window_that_answers_while_it_loads(qtbot, tmp
         # the progress counted every task of the file, and the window has them all
         assert loading.progress() == (3000, 3000)
         qtbot.waitUntil(lambda: len(window.bridge.tasks) == 3000, timeout=20000)
+        assert window.bridge.prepared  # its snapshot made by the worker
         qtbot.waitUntil(window.scene.is_drawn, timeout=30000)
         assert not window.started  # the window's Start, as for a small file
     finally:
@@ -304,3 +305,32 @@ def test_the_garbage_collector_is_on_again_when_a_big_open_is_abandoned(qtbot, t
         assert gc.isenabled() and sessions.current is None
     finally:
         sessions.close()
+
+
+def test_the_bridges_snapshot_is_made_by_the_worker_unless_something_happened_since(
+    qtbot, manual_scheduler
+):
+    """A big file's worker makes the bridge's snapshot and fold of every task (on the GUI
+    thread they took ~0.6 s at 100,000 tasks); an event after it: made afresh."""
+    from taskloom.gui.bridge import EarlyEvents, EngineBridge
+
+    early = EarlyEvents()
+    early.attach(manual_scheduler)
+    for i in range(20):
+        manual_scheduler.schedule(_noop, 3600.0, name=f"t{i}")
+    qtbot.waitUntil(lambda: early.last_seq >= 20)
+    early.prepare(manual_scheduler)
+    bridge = EngineBridge(manual_scheduler, early=early)
+    assert bridge.prepared and len(bridge.tasks) == len(bridge.fold) == 20
+    assert bridge.snapshot_seq == manual_scheduler.snapshot()[0]
+    bridge.close()
+
+    early = EarlyEvents()
+    early.attach(manual_scheduler)
+    early.prepare(manual_scheduler)
+    manual_scheduler.schedule(_noop, 3600.0, name="late")  # after the snapshot
+    qtbot.waitUntil(lambda: early.last_seq > 20)
+    bridge = EngineBridge(manual_scheduler, early=early)
+    assert not bridge.prepared and "late" in bridge.tasks and len(bridge.tasks) == 21
+    assert early.take_prepared() is None  # taken once
+    bridge.close()

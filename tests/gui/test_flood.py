@@ -199,3 +199,75 @@ def test_the_status_bar_works_out_its_colours_once_per_palette(
     panel.counts.setPalette(palette)
     panel.update(False)
     assert len(calls) == len(S)  # each state's colour once for the new palette
+
+
+def test_a_drain_rereads_no_more_than_its_cap_however_many_tasks_are_known(
+    qtbot, manual_scheduler, monkeypatch
+):
+    # A share of 20,000 known tasks was 5,000 re-reads in one GUI-thread slice.
+    monkeypatch.setattr(bridge_module, "REREADS_PER_DRAIN", 50)
+    monkeypatch.setattr(bridge_module, "MOST_REREADS_PER_DRAIN", 120)
+    for i in range(2000):
+        manual_scheduler.add(noop, name=f"old{i}")
+    bridge = EngineBridge(manual_scheduler)  # knows 2,000: a quarter would be 500
+    batches: list[int] = []
+    bridge.tasksChanged.connect(lambda changed: batches.append(len(changed)))
+    try:
+        for i in range(600):
+            manual_scheduler.add(noop, name=f"new{i}")
+        qtbot.waitUntil(lambda: len(bridge.tasks) == 2600, timeout=20_000)
+        assert max(batches) <= 120
+        assert sum(batches) == 600
+    finally:
+        bridge.close()
+
+
+def test_state_counts_are_kept_per_task_changed_not_counted_per_batch(qtbot, manual_scheduler):
+    for i in range(300):
+        manual_scheduler.add(noop, name=f"t{i}")
+    bridge = EngineBridge(manual_scheduler)
+    try:
+        counted: list[int] = []
+        real_values = dict.values
+
+        class Tasks(dict):
+            def values(self):  # a pass over every task
+                counted.append(len(self))
+                return real_values(self)
+
+        bridge.tasks = Tasks(bridge.tasks)
+        manual_scheduler.start()
+        manual_scheduler.clock.advance(1)
+        for i in range(5):
+            manual_scheduler.remove(f"t{i}")
+        manual_scheduler.schedule(noop, manual_scheduler.clock.now() + 100, name="late")
+        qtbot.waitUntil(
+            lambda: "late" in bridge.tasks and "t0" not in bridge.tasks and bridge.pending() == 0,
+            timeout=20_000,
+        )
+        counts = bridge.state_counts()
+        assert counted == []  # asked as often as the views like, never a pass
+        expected = dict.fromkeys(S, 0)
+        for info in real_values(bridge.tasks):
+            expected[info.state] += 1
+        assert counts == expected
+        assert counts[S.SUCCEEDED] == 295 and sum(counts.values()) == 296
+    finally:
+        bridge.close()
+
+
+def test_a_batch_reaches_every_slot_as_the_same_object(qtbot, manual_scheduler):
+    # A dict signal converted the batch to a QVariantMap and back for each slot
+    # (9 ms per 5,000 tasks per slot).
+    manual_scheduler.add(noop, name="a")
+    bridge = EngineBridge(manual_scheduler)
+    got: list[dict] = []
+    for _ in range(3):
+        bridge.tasksChanged.connect(got.append)
+    try:
+        manual_scheduler.start()
+        manual_scheduler.clock.advance(1)
+        qtbot.waitUntil(lambda: len(got) >= 3, timeout=20_000)
+        assert got[0] is got[1] is got[2]
+    finally:
+        bridge.close()

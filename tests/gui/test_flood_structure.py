@@ -181,3 +181,27 @@ def test_the_background_worker_starts_once_and_runs_the_newest_job():
     worker.submit(again.set)
     assert again.wait(10)
     assert worker.starts == 1  # the same thread, no new one per job
+
+
+def test_find_reads_the_task_names_again_only_when_it_gets_the_focus(
+    qtbot, make_window, manual_scheduler
+):
+    from PySide6.QtCore import QEvent, Qt
+    from PySide6.QtGui import QFocusEvent
+
+    for i in range(50):
+        manual_scheduler.add(noop, name=f"t{i}")
+    window = make_window(manual_scheduler)
+    names = window.search_names
+    qtbot.waitUntil(lambda: len(window.scene.nodes) == 50)
+    reads = names.reads
+    for j in range(30):  # batches of new tasks with Find unused: no pass over the names
+        manual_scheduler.add(noop, name=f"new{j}")
+        qtbot.waitUntil(lambda j=j: f"new{j}" in window.document.tasks)
+    assert names.reads == reads
+    focus = QFocusEvent(QEvent.Type.FocusIn, Qt.FocusReason.ShortcutFocusReason)
+    QApplication.sendEvent(window.search, focus)  # Ctrl+F
+    assert names.reads == reads + 1
+    assert names.stringList() == sorted(window.document.tasks)
+    QApplication.sendEvent(window.search, focus)  # nothing new: not read again
+    assert names.reads == reads + 1

@@ -205,3 +205,28 @@ def test_find_reads_the_task_names_again_only_when_it_gets_the_focus(
     assert names.stringList() == sorted(window.document.tasks)
     QApplication.sendEvent(window.search, focus)  # nothing new: not read again
     assert names.reads == reads + 1
+
+
+def test_a_big_batch_of_new_rows_is_merged_in_without_a_pass_over_every_task(qtbot):
+    class Tasks(dict):
+        passes = 0
+
+        def __iter__(self):  # sorted(tasks), dict(tasks): a pass over every task
+            Tasks.passes += 1
+            return super().__iter__()
+
+    tasks = Tasks({f"t{i:05d}": info(f"t{i:05d}") for i in range(10_000)})
+    panel = TaskList()
+    qtbot.addWidget(panel)
+    panel.set_tasks(dict(tasks))
+    new = [f"t{i:05d}x" for i in range(0, 10_000, 50)]  # 200, spread over the list
+    for tid in new:
+        tasks[tid] = info(tid)
+    del tasks["t00001"]
+    Tasks.passes = 0
+    panel.apply_change(tasks, new, ["t00001"])
+    assert Tasks.passes == 0
+    model = panel.model
+    assert model.ids == sorted(tasks) and model.rowCount() == len(tasks) == 10_199
+    assert model.row_of["t00050x"] == 51  # t00000, t00000x, t00002..t00050, then it
+    assert "t00050x" in model.index(51, 0).data() and "t00001" not in model.row_of

@@ -180,10 +180,13 @@ class EngineBridge(QObject):
         self.tasks: dict[str, TaskInfo] = {t.id: t for t in tasks}
         # Tasks per state, kept up to date per task changed (state_counts was a pass
         # over every task per batch: 20,000 enum hashes, 10 ms, several times a batch).
-        self._state_of: dict[str, TaskState] = {t.id: t.state for t in tasks}
+        # The same for the one-shot tasks alone, and how many recur (the run header's
+        # "12/17 done · 3 recurring").
+        self._state_of: dict[str, tuple[TaskState, bool]] = {}
         self._counts: dict[TaskState, int] = dict.fromkeys(TaskState, 0)
-        for state in self._state_of.values():
-            self._counts[state] += 1
+        self._one_shot: dict[TaskState, int] = dict.fromkeys(TaskState, 0)
+        self._recurring = 0
+        self._recount({t.id: t for t in tasks}, [])
         self.upcoming = list(upcoming)
         self._upcoming_dirty = False
 
@@ -328,21 +331,34 @@ class EngineBridge(QObject):
         return len(self._pending) + len(self._pending_tail)
 
     def _recount(self, changed: dict[str, TaskInfo], removed: list[str]) -> None:
-        counts, state_of = self._counts, self._state_of
+        counts, one_shot, state_of = self._counts, self._one_shot, self._state_of
         for tid in removed:
             old = state_of.pop(tid, None)
             if old is not None:
-                counts[old] -= 1
+                self._uncount(old)
         tasks = self.tasks
         for tid, info in changed.items():
             if tid not in tasks:  # changed, then found gone in the same drain
                 continue
-            old, new = state_of.get(tid), info.state
-            if old is not new:
-                if old is not None:
-                    counts[old] -= 1
-                counts[new] += 1
-                state_of[tid] = new
+            old, new = state_of.get(tid), (info.state, info.recurring)
+            if old == new:
+                continue
+            if old is not None:
+                self._uncount(old)
+            state_of[tid] = new
+            counts[info.state] += 1
+            if info.recurring:
+                self._recurring += 1
+            else:
+                one_shot[info.state] += 1
+
+    def _uncount(self, old: tuple[TaskState, bool]) -> None:
+        state, recurring = old
+        self._counts[state] -= 1
+        if recurring:
+            self._recurring -= 1
+        else:
+            self._one_shot[state] -= 1
 
     def _queue_events(self, events: list[Event]) -> None:
         queue = self._pending_tail
@@ -444,6 +460,10 @@ class EngineBridge(QObject):
     def state_counts(self) -> dict[TaskState, int]:
         """Tasks per state (kept per task changed, not counted again per batch)."""
         return dict(self._counts)
+
+    def one_shot_counts(self) -> tuple[dict[TaskState, int], int]:
+        """(one-shot tasks per state, how many tasks recur), kept as ``state_counts``."""
+        return dict(self._one_shot), self._recurring
 
     def throughput(self, window: float = 3.0) -> float:
         """Runs finished per second over the last ``window`` seconds."""

@@ -54,26 +54,35 @@ def header_text(
     eta: str = "",
     owner_alive: bool = True,
     deadline: float | None = None,
+    tally: tuple[dict, int] | None = None,
 ) -> str:
-    """The header's text (see the module doc); times are epoch seconds."""
+    """The header's text (see the module doc); times are epoch seconds. ``tally``:
+    (one-shot tasks per state, recurring tasks) kept by the bridge, else counted here."""
     name = f"Run {run}" if run is not None else "This run"
     recurring = done = failed = skipped = succeeded = gone = 0
-    for info in tasks.values():  # one pass: a big run has tens of thousands
-        if info.recurring:
-            recurring += 1
-            continue
-        state = info.state
-        if state.settled:
-            done += 1
-            if state is S.FAILED:
-                failed += 1
-            elif state is S.SKIPPED:
-                skipped += 1
-            elif state is S.SUCCEEDED:
-                succeeded += 1
-        elif not owner_alive and owner_gone(info):
-            gone += 1
-    one_shot = len(tasks) - recurring
+    if tally is not None and owner_alive:  # kept by the bridge: no pass per batch
+        by_state, recurring = tally
+        done = sum(n for state, n in by_state.items() if state.settled)
+        failed, skipped = by_state[S.FAILED], by_state[S.SKIPPED]
+        succeeded = by_state[S.SUCCEEDED]
+        one_shot = sum(by_state.values())
+    else:
+        for info in tasks.values():  # one pass: a big run has tens of thousands
+            if info.recurring:
+                recurring += 1
+                continue
+            state = info.state
+            if state.settled:
+                done += 1
+                if state is S.FAILED:
+                    failed += 1
+                elif state is S.SKIPPED:
+                    skipped += 1
+                elif state is S.SUCCEEDED:
+                    succeeded += 1
+            elif not owner_alive and owner_gone(info):
+                gone += 1
+        one_shot = len(tasks) - recurring
     parts = [name]
     over = started and one_shot and done == one_shot and not recurring
     if not started:
@@ -148,7 +157,8 @@ class RunHeader(QLabel):
             return  # nothing the text says has changed
         self._key = key
         unsettled = sum(n for state, n in counts.items() if not state.settled)
-        over = bool(tasks) and unsettled == 0 and not any(i.recurring for i in tasks.values())
+        tally = w.bridge.one_shot_counts()
+        over = bool(tasks) and unsettled == 0 and not tally[1]
         if over:
             if self.finished_at is None:
                 self.finished_at = time.time()
@@ -165,6 +175,7 @@ class RunHeader(QLabel):
             eta=eta,
             owner_alive=owner_alive,
             deadline=deadline,
+            tally=tally,
         )
         if past and text.startswith("Run "):
             text = "Live run " + text[len("Run ") :]

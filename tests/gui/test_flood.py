@@ -271,3 +271,50 @@ def test_a_batch_reaches_every_slot_as_the_same_object(qtbot, manual_scheduler):
         assert got[0] is got[1] is got[2]
     finally:
         bridge.close()
+
+
+def boom():
+    raise RuntimeError("boom")
+
+
+def test_the_run_header_says_the_same_from_the_bridges_tallies_without_a_pass(
+    qtbot, make_window, manual_scheduler
+):
+    from taskloom.gui.run_header import header_text
+
+    for i in range(40):
+        manual_scheduler.add(noop, name=f"ok{i}")
+    manual_scheduler.add(boom, name="bad")
+    manual_scheduler.schedule_every(noop, 60.0, name="tick")
+    window = make_window(manual_scheduler)
+    manual_scheduler.start()
+    manual_scheduler.clock.advance(1)
+    bridge = window.bridge
+    qtbot.waitUntil(lambda: bridge.tasks["bad"].state is S.FAILED and bridge.pending() == 0)
+    manual_scheduler.remove("ok0")
+    qtbot.waitUntil(lambda: "ok0" not in bridge.tasks)
+
+    class Tasks(dict):
+        passes = 0
+
+        def values(self):
+            Tasks.passes += 1
+            return super().values()
+
+    bridge.tasks = Tasks(bridge.tasks)
+    header = window.run_header
+    header._key = None
+    header.refresh()
+    assert Tasks.passes == 0  # the counts came from the bridge, kept per task changed
+    counted = header_text(
+        manual_scheduler.run,
+        dict(bridge.tasks),
+        started=True,
+        paused=False,
+        started_at=header.started_at,
+        finished_at=header.finished_at,
+        eta=window.forecast_view.eta.text() if window.forecast_view.eta.isVisible() else "",
+        deadline=window.deadline_at,
+    )
+    assert header.full_text.replace("Live run ", "Run ") == counted
+    assert "40/40 done" in counted and "1 recurring" in counted and "1 failed" in counted

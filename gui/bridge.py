@@ -51,6 +51,12 @@ SHARE_OF_KNOWN = 0.25
 # so more, smaller batches cost them little.
 MOST_REREADS_PER_DRAIN = 1000
 MOST_FOLD_PER_DRAIN = 3000
+# ...and the re-reads stop READ_SLICE_S after the drain began (at least
+# FEWEST_REREADS are read): each read takes the engine's lock and, while another
+# thread adds tasks at full speed, waits for the GIL, so a count alone made slices of
+# 100-300 ms on a loaded machine. The rest wait for the next drain.
+READ_SLICE_S = 0.012
+FEWEST_REREADS = 50
 
 
 class EarlyEvents:
@@ -291,11 +297,26 @@ class EngineBridge(QObject):
         structure = bool(removed)
         later = self._reread_later
         later.update(dict.fromkeys(requery))
-        for _ in range(min(len(later), self._budget(REREADS_PER_DRAIN, MOST_REREADS_PER_DRAIN))):
-            tid = next(iter(later))
+        stop = began + READ_SLICE_S
+        neighbours: set[str] = set()
+        # One walk to the first waiting ids (``next(iter())`` after each delete walked
+        # over every id deleted before it: quadratic in a flood's 20,000).
+        for i, tid in enumerate(
+            list(islice(later, self._budget(REREADS_PER_DRAIN, MOST_REREADS_PER_DRAIN)))
+        ):
+            if i >= FEWEST_REREADS and time.monotonic() > stop:
+                break
             del later[tid]
             structure = True
-            self._reload_with_neighbours(tid, changed, removed)
+            self._reload(tid, changed, removed, neighbours)
+        # The tasks at the other ends of the re-read ones' edges, once each per drain
+        # (3,000 tasks added under one root read the root, and its 3,000 dependents,
+        # 3,000 times).
+        for other in neighbours:
+            other_info = self._read(other)
+            if other_info is not None:
+                self.fold.put(other_info)
+                self.tasks[other] = changed[other] = other_info
         for tid in attempts_read:  # the same task, with more of its attempts known
             if tid in self.tasks and tid not in changed:
                 changed[tid] = self.tasks[tid]
@@ -421,8 +442,9 @@ class EngineBridge(QObject):
         self.tasks[tid] = info
         changed[tid] = info
 
-    def _reload_with_neighbours(self, tid, changed, removed) -> None:
-        """Re-read a task whose edges changed, and the tasks at both ends of them."""
+    def _reload(self, tid, changed, removed, neighbours: set[str]) -> None:
+        """Re-read a task whose edges changed; the tasks at both ends of them go in
+        ``neighbours`` (read once the drain's re-reads are done)."""
         old = self.tasks.get(tid)
         info = self._read(tid)
         if info is None:
@@ -433,11 +455,8 @@ class EngineBridge(QObject):
             return
         self.fold.put(info)
         self.tasks[tid] = changed[tid] = info
-        for other in set(_neighbours_of(old)) | set(_neighbours_of(info)):
-            other_info = self._read(other)
-            if other_info is not None:
-                self.fold.put(other_info)
-                self.tasks[other] = changed[other] = other_info
+        neighbours.update(_neighbours_of(old))
+        neighbours.update(_neighbours_of(info))
 
     def _read(self, tid: str) -> TaskInfo | None:
         try:

@@ -158,6 +158,7 @@ def test_thousands_of_new_tasks_come_in_batches_that_grow_with_the_window(
     # A fixed budget made 20,000 new tasks 50 batches, each costing the views work
     # for every task shown: the budget grows with what the window already has.
     monkeypatch.setattr(bridge_module, "REREADS_PER_DRAIN", 100)
+    monkeypatch.setattr(bridge_module, "READ_SLICE_S", 60.0)  # counts, not the clock
     bridge = EngineBridge(manual_scheduler)
     batches: list[int] = []
     bridge.tasksChanged.connect(lambda changed: batches.append(len(changed)))
@@ -207,6 +208,7 @@ def test_a_drain_rereads_no_more_than_its_cap_however_many_tasks_are_known(
     # A share of 20,000 known tasks was 5,000 re-reads in one GUI-thread slice.
     monkeypatch.setattr(bridge_module, "REREADS_PER_DRAIN", 50)
     monkeypatch.setattr(bridge_module, "MOST_REREADS_PER_DRAIN", 120)
+    monkeypatch.setattr(bridge_module, "READ_SLICE_S", 60.0)
     for i in range(2000):
         manual_scheduler.add(noop, name=f"old{i}")
     bridge = EngineBridge(manual_scheduler)  # knows 2,000: a quarter would be 500
@@ -318,3 +320,41 @@ def test_the_run_header_says_the_same_from_the_bridges_tallies_without_a_pass(
     )
     assert header.full_text.replace("Live run ", "Run ") == counted
     assert "40/40 done" in counted and "1 recurring" in counted and "1 failed" in counted
+
+
+def test_a_drain_stops_reading_when_its_slice_is_used_up(qtbot, manual_scheduler, monkeypatch):
+    # Each read waits for the engine's lock and the GIL: under a flood a count alone
+    # made 100-300 ms slices. With the slice used up at once, each drain reads the
+    # fewest it may, and the rest come in the next drains, none lost.
+    monkeypatch.setattr(bridge_module, "READ_SLICE_S", 0.0)
+    monkeypatch.setattr(bridge_module, "FEWEST_REREADS", 30)
+    bridge = EngineBridge(manual_scheduler)
+    batches: list[int] = []
+    bridge.tasksChanged.connect(lambda changed: batches.append(len(changed)))
+    try:
+        for i in range(200):
+            manual_scheduler.add(noop, name=f"t{i}")
+        qtbot.waitUntil(lambda: len(bridge.tasks) == 200, timeout=20_000)
+        assert max(batches) == 30 and sum(batches) == 200
+        assert set(bridge.tasks) == {f"t{i}" for i in range(200)}
+    finally:
+        bridge.close()
+
+
+def test_a_task_at_the_end_of_many_new_edges_is_read_once_a_drain(qtbot, manual_scheduler):
+    manual_scheduler.add(noop, name="root")
+    bridge = EngineBridge(manual_scheduler)
+    reads: list[str] = []
+    real = bridge._read
+    bridge._read = lambda tid: (reads.append(tid), real(tid))[1]
+    try:
+        for i in range(500):
+            manual_scheduler.add(noop, name=f"t{i}", deps=["root"])
+        qtbot.waitUntil(lambda: len(bridge.tasks) == 501 and bridge.pending() == 0)
+        qtbot.waitUntil(lambda: len(bridge.tasks["root"].dependents) == 500)
+        # Read with each new task, the root (and its growing list of dependents) was
+        # read 500 times.
+        assert reads.count("root") <= bridge.batches
+        assert reads.count("root") < 50
+    finally:
+        bridge.close()

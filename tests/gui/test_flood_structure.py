@@ -230,3 +230,32 @@ def test_a_big_batch_of_new_rows_is_merged_in_without_a_pass_over_every_task(qtb
     assert model.ids == sorted(tasks) and model.rowCount() == len(tasks) == 10_199
     assert model.row_of["t00050x"] == 51  # t00000, t00000x, t00002..t00050, then it
     assert "t00050x" in model.index(51, 0).data() and "t00001" not in model.row_of
+
+
+def test_a_resting_worker_leaves_as_long_as_a_job_took_before_the_next():
+    import time
+
+    worker = LatestWorker("taskloom-test-rest", rest=1.0)
+    spans: list[tuple[float, float]] = []
+    busy = threading.Event()
+    done = threading.Event()
+
+    def job(last: bool = False) -> None:
+        began = time.monotonic()
+        busy.set()
+        while time.monotonic() - began < 0.05:  # 50 ms of work (the GIL held)
+            pass
+        spans.append((began, time.monotonic()))
+        if last:
+            done.set()
+
+    worker.submit(job)
+    assert busy.wait(10)
+    for _ in range(5):  # batches while it works: only the newest runs, after a rest
+        worker.submit(job)
+    worker.submit(lambda: job(last=True))
+    assert done.wait(10)
+    assert len(spans) == 2
+    (first_began, first_ended), (second_began, _) = spans
+    assert second_began - first_ended >= 0.9 * (first_ended - first_began)
+    assert worker.dropped == 5

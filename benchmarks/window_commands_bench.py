@@ -63,9 +63,9 @@ cpu0, started = time.process_time(), time.perf_counter()
 timer.start()
 last[0] = time.perf_counter()
 session.start()
-def done():
-    tasks = window.bridge.tasks
-    return len(tasks) == count and all(t.state is TaskState.SUCCEEDED for t in tasks.values())
+def done():  # asked after every pass of the loop: a walk of every task here took the
+    # GUI thread 2.9 s of a 12 s run (the bridge keeps its counts)
+    return window.bridge.state_counts()[TaskState.SUCCEEDED] == count
 give_up = time.monotonic() + 600
 while not done() and time.monotonic() < give_up:
     app.processEvents(QEventLoop.ProcessEventsFlag.AllEvents, 20)

@@ -8,7 +8,8 @@ p50/p99/max), the engine's time to add and run them all (the window must not slo
 it), and how long the window takes to catch up once the engine is done
 (benchmarks/big_workflows.py ``measure_stream``). Each measurement runs in a fresh
 process; ``--other PYTHON`` (the previous main's virtualenv: its own checkout's
-benchmarks and code) runs the same, interleaved.
+benchmarks and code) runs the same, interleaved. The event loop sleeps between
+events as the app's does (``gui_bench.process_until`` spins it).
 """
 
 from __future__ import annotations
@@ -29,10 +30,27 @@ os.environ["QT_QPA_PLATFORM"] = "offscreen"
 sys.path.insert(0, os.getcwd())
 from PySide6.QtWidgets import QApplication
 app = QApplication([])
+import time
+from PySide6.QtCore import QEventLoop, QTimer
 from benchmarks import big_workflows, gui_bench
+
+def process_until(done, timeout):
+    # The event loop as the app runs it, asleep until something happens (a 5 ms check
+    # of ``done``): processEvents() in a loop spun the GUI thread, taking the GIL
+    # from the thread that adds tasks and from the engine's.
+    if done():
+        return True
+    loop, deadline = QEventLoop(), time.perf_counter() + timeout
+    check = QTimer()
+    check.timeout.connect(lambda: (done() or time.perf_counter() > deadline) and loop.quit())
+    check.start(5)
+    loop.exec()
+    check.stop()
+    return done()
+
 r = big_workflows.measure_stream(
     "noop via API", int(sys.argv[1]), gui_bench.open_window, gui_bench.close_window,
-    gui_bench.process_until, gui_bench.LagProbe,
+    process_until, gui_bench.LagProbe,
 )
 print(json.dumps(r))
 """

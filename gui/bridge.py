@@ -347,6 +347,11 @@ class EngineBridge(QObject):
         if not self._upcoming_timer.isActive():
             self._upcoming_timer.start()
 
+    def reading(self) -> bool:
+        """Whether events taken from the engine wait to be applied (tasks heard of, not
+        read yet): until they are, nobody may say the run finished."""
+        return bool(self._pending or self._reread_later)
+
     def pending(self) -> int:
         """Latest events and raw events taken from the engine, not handed on yet."""
         return len(self._pending) + len(self._pending_tail)

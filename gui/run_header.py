@@ -55,6 +55,7 @@ def header_text(
     owner_alive: bool = True,
     deadline: float | None = None,
     tally: tuple[dict, int] | None = None,
+    reading: bool = False,
 ) -> str:
     """The header's text (see the module doc); times are epoch seconds. ``tally``:
     (one-shot tasks per state, recurring tasks) kept by the bridge, else counted here."""
@@ -84,7 +85,8 @@ def header_text(
                 gone += 1
         one_shot = len(tasks) - recurring
     parts = [name]
-    over = started and one_shot and done == one_shot and not recurring
+    # Tasks heard of and not read yet (a flood being caught up with): not over.
+    over = started and one_shot and done == one_shot and not recurring and not reading
     if not started:
         parts.append("not started")
     elif not owner_alive:
@@ -101,6 +103,8 @@ def header_text(
             parts.append(f"{succeeded} succeeded")
         else:
             parts.append(f"{done}/{one_shot} done")
+    if reading:
+        parts.append("reading new tasks…")
     if recurring:
         parts.append(f"{recurring} recurring")
     if failed:
@@ -152,13 +156,14 @@ class RunHeader(QLabel):
         past = w.past_run is not None  # the graph shows a past run: this line is the live one
         deadline = w.deadline_at  # when the run's [workflow] timeout passes, if it has one
         counted = tuple(counts.values())
-        key = (counted, len(tasks), started, paused, eta, owner_alive, past, deadline)
+        reading = w.bridge.reading()
+        key = (counted, len(tasks), started, paused, eta, owner_alive, past, deadline, reading)
         if key == self._key:
             return  # nothing the text says has changed
         self._key = key
         unsettled = sum(n for state, n in counts.items() if not state.settled)
         tally = w.bridge.one_shot_counts()
-        over = bool(tasks) and unsettled == 0 and not tally[1]
+        over = bool(tasks) and unsettled == 0 and not tally[1] and not reading
         if over:
             if self.finished_at is None:
                 self.finished_at = time.time()
@@ -176,6 +181,7 @@ class RunHeader(QLabel):
             owner_alive=owner_alive,
             deadline=deadline,
             tally=tally,
+            reading=reading,
         )
         if past and text.startswith("Run "):
             text = "Live run " + text[len("Run ") :]

@@ -358,3 +358,34 @@ def test_a_task_at_the_end_of_many_new_edges_is_read_once_a_drain(qtbot, manual_
         assert reads.count("root") < 50
     finally:
         bridge.close()
+
+
+def test_the_run_is_not_called_finished_while_the_window_still_reads_its_tasks(
+    qtbot, make_window, manual_scheduler, monkeypatch
+):
+    # Mid-flood, the first 1,000 tasks read of 20,000 had all succeeded: the header
+    # said "finished in 0.1 s · 1000 succeeded" beside an event log of tasks to come.
+    monkeypatch.setattr(bridge_module, "READ_SLICE_S", 0.0)
+    monkeypatch.setattr(bridge_module, "FEWEST_REREADS", 10)
+    manual_scheduler.add(noop, name="first")
+    window = make_window(manual_scheduler)
+    window.set_started(True)
+    manual_scheduler.start()
+    manual_scheduler.clock.advance(1)
+    qtbot.waitUntil(lambda: window.bridge.tasks["first"].state is S.SUCCEEDED)
+    said: list[tuple[bool, str, bool]] = []
+    window.bridge.tasksChanged.connect(
+        lambda _changed: said.append(
+            (window.bridge.reading(), window.run_header.full_text, window.notices._finished)
+        )
+    )
+    for i in range(60):
+        manual_scheduler.add(noop, name=f"t{i}")
+    manual_scheduler.clock.advance(1)  # all run and succeed before the window reads them
+    qtbot.waitUntil(lambda: len(window.bridge.tasks) == 61 and not window.bridge.reading())
+    qtbot.waitUntil(lambda: bool(said) and not said[-1][0])
+    reading = [(text, finished) for still, text, finished in said if still]
+    assert len(reading) >= 3  # read ten at a time
+    assert all("finished" not in text and "reading new tasks" in text for text, _ in reading)
+    assert not any(finished for _, finished in reading)
+    assert "finished" in said[-1][1] and "61 succeeded" in said[-1][1] and said[-1][2]

@@ -1,5 +1,5 @@
 """The run as a whole, above the graph: "Run 3 · running · 12/17 done · 1 failed ·
-ETA 21:17 · deadline 23:16 · started 21:16" (the deadline: its ``[workflow] timeout``),
+deadline 23:16 · ETA 21:17 · started 21:16" (the deadline: its ``[workflow] timeout``),
 and once it is over its outcome and how long it took
 ("Run 3 · finished in 2 min 10 s · 16 succeeded · 1 failed").
 
@@ -113,13 +113,13 @@ def header_text(
         parts.append(f"{skipped} skipped")
     if gone:
         parts.append(f"{gone} owner gone")
-    if eta and started and not over and owner_alive:
-        parts.append(eta.split(" (")[0])  # "ETA 21:17:04"
     if deadline is not None and started and owner_alive:
         if not over:
-            parts.append("deadline " + clock_text(deadline))  # [workflow] timeout
+            parts.append("deadline " + clock_text(deadline))  # a fact: before the ETA, a guess
         elif failed and finished_at is not None and finished_at >= deadline:
             parts.append("deadline passed")
+    if eta and started and not over and owner_alive:
+        parts.append(eta.split(" (")[0])  # "ETA 21:17:04"
     if started_at is not None and started:
         parts.append("started " + time.strftime("%H:%M", time.localtime(started_at)))
     return " · ".join(parts)

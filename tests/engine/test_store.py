@@ -365,6 +365,36 @@ def test_a_lost_call_whose_row_never_reached_the_disk_keeps_the_earlier_outcome(
         store.close()
 
 
+def test_a_success_on_disk_whose_task_row_is_older_is_not_run_again(db, tmp_path):
+    """A short call's "running" row is held with its start row and dropped when its
+    end row comes: a kill after the success is committed but before the task's
+    outcome row is leaves a task row written before the attempt began. Recovery
+    reads the attempt's row as the truth: succeeded, not run again (before: READY,
+    run a second time), and its dependent runs."""
+    log = tmp_path / "log"
+    store = SQLiteStore(db)
+    with Scheduler(store=store) as s:
+        s.add(call("a", log), name="a")
+        s.wait()
+    store.close()
+    conn = sqlite3.connect(db)  # as if the rows after its "ready" had not been committed
+    conn.execute("UPDATE tasks SET state = 'ready', attempt = 0, successes = 0 WHERE id = 'a'")
+    conn.commit()
+    conn.close()
+    store = SQLiteStore(db)
+    s = Scheduler(store=store)
+    s.add(call("b", log), name="b", deps=["a"])
+    try:
+        assert s.task("a").state is TaskState.SUCCEEDED
+        s.start()
+        s.wait()
+        assert [line[1] for line in log_lines(log) if line[0] == "start"] == ["a", "b"]
+        assert [(a.number, a.outcome) for a in s.attempts("a")] == [(1, "succeeded")]
+    finally:
+        s.shutdown()
+        store.close()
+
+
 def test_flush_waits_for_every_op_across_capped_commits_and_feed_writes_go_first(db, monkeypatch):
     """More engine ops than one commit takes (MAX_BATCH) are committed in several
     transactions; a feed write queued last rides with the first, and flush()

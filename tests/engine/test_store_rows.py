@@ -110,3 +110,65 @@ def test_a_succeeded_calls_one_row_has_its_secret_masked(tmp_path):
         store.close()
     assert attempt.outcome == "succeeded" and attempt.output == "the token is ***"
     assert [row["output"] for row in rows] == ["the token is ***"]
+
+
+def test_a_short_call_costs_one_tasks_update_one_attempts_row_and_two_events(tmp_path, monkeypatch):
+    """Statements per task on the store's connection while no-op calls run (their
+    ready rows written before): the "running" update of the task row is held with the
+    start row and dropped with it, so the task row is written once, with its outcome.
+    Before: two tasks updates a task (running, then succeeded)."""
+    from taskloom.engine._store import writer
+
+    monkeypatch.setattr(writer, "START_DELAY", 60.0)  # no start row is due during the run
+    store = SQLiteStore(tmp_path / "run.db")
+    count = 300
+    statements: dict[str, int] = {}
+
+    def traced(sql: str) -> None:
+        words = sql.split()
+        if words[0] == "UPDATE" or words[:2] == ["INSERT", "INTO"]:
+            table = words[1] if words[0] == "UPDATE" else words[2]
+            statements[table] = statements.get(table, 0) + 1
+
+    s = Scheduler(workers=2, store=store)
+    for _ in range(count):
+        s.add(Call(f"{JOBS}:noop"))
+    store.flush()
+    store._conn.set_trace_callback(traced)
+    s.start()
+    s.wait()
+    store.flush()
+    store._conn.set_trace_callback(None)
+    s.shutdown()
+    rows = store._conn.execute("SELECT state, attempt, successes FROM tasks").fetchall()
+    store.close()
+    assert statements == {"tasks": count, "attempts": count, "events": 2 * count}, statements
+    assert set(rows) == {("succeeded", 1, 1)}
+
+
+def test_a_long_calls_running_row_reaches_the_disk_with_its_start_row(tmp_path):
+    """The held "running" update is written with its start row once that is due."""
+    from taskloom.engine._store.writer import START_DELAY
+
+    db = tmp_path / "run.db"
+    log = tmp_path / "log"
+    store = SQLiteStore(db)
+    with Scheduler(workers=1, store=store) as s:
+        s.add(Call(f"{JOBS}:block_until_cancelled", {"log": str(log)}), name="block")
+        reader = SQLiteStore.reader(db)
+        try:
+            deadline = time.monotonic() + START_DELAY + 30
+            state = None
+            while time.monotonic() < deadline:  # polling a real worker, with a deadline
+                found = reader._query("SELECT state FROM tasks WHERE id = 'block'", ())
+                state = found[0][0] if found else None
+                if state == "running" and reader.attempts("block"):
+                    break
+                time.sleep(0.01)
+            assert state == "running"
+            assert [row["outcome"] for row in reader.attempts("block")] == ["running"]
+        finally:
+            reader.close()
+        s.cancel("block")
+        s.wait()
+    store.close()

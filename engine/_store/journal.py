@@ -42,6 +42,7 @@ class Journal:
         # The one-shot task whose start row was just held back (``put_attempt``,
         # deferred): its "running" update is held with it (``persist_state``).
         self._held_start: Task | None = None
+        self._put_process = store.put_process  # bound once (see record_processes)
 
     def to_wall(self, mono: float | None) -> float | None:
         if mono is None:
@@ -135,12 +136,9 @@ class Journal:
         commands, and it is the second line of defence only: every process a command
         starts carries its owner's mark, which is on disk before any command runs
         (``owner_token``), so recovery finds survivors even without this row."""
-        store, task_id, number = self.store, run.task.id, run.attempt
-
-        def record(pid: int, pgid: int) -> None:
-            store.put_process(task_id, number, pid, pgid)
-
-        run.ctx.on_process = record
+        # One bound method for every run (the context passes its task and attempt):
+        # nothing made per run waits with it for its commit.
+        run.ctx.on_process = self._put_process
 
     def supervise(self, run: Run) -> bool:
         """A command's attempt: its supervisor records it in the store's folder under

@@ -94,6 +94,8 @@ class StoreWriter(StoreReads):
         # as committed with the end row's batch: the engine op index it rides with).
         self._starts: dict[tuple[str, int], tuple[float, Op]] = {}
         self._absorbed: deque[int] = deque()
+        # What ``put_attempt(committed=)`` gave, once on disk (for the commit listeners).
+        self.committed: deque[Any] = deque()
         # The tasks-row update that said a held start's attempt is running
         # (``update_task(hold=True)``), by task id: held with its start row, written
         # with it when it is due, and dropped (counted with that op, in ``_absorbed``)
@@ -212,12 +214,20 @@ class StoreWriter(StoreReads):
             self._absorbed.append(self._queued[0] + 1)
 
     def put_attempt(
-        self, row: tuple, on_commit: Callable[[], object] | None = None, deferred: bool = False
+        self,
+        row: tuple,
+        on_commit: Callable[[], object] | None = None,
+        deferred: bool = False,
+        committed: object = None,
     ) -> None:
         """The columns of ``ATTEMPT_WRITE`` after ``run`` (``Attempt.to_row``).
-        ``on_commit()`` is called by the writer once it is on disk. ``deferred``: a
-        start row held back ``START_DELAY``, for the attempt's end row to replace."""
-        op = ("attempt", row, on_commit)
+        ``on_commit()`` is called by the writer once it is on disk. ``committed``, if
+        not None, is appended to ``self.committed`` then, before the commit listeners
+        run: what they are to handle, without a callable made per row (each one
+        outlives young garbage collections while it waits, and costs full ones).
+        ``deferred``: a start row held back ``START_DELAY``, for the attempt's end
+        row to replace."""
+        op = ("attempt", row, on_commit, committed)
         key = (row[0], row[1])
         with self._queue_lock:
             if deferred:
@@ -417,12 +427,16 @@ class StoreWriter(StoreReads):
                 self._committed[kind] += count
             self._committing = False
             self._cond.notify_all()
+        committed = self.committed
         for op in batch:
-            if op[0] == "attempt" and op[2] is not None:
-                try:
-                    op[2]()
-                except Exception:
-                    log.exception("store commit callback failed")
+            if op[0] == "attempt":
+                if op[3] is not None:
+                    committed.append(op[3])
+                if op[2] is not None:
+                    try:
+                        op[2]()
+                    except Exception:
+                        log.exception("store commit callback failed")
         for callback in self._commit_listeners:
             try:
                 callback()

@@ -69,6 +69,7 @@ class Journal:
         state = task.state.kind
         attempt = task.attempt
         cursor = task.cron_next
+        next_wall: float | None
         if cursor is not None:  # a cron task's cursor is a wall time, stored exactly
             next_wall = cursor.timestamp()
         else:

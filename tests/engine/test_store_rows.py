@@ -172,3 +172,52 @@ def test_a_long_calls_running_row_reaches_the_disk_with_its_start_row(tmp_path):
         s.cancel("block")
         s.wait()
     store.close()
+
+
+def test_the_journals_rows_are_the_records_rows(tmp_path):
+    """``Journal.persist_state`` and ``attempt_row`` build their rows in one go; they
+    are the rows ``StateRow`` and ``Attempt.to_row`` describe, for every kind of
+    column value (a cron cursor, a run_at, consumed successes, an error, paused)."""
+    from datetime import UTC, datetime
+
+    from taskloom.engine import RetryPolicy
+    from taskloom.engine._core.task import Task
+    from taskloom.engine._store.journal import Journal
+    from taskloom.engine._store.records import StateRow
+    from taskloom.engine.clock import ManualClock
+    from taskloom.engine.models import Attempt, Outcome
+    from taskloom.engine.states import TaskState
+
+    class Recording(SQLiteStore):
+        def update_task(self, row, event, hold=False):
+            self.rows.append((row, event))
+            super().update_task(row, event, hold)
+
+    store = Recording(tmp_path / "run.db")
+    store.rows = []
+    clock = ManualClock()
+    journal = Journal(store, clock)
+
+    def task(name, **fields):
+        made = Task(name, Call(f"{JOBS}:noop"), order=0, priority=0, retry=RetryPolicy(),
+                    timeout=None, trigger_rule="all_success", run_at=None)  # fmt: skip
+        for key, value in fields.items():
+            setattr(made, key, value)
+        return made
+
+    tasks = [
+        task("plain", state=TaskState.READY),
+        task("timed", state=TaskState.SCHEDULED, run_at=clock.now() + 30.5, attempt=2),
+        task("cron", state=TaskState.SCHEDULED, cron_next=datetime(2030, 1, 2, 3, 4, tzinfo=UTC)),
+        task("used", state=TaskState.FAILED, consumed={"a": 2}, error="boom", paused=True),
+    ]
+    for seq, each in enumerate(tasks, 1):
+        journal.persist_state(seq, each, "changed", None)
+        row, event = store.rows[-1]
+        assert row == StateRow.of(each, journal.to_wall).update_row(each.id)
+        assert event == (seq, each.id, "changed", each.state.kind, clock.wall_seconds(),
+                         each.attempt, None)  # fmt: skip
+    record = Attempt(3, clock.now() - 2, clock.now(), Outcome.FAILED, "e", "tb", "out",
+                     "log", 1, "w")  # fmt: skip
+    assert journal.attempt_row(tasks[0], record) == record.to_row("plain", journal.to_wall)
+    store.close()

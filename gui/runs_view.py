@@ -140,7 +140,7 @@ class RunsView(QTableWidget):
         # The same rows and runs: only the cells whose attempt changed are made again
         # (a busy run's grid, read every 2 s, made 2,000 items each time: 145 ms).
         before = self.grid.cells if self.grid is not None and tasks == self._rows else None
-        if before is not None and grid.runs != self.grid.runs:
+        if before is not None and self.grid is not None and grid.runs != self.grid.runs:
             before = None
         self.grid = grid
         self.setRowCount(len(tasks))

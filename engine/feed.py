@@ -50,6 +50,7 @@ import fcntl
 import json
 import logging
 import math
+import operator
 import os
 import sqlite3
 import threading
@@ -59,7 +60,6 @@ from collections import OrderedDict, deque
 from pathlib import Path
 
 from . import fold as folding
-from .fold import TaskFold
 from .models import Event, TaskInfo
 from .states import TaskState
 
@@ -91,10 +91,42 @@ SYNC_INTERVAL = 1.0  # seconds between folds of the feed_log entries into feed_t
 # A task row keeps its allowed actions until they are read again (_action_rows).
 # Task rows are [id, ord, info], actions rows [actions, id]; seq is the last
 # feed_log entry the table covers.
+# A row read again (changed edges) keeps the state fields the table has: the
+# events folded in below carry them (a reading may be ahead of its events).
 _TASK_UPSERT = (
     "INSERT INTO feed_tasks (id, seq, ord, info) SELECT value ->> 0, ?, value ->> 1,"
     " value ->> 2 FROM json_each(?) WHERE true ON CONFLICT (id)"
-    " DO UPDATE SET seq = excluded.seq, ord = excluded.ord, info = excluded.info"
+    " DO UPDATE SET seq = excluded.seq, ord = excluded.ord, info = CASE"
+    " WHEN feed_tasks.info IS NULL OR excluded.info IS NULL THEN excluded.info"
+    " ELSE json_set(excluded.info, '$[0]', feed_tasks.info -> 0, '$[4]', feed_tasks.info -> 4,"
+    " '$[5]', feed_tasks.info -> 5, '$[7]', feed_tasks.info -> 7, '$[8]', feed_tasks.info -> 8)"
+    " END"
+)
+# The events of the feed_log entries (after, up to] folded into feed_tasks: each
+# task's newest state event sets its state fields, its newest pause event its pause
+# (engine/fold.py's rules; a row is [id, ord, info], an event as event_row). Fields
+# are taken as JSON text (->, json()), so an infinite time stays 1e999 (SQLite 3.40
+# writes a REAL infinity as "Inf", which no JSON reader takes).
+_LOG_EVENTS = (
+    "FROM feed_log, json_each(feed_log.body, '$[2]') AS e"
+    " WHERE feed_log.id > ? AND feed_log.id <= ? AND e.value ->> 2 != ''"
+)
+_STATES_FOLD = (
+    "UPDATE feed_tasks SET info = json_set(info, '$[0]', json(last.state),"
+    " '$[4]', json(last.attempt), '$[5]', json(last.run_at), '$[8]', json(last.error))"
+    " FROM (SELECT e.value ->> 2 AS id,"
+    " e.value -> 3 AS state, e.value -> 5 AS attempt, e.value -> 6 AS run_at,"
+    " e.value -> 7 AS error, max(e.value ->> 0) " + _LOG_EVENTS + " AND e.value ->> 3"
+    " IS NOT NULL AND e.value ->> 1 NOT IN ('paused', 'resumed', 'removed')"
+    " GROUP BY e.value ->> 2) AS last"
+    " WHERE feed_tasks.id = last.id AND feed_tasks.info IS NOT NULL"
+)
+_PAUSES_FOLD = (
+    "UPDATE feed_tasks SET info = json_set(info, '$[7]', json(last.paused))"
+    " FROM (SELECT e.value ->> 2 AS id, CASE e.value ->> 1 WHEN 'paused' THEN 'true'"
+    " ELSE 'false' END AS paused, max(e.value ->> 0) " + _LOG_EVENTS + " AND e.value ->> 1"
+    " IN ('paused', 'resumed') GROUP BY e.value ->> 2) AS last"
+    " WHERE feed_tasks.id = last.id AND feed_tasks.info IS NOT NULL"
 )
 _ACTIONS_UPDATE = (
     "UPDATE feed_tasks SET actions = row.value ->> 0"
@@ -105,6 +137,15 @@ _EVENTS_INSERT = (
     + ", ".join(f"value ->> {n}" for n in range(9))
     + " FROM json_each(?)"
 )
+# The newest FEED_TAIL events of a round, from its feed_log entry's text.
+_TAIL_INSERT = (
+    "INSERT OR REPLACE INTO feed_events SELECT "
+    + ", ".join(f"value ->> {n}" for n in range(9))
+    + " FROM json_each(?, '$[2]') WHERE key >= ? OR value ->> 2 = ''"
+)
+# Events after which the feed reads the task afresh (besides a task new to it).
+_READ_KINDS = frozenset({"removed", *folding.STRUCTURAL_KINDS})
+_TASK_ID = operator.attrgetter("task_id")
 
 # Requests a watcher may send, and the verb its answer uses.
 CONTROL_ACTIONS = {
@@ -186,6 +227,22 @@ def event_row(event: Event) -> tuple:
         event.error,
         outcome,
     )
+
+
+def _state_value(value):
+    """``json.dumps``'s hook for what it cannot write itself: a TaskState (its name)."""
+    if isinstance(value, TaskState):
+        return value.value
+    raise TypeError(f"{type(value).__name__} is not JSON")
+
+
+def events_text(events: list[Event]) -> str:
+    """Events as one JSON array of ``event_row``s, written by ``json``'s C encoder
+    (an Event is a tuple; its outcome a str): no Python call per event but its state."""
+    try:
+        return json.dumps(events, default=_state_value, allow_nan=False)
+    except ValueError:  # an infinite time: rare enough to take the slow way
+        return _json([event_row(e) for e in events])
 
 
 def _json(rows: list) -> str:
@@ -274,13 +331,9 @@ class FeedWriter:
         self._events: list[Event] = []
         self._watched = False  # somebody watches: the feed listens and writes
         self._seq = 0  # the last engine seq the feed covers
-        self._edges: dict[str, tuple[str, ...]] = {}  # tid -> deps + dependents, as written
-        # The run's one fold of events (engine/fold.py): each task as last read from
-        # the engine, with the state fields of the last event the feed covers, so a
-        # task row says what its events say, never a state whose event comes in a
-        # later batch.
-        self.fold = TaskFold()
-        self._static_parts: dict[str, tuple[str, str, str]] = {}  # its fields no run changes
+        # Each task as the feed last read it (the snapshot, or a new task or changed
+        # edges since): only its edges are used, to read the other ends again.
+        self._readings: dict[str, TaskInfo] = {}
         # Tasks whose allowed actions are to be read, the longest waiting first. An
         # OrderedDict: taking a plain dict's first key walks past every key deleted
         # before it, and this one is taken from the front thousands of times a second.
@@ -374,10 +427,9 @@ class FeedWriter:
             history = [event_row(e) for e in self._recent if e.seq <= seq]
         self._seq = seq
         self._order = {info.id: n for n, info in enumerate(tasks)}
-        self.fold.reset(tasks, seq)
-        self._static_parts = {}
+        self._readings = {info.id: info for info in tasks}
         self._stale = OrderedDict.fromkeys(info.id for info in tasks)
-        rows = [self._info_row(info.id) for info in tasks]
+        rows = [f"[{json.dumps(info.id)},{n},{encode_info(info)}]" for n, info in enumerate(tasks)]
         actions = self._action_rows()
         self._upcoming_json = entry_rows(upcoming)
         self._log_id = self._synced = 0
@@ -407,46 +459,23 @@ class FeedWriter:
 
         self._queue(write)
 
-    def _info_row(self, tid: str, fresh: bool = False) -> str:
-        """``[id, ord, info]`` of a task as JSON; info null once it is gone. The task is read
-        from the engine only when ``fresh`` (its edges changed) or new; otherwise its
-        last reading gets the state fields its events gave: no engine lock per task
-        (under load each wait for it is a wait for the GIL too)."""
-        fold = self.fold
-        readings = fold.readings  # dict reads, not method calls: this runs per row
-        base = None if fresh else readings.get(tid)
-        if base is None:
-            try:
-                base = self.scheduler.task(tid)
-            except KeyError:
-                fold.remove(tid)
-                for table in (self._edges, self._static_parts, self._stale):
-                    table.pop(tid, None)
-                return f"[{json.dumps(tid)},{self._order.get(tid, 0)},null]"
-            fold.rebase(base)
-            base = readings[tid]  # with the state fields the fold had
-            self._static_parts[tid] = _static_part(base)
-            self._edges[tid] = tuple(base.deps) + tuple(base.dependents)
-        static = self._static_parts.get(tid)
-        if static is None:
-            static = self._static_parts[tid] = _static_part(base)
-        info = _encode(static, fold.latest.get(tid, base), fold.pauses.get(tid, base.paused))
-        self._stale[tid] = None  # its allowed actions are read again, in turn
-        self._stale.move_to_end(tid)
+    def _info_row(self, tid: str) -> str:
+        """``[id, ord, info]`` of a task read from the engine now, as JSON; info null
+        once it is gone. Only for a task new to the feed or whose edges changed: the
+        state of every other task travels as its events (see ``_write_changes``)."""
+        try:
+            info = self.scheduler.task(tid)
+        except KeyError:
+            self._readings.pop(tid, None)
+            self._stale.pop(tid, None)
+            return f"[{json.dumps(tid)},{self._order.get(tid, 0)},null]"
+        self._readings[tid] = info
         order = self._order.setdefault(tid, len(self._order))
-        return f"[{static[2]},{order},{info}]"
+        return f"[{json.dumps(tid)},{order},{encode_info(info)}]"
 
     def _actions_json(self, actions: dict[str, str]) -> str:
         """``[[actions, id], ...]`` as JSON."""
-        parts = self._static_parts
-        return (
-            "["
-            + ",".join(
-                f'["{text}",{parts[tid][2] if tid in parts else json.dumps(tid)}]'
-                for tid, text in actions.items()
-            )
-            + "]"
-        )
+        return json.dumps([[text, tid] for tid, text in actions.items()])
 
     def _action_rows(self) -> dict[str, str]:
         """id -> allowed actions of the tasks whose allowed actions may have changed,
@@ -465,39 +494,50 @@ class FeedWriter:
         return rows
 
     def _write_changes(self, **extra) -> None:
+        """One round: the round's events as they are (one JSON text, made in C: no
+        Python call per event but the state's name), the rows of the tasks the feed
+        must read (new ones, changed edges, removed), the allowed actions read this
+        round and the upcoming entries. A watcher folds the events into its task
+        rows (``FeedReader``); ``feed_tasks`` takes them in, in SQL, every
+        ``SYNC_INTERVAL``."""
         with self._lock:
             events, self._events = self._events, []
-        events = [e for e in events if e.seq > self._seq]
+        if events and events[0].seq <= self._seq:  # delivered before the snapshot's seq
+            events = [e for e in events if e.seq > self._seq]
         now = time.time()
         if not (events or extra or self._stale) and now - self._last_write < HEARTBEAT:
             return
-        touched: dict[str, bool] = {}  # tid -> re-read from the engine
-        fold = self.fold
-        for event in events:
-            tid = event.task_id
-            if not tid:
-                continue
-            what = fold.apply(event)
-            if what >= folding.REMOVED:  # removed, structural, or a task not read yet
-                touched[tid] = True
-                for other in self._edges.get(tid, ()):  # the other ends, before
-                    touched[other] = True
-            else:
-                touched.setdefault(tid, False)
-        # The newest events; an engine-wide one (pause all) is never cut.
-        tail = [e for e in events[:-FEED_TAIL] if not e.task_id] + events[-FEED_TAIL:]
+        order = self._order
+        # The tasks to read: new to the feed, removed, or with changed edges (and
+        # the other ends of those edges, before and after). Engine-wide events
+        # (task "") are in ``order`` under no id, so they are skipped here.
+        wanted = [e.task_id for e in events if e.kind in _READ_KINDS or e.task_id not in order]
+        rows: dict[str, str] = {}
+        if wanted:
+            readings = self._readings
+            todo = []
+            for tid in wanted:
+                if tid and tid not in rows:
+                    todo.append(tid)
+                    rows[tid] = ""
+                    base = readings.get(tid)
+                    for other in () if base is None else base.deps + base.dependents:
+                        if other not in rows:
+                            todo.append(other)
+                            rows[other] = ""
+            while todo:
+                tid = todo.pop()
+                rows[tid] = self._info_row(tid)
+                base = readings.get(tid)
+                for other in () if base is None else base.deps + base.dependents:
+                    if other not in rows:
+                        todo.append(other)
+                        rows[other] = ""
         if events:
             self._seq = events[-1].seq
-        rows: dict[str, str] = {}
-        for tid, fresh in list(touched.items()):
-            rows[tid] = self._info_row(tid, fresh)
-            if fresh and fold.known(tid):  # still there: the other ends, after
-                for other in self._edges.get(tid, ()):
-                    # not read afresh yet (a state event of it may have come first:
-                    # its row was made from its old edges)
-                    if not touched.get(other):
-                        touched[other] = True
-                        rows[other] = self._info_row(other, True)
+            # every task an event names may allow other actions now (C-level update)
+            self._stale.update(dict.fromkeys(map(_TASK_ID, events)))
+            self._stale.pop("", None)
         actions = self._action_rows()
         upcoming = entry_rows(self.scheduler.upcoming(UPCOMING_LIMIT)) if events else None
         state_extra = dict(extra)
@@ -505,14 +545,17 @@ class FeedWriter:
             self._upcoming_json = upcoming
             state_extra["upcoming"] = json.loads(upcoming)
         entry = None
-        if rows or actions:
+        tail_from = 0
+        if rows or actions or events:
             self._log_id += 1
-            body = f"[[{','.join(rows.values())}],{self._actions_json(actions)}]"
+            events_json = events_text(events)
+            body = f"[[{','.join(rows.values())}],{self._actions_json(actions)},{events_json}]"
             entry = (self._log_id, body)
+            tail_from = len(events) - FEED_TAIL
             self._unsynced.update(rows)
             self._unsynced_actions.update(actions)
         sync = None
-        if (self._unsynced or self._unsynced_actions) and now - self._last_sync >= SYNC_INTERVAL:
+        if self._log_id > self._synced and now - self._last_sync >= SYNC_INTERVAL:
             # the entries up to the previous fold go: a watcher more than one fold
             # behind reads feed_tasks again
             sync = (
@@ -525,18 +568,19 @@ class FeedWriter:
             self._unsynced, self._unsynced_actions = {}, {}
             self._last_sync = now
         state = self._state_rows(**state_extra)
-        events_json = _json([event_row(e) for e in tail]) if tail else None
         seq = self._seq
 
         def write(conn) -> None:
-            if events_json is not None:
-                conn.execute(_EVENTS_INSERT, (events_json,))
-                conn.execute("DELETE FROM feed_events WHERE seq <= ?", (seq - FEED_KEEP,))
             if entry is not None:
                 conn.execute("INSERT INTO feed_log (id, body) VALUES (?, ?)", entry)
+                if events:  # the newest events; an engine-wide one (pause all) is never cut
+                    conn.execute(_TAIL_INSERT, (entry[1], tail_from))
+                    conn.execute("DELETE FROM feed_events WHERE seq <= ?", (seq - FEED_KEEP,))
             if sync is not None:
                 covered, rows_json, actions_json, before = sync
                 conn.execute(_TASK_UPSERT, (covered, rows_json))
+                conn.execute(_STATES_FOLD, (before, covered))
+                conn.execute(_PAUSES_FOLD, (before, covered))
                 conn.execute(_ACTIONS_UPDATE, (actions_json,))
                 conn.execute("DELETE FROM feed_log WHERE id <= ?", (before,))
             conn.executemany("INSERT OR REPLACE INTO feed_state VALUES (?,?)", state)

@@ -18,6 +18,8 @@ from ._store.records import ATTEMPT_COLUMNS
 from .models import Action, TaskInfo
 from .states import TaskState
 
+PAUSE_KINDS = frozenset({"paused", "resumed"})
+_STATE_FIELDS = (0, 4, 5, 7, 8)  # of a row: state, attempt, run_at, paused, error
 ATTEMPTS_KEPT = 50  # attempts per task read at (re)load, and kept by the watcher
 
 
@@ -77,6 +79,10 @@ class FeedReader:
         self._infos: dict[str, TaskInfo] = {}  # and as a TaskInfo
         self._orders: dict[str, int] = {}
         self._actions: dict[str, str | None] = {}  # tid -> its allowed actions, as written
+        # Rows whose events changed them since they were decoded (decoded once a read).
+        self._dirty: set[str] = set()
+        # State fields of events for a task not read yet (its row comes after them).
+        self._early: dict[str, dict[int, object]] = {}
         # For the attempts a window asks for, on its thread: a connection of their own.
         self._lookup: sqlite3.Connection | None = None
         self._lookup_lock = threading.Lock()
@@ -122,6 +128,7 @@ class FeedReader:
             if reload:  # the events are the owner's recent past, up to its snapshot
                 self._generation = state.get("generation")
                 self._raw, self._infos, self._orders, self._actions = {}, {}, {}, {}
+                self._early = {}
                 events = conn.execute(
                     "SELECT * FROM feed_events WHERE seq <= ? ORDER BY seq", (state.get("seq", 0),)
                 ).fetchall()
@@ -137,12 +144,17 @@ class FeedReader:
                     "SELECT * FROM feed_events WHERE seq > ? ORDER BY seq", (since_seq,)
                 ).fetchall()
             for log_id, body in entries:
-                rows, actions = json.loads(body)
+                rows, actions, *rest = json.loads(body)
+                if rest:  # the round's events first: its rows were read after them
+                    self._fold_events(touched, rest[0])
                 for tid, order, info in rows:
-                    self._take_task(touched, tid, order, info)
+                    self._take_task(touched, tid, order, info, rebase=True)
                 for text, tid in actions:
                     self._take_actions(touched, tid, text)
                 self._log_id = log_id
+            for tid in self._dirty:
+                self._infos[tid] = info_from_list(tid, self._raw[tid])
+            self._dirty.clear()
             answers = self._answers(asked) if asked else []
         finally:
             conn.execute("COMMIT")
@@ -158,18 +170,56 @@ class FeedReader:
         ]
         return FeedRead(state, reload, events, tasks, answers)
 
-    def _take_task(self, touched: dict, tid: str, order: int, info: list | None) -> None:
+    def _fold_events(self, touched: dict, events: list) -> None:
+        """A round's events (``feed.event_row`` lists, oldest first) folded into the
+        task rows as ``engine/fold.py`` does: a state event sets the state fields, a
+        pause event the pause; the row is decoded once, after the read."""
+        raw, early, dirty = self._raw, self._early, self._dirty
+        for _seq, kind, tid, state, _at, attempt, run_at, error, _outcome in events:
+            if not tid:
+                continue
+            info = raw.get(tid)
+            if info is None:  # a task whose row comes with the round (new to the feed)
+                fields = early.setdefault(tid, {})
+                if kind in PAUSE_KINDS:
+                    fields[7] = kind == "paused"
+                elif state is not None and kind != "removed":
+                    fields.update({0: state, 4: attempt, 5: run_at, 8: error})
+                continue
+            if kind in PAUSE_KINDS:  # pause events carry the state too: only the pause counts
+                info[7] = kind == "paused"
+            elif state is not None and kind != "removed":
+                info[0], info[4], info[5], info[8] = state, attempt, run_at, error
+            else:
+                continue
+            dirty.add(tid)
+            touched[tid] = True
+
+    def _take_task(
+        self, touched: dict, tid: str, order: int, info: list | None, rebase: bool = False
+    ) -> None:
         """A task row ([state, deps, ...] or None once removed); decoded only if it
-        says something new (a row may be written again for its actions only)."""
+        says something new (a row may be written again for its actions only). With
+        ``rebase`` (a row read by the owner after the events before it), a task known
+        here keeps the state fields its events gave (engine/fold.py's ``rebase``)."""
         if info is None:
-            for table in (self._raw, self._infos, self._actions):
+            for table in (self._raw, self._infos, self._actions, self._early):
                 table.pop(tid, None)
+            self._dirty.discard(tid)
             touched[tid] = True
             return
         self._orders[tid] = order
+        if rebase:
+            old = self._raw.get(tid)
+            if old is not None:
+                for n in _STATE_FIELDS:
+                    info[n] = old[n]
+            for n, value in self._early.pop(tid, {}).items():
+                info[n] = value
         if info != self._raw.get(tid):
             self._raw[tid] = info
             self._infos[tid] = info_from_list(tid, info)
+            self._dirty.discard(tid)
             touched[tid] = True
         else:
             touched.setdefault(tid, False)

@@ -61,6 +61,7 @@ from pathlib import Path
 
 from . import fold as folding
 from .models import Event, TaskInfo
+from .options import Outcome
 from .states import TaskState
 
 log = logging.getLogger("taskloom.feed")
@@ -89,44 +90,19 @@ SYNC_INTERVAL = 1.0  # seconds between folds of the feed_log entries into feed_t
 # threads each of those thousands of takes was a wait (a round's write took up
 # to 0.3 s on the store's writer thread; the engine's commits waited behind it).
 # A task row keeps its allowed actions until they are read again (_action_rows).
-# Task rows are [id, ord, info], actions rows [actions, id]; seq is the last
-# feed_log entry the table covers.
-# A row read again (changed edges) keeps the state fields the table has: the
-# events folded in below carry them (a reading may be ahead of its events).
+# Task rows are [id, ord, info], actions rows [actions, id]; seq is the owner's
+# event seq the task's reading covers.
 _TASK_UPSERT = (
     "INSERT INTO feed_tasks (id, seq, ord, info) SELECT value ->> 0, ?, value ->> 1,"
     " value ->> 2 FROM json_each(?) WHERE true ON CONFLICT (id)"
-    " DO UPDATE SET seq = excluded.seq, ord = excluded.ord, info = CASE"
-    " WHEN feed_tasks.info IS NULL OR excluded.info IS NULL THEN excluded.info"
-    " ELSE json_set(excluded.info, '$[0]', feed_tasks.info -> 0, '$[4]', feed_tasks.info -> 4,"
-    " '$[5]', feed_tasks.info -> 5, '$[7]', feed_tasks.info -> 7, '$[8]', feed_tasks.info -> 8)"
-    " END"
+    " DO UPDATE SET seq = excluded.seq, ord = excluded.ord, info = excluded.info"
 )
-# The events of the feed_log entries (after, up to] folded into feed_tasks: each
-# task's newest state event sets its state fields, its newest pause event its pause
-# (engine/fold.py's rules; a row is [id, ord, info], an event as event_row). Fields
-# are taken as JSON text (->, json()), so an infinite time stays 1e999 (SQLite 3.40
-# writes a REAL infinity as "Inf", which no JSON reader takes).
-_LOG_EVENTS = (
-    "FROM feed_log, json_each(feed_log.body, '$[2]') AS e"
-    " WHERE feed_log.id > ? AND feed_log.id <= ? AND e.value ->> 2 != ''"
-)
-_STATES_FOLD = (
-    "UPDATE feed_tasks SET info = json_set(info, '$[0]', json(last.state),"
-    " '$[4]', json(last.attempt), '$[5]', json(last.run_at), '$[8]', json(last.error))"
-    " FROM (SELECT e.value ->> 2 AS id,"
-    " e.value -> 3 AS state, e.value -> 5 AS attempt, e.value -> 6 AS run_at,"
-    " e.value -> 7 AS error, max(e.value ->> 0) " + _LOG_EVENTS + " AND e.value ->> 3"
-    " IS NOT NULL AND e.value ->> 1 NOT IN ('paused', 'resumed', 'removed')"
-    " GROUP BY e.value ->> 2) AS last"
-    " WHERE feed_tasks.id = last.id AND feed_tasks.info IS NOT NULL"
-)
-_PAUSES_FOLD = (
-    "UPDATE feed_tasks SET info = json_set(info, '$[7]', json(last.paused))"
-    " FROM (SELECT e.value ->> 2 AS id, CASE e.value ->> 1 WHEN 'paused' THEN 'true'"
-    " ELSE 'false' END AS paused, max(e.value ->> 0) " + _LOG_EVENTS + " AND e.value ->> 1"
-    " IN ('paused', 'resumed') GROUP BY e.value ->> 2) AS last"
-    " WHERE feed_tasks.id = last.id AND feed_tasks.info IS NOT NULL"
+# The newest run_at of each timed task since the last fold ([[id, run_at], ...]).
+# Taken as JSON (->), so an infinite time stays 1e999 (SQLite 3.40 writes a REAL
+# infinity as "Inf", which no JSON reader takes).
+_RUNS_FOLD = (
+    "UPDATE feed_tasks SET info = json_set(info, '$[5]', e.value -> 1) FROM json_each(?) AS e"
+    " WHERE feed_tasks.id = e.value ->> 0 AND feed_tasks.info IS NOT NULL"
 )
 _ACTIONS_UPDATE = (
     "UPDATE feed_tasks SET actions = row.value ->> 0"
@@ -137,15 +113,17 @@ _EVENTS_INSERT = (
     + ", ".join(f"value ->> {n}" for n in range(9))
     + " FROM json_each(?)"
 )
-# The newest FEED_TAIL events of a round, from its feed_log entry's text.
-_TAIL_INSERT = (
-    "INSERT OR REPLACE INTO feed_events SELECT "
-    + ", ".join(f"value ->> {n}" for n in range(9))
-    + " FROM json_each(?, '$[2]') WHERE key >= ? OR value ->> 2 = ''"
-)
+_NO_RUN_AT_KINDS = frozenset({"removed", *folding.PAUSE_KINDS})  # events that leave run_at
 # Events after which the feed reads the task afresh (besides a task new to it).
 _READ_KINDS = frozenset({"removed", *folding.STRUCTURAL_KINDS})
 _TASK_ID = operator.attrgetter("task_id")
+# The outcome an event of each kind has when it ends an attempt the usual way: an
+# event whose outcome is another (or none) is sent with it (watchers take the rest).
+OUTCOME_OF_KIND = {
+    "succeeded": Outcome.SUCCEEDED,
+    "failed": Outcome.FAILED,
+    "cancelled": Outcome.CANCELLED,
+}
 
 # Requests a watcher may send, and the verb its answer uses.
 CONTROL_ACTIONS = {
@@ -227,22 +205,6 @@ def event_row(event: Event) -> tuple:
         event.error,
         outcome,
     )
-
-
-def _state_value(value):
-    """``json.dumps``'s hook for what it cannot write itself: a TaskState (its name)."""
-    if isinstance(value, TaskState):
-        return value.value
-    raise TypeError(f"{type(value).__name__} is not JSON")
-
-
-def events_text(events: list[Event]) -> str:
-    """Events as one JSON array of ``event_row``s, written by ``json``'s C encoder
-    (an Event is a tuple; its outcome a str): no Python call per event but its state."""
-    try:
-        return json.dumps(events, default=_state_value, allow_nan=False)
-    except ValueError:  # an infinite time: rare enough to take the slow way
-        return _json([event_row(e) for e in events])
 
 
 def _json(rows: list) -> str:
@@ -348,6 +310,11 @@ class FeedWriter:
         self._synced = 0  # the last entry feed_tasks covers
         self._unsynced: dict[str, str] = {}  # tid -> its row (JSON) not in feed_tasks yet
         self._unsynced_actions: dict[str, str] = {}
+        # Tasks with a time (run_at) now or since the feed read them: their events
+        # carry run_at to watchers (the journal's rows do not), and the newest of
+        # each not in feed_tasks yet.
+        self._timed: set[str] = set()
+        self._unsynced_runs: dict[str, float | None] = {}
         self._last_sync = 0.0
         self._applied: set[int] = set()  # control rows applied, answer not yet read back
         self._last_prune = 0.0  # when answered control rows were last pruned
@@ -433,7 +400,8 @@ class FeedWriter:
         actions = self._action_rows()
         self._upcoming_json = entry_rows(upcoming)
         self._log_id = self._synced = 0
-        self._unsynced, self._unsynced_actions = {}, {}
+        self._unsynced, self._unsynced_actions, self._unsynced_runs = {}, {}, {}
+        self._timed = {info.id for info in tasks if info.run_at is not None}
         self._last_sync = time.time()
         state = self._state_rows(
             generation=uuid.uuid4().hex, upcoming=json.loads(self._upcoming_json), stopped=None
@@ -453,7 +421,7 @@ class FeedWriter:
                 "DELETE FROM control WHERE status != 'pending' AND answered < ?",
                 (answered_before,),
             )
-            conn.execute(_TASK_UPSERT, (0, rows_json))
+            conn.execute(_TASK_UPSERT, (seq, rows_json))
             conn.execute(_ACTIONS_UPDATE, (actions_json,))
             conn.executemany("INSERT OR REPLACE INTO feed_state VALUES (?,?)", state)
 
@@ -470,6 +438,9 @@ class FeedWriter:
             self._stale.pop(tid, None)
             return f"[{json.dumps(tid)},{self._order.get(tid, 0)},null]"
         self._readings[tid] = info
+        if info.run_at is not None or tid in self._timed:  # its reading is the newest
+            self._timed.add(tid)
+            self._unsynced_runs[tid] = info.run_at
         order = self._order.setdefault(tid, len(self._order))
         return f"[{json.dumps(tid)},{order},{encode_info(info)}]"
 
@@ -494,12 +465,14 @@ class FeedWriter:
         return rows
 
     def _write_changes(self, **extra) -> None:
-        """One round: the round's events as they are (one JSON text, made in C: no
-        Python call per event but the state's name), the rows of the tasks the feed
-        must read (new ones, changed edges, removed), the allowed actions read this
-        round and the upcoming entries. A watcher folds the events into its task
-        rows (``FeedReader``); ``feed_tasks`` takes them in, in SQL, every
-        ``SYNC_INTERVAL``."""
+        """One round. A watcher reads each task's state from the journal (the
+        ``events`` rows and the ``tasks`` row they name, written by the engine
+        anyway), so the feed sends only what the journal lacks: the rows of the
+        tasks it must read (new ones, changed edges, removed), ``run_at`` of timed
+        tasks, outcomes an event's kind does not tell, the allowed actions read this
+        round and the upcoming entries. For a round of untimed tasks that end the
+        usual way that is a few C-level passes over its events: no Python call per
+        event or task."""
         with self._lock:
             events, self._events = self._events, []
         if events and events[0].seq <= self._seq:  # delivered before the snapshot's seq
@@ -507,37 +480,28 @@ class FeedWriter:
         now = time.time()
         if not (events or extra or self._stale) and now - self._last_write < HEARTBEAT:
             return
-        order = self._order
-        # The tasks to read: new to the feed, removed, or with changed edges (and
-        # the other ends of those edges, before and after). Engine-wide events
-        # (task "") are in ``order`` under no id, so they are skipped here.
-        wanted = [e.task_id for e in events if e.kind in _READ_KINDS or e.task_id not in order]
+        runs: list[tuple] = []  # (seq, id, run_at) of each event of a timed task
+        outcomes: list[tuple] = []  # (seq, outcome) where its kind does not tell it
         rows: dict[str, str] = {}
-        if wanted:
-            readings = self._readings
-            todo = []
-            for tid in wanted:
-                if tid and tid not in rows:
-                    todo.append(tid)
-                    rows[tid] = ""
-                    base = readings.get(tid)
-                    for other in () if base is None else base.deps + base.dependents:
-                        if other not in rows:
-                            todo.append(other)
-                            rows[other] = ""
-            while todo:
-                tid = todo.pop()
-                rows[tid] = self._info_row(tid)
-                base = readings.get(tid)
-                for other in () if base is None else base.deps + base.dependents:
-                    if other not in rows:
-                        todo.append(other)
-                        rows[other] = ""
         if events:
             self._seq = events[-1].seq
             # every task an event names may allow other actions now (C-level update)
             self._stale.update(dict.fromkeys(map(_TASK_ID, events)))
             self._stale.pop("", None)
+            timed, unsynced_runs, skip = self._timed, self._unsynced_runs, _NO_RUN_AT_KINDS
+            for e in [e for e in events if e.run_at is not None or e.task_id in timed]:
+                if e.kind not in skip:  # a pause event leaves run_at (engine/fold.py)
+                    timed.add(e.task_id)
+                    runs.append((e.seq, e.task_id, e.run_at))
+                    unsynced_runs[e.task_id] = e.run_at
+            outcome_of = OUTCOME_OF_KIND.get
+            outcomes = [(e.seq, e.outcome) for e in events if e.outcome is not outcome_of(e.kind)]
+            # The tasks to read: new to the feed, removed, or with changed edges (and
+            # the other ends of those edges, before and after).
+            order = self._order
+            wanted = [e.task_id for e in events if e.kind in _READ_KINDS or e.task_id not in order]
+            if wanted:
+                self._read_rows(wanted, rows)
         actions = self._action_rows()
         upcoming = entry_rows(self.scheduler.upcoming(UPCOMING_LIMIT)) if events else None
         state_extra = dict(extra)
@@ -545,13 +509,14 @@ class FeedWriter:
             self._upcoming_json = upcoming
             state_extra["upcoming"] = json.loads(upcoming)
         entry = None
-        tail_from = 0
-        if rows or actions or events:
+        seq = self._seq
+        if rows or actions or runs or outcomes:
             self._log_id += 1
-            events_json = events_text(events)
-            body = f"[[{','.join(rows.values())}],{self._actions_json(actions)},{events_json}]"
+            body = (
+                f"[{seq},[{','.join(rows.values())}],{self._actions_json(actions)},"
+                f"{_json(runs)},{_json(outcomes)}]"
+            )
             entry = (self._log_id, body)
-            tail_from = len(events) - FEED_TAIL
             self._unsynced.update(rows)
             self._unsynced_actions.update(actions)
         sync = None
@@ -561,31 +526,51 @@ class FeedWriter:
             sync = (
                 self._log_id,
                 "[" + ",".join(self._unsynced.values()) + "]",
+                _json(list(self._unsynced_runs.items())),
                 self._actions_json(self._unsynced_actions),
                 self._synced,
             )
             self._synced = self._log_id
-            self._unsynced, self._unsynced_actions = {}, {}
+            self._unsynced, self._unsynced_actions, self._unsynced_runs = {}, {}, {}
             self._last_sync = now
         state = self._state_rows(**state_extra)
-        seq = self._seq
 
         def write(conn) -> None:
             if entry is not None:
                 conn.execute("INSERT INTO feed_log (id, body) VALUES (?, ?)", entry)
-                if events:  # the newest events; an engine-wide one (pause all) is never cut
-                    conn.execute(_TAIL_INSERT, (entry[1], tail_from))
-                    conn.execute("DELETE FROM feed_events WHERE seq <= ?", (seq - FEED_KEEP,))
             if sync is not None:
-                covered, rows_json, actions_json, before = sync
-                conn.execute(_TASK_UPSERT, (covered, rows_json))
-                conn.execute(_STATES_FOLD, (before, covered))
-                conn.execute(_PAUSES_FOLD, (before, covered))
+                covered, rows_json, runs_json, actions_json, before = sync
+                conn.execute(_TASK_UPSERT, (seq, rows_json))
+                conn.execute(_RUNS_FOLD, (runs_json,))
                 conn.execute(_ACTIONS_UPDATE, (actions_json,))
                 conn.execute("DELETE FROM feed_log WHERE id <= ?", (before,))
             conn.executemany("INSERT OR REPLACE INTO feed_state VALUES (?,?)", state)
 
         self._queue(write)
+
+    def _read_rows(self, wanted: list[str], rows: dict[str, str]) -> None:
+        """The rows of ``wanted`` tasks read from the engine now, with the other ends
+        of their edges before and after (an edge change changes both ends)."""
+        readings = self._readings
+        todo: list[str] = []
+
+        def want(tid: str) -> None:
+            if tid and tid not in rows:
+                rows[tid] = ""
+                todo.append(tid)
+
+        for tid in wanted:
+            if tid and tid not in rows:
+                want(tid)
+                base = readings.get(tid)
+                for other in () if base is None else base.deps + base.dependents:
+                    want(other)
+        while todo:
+            tid = todo.pop()
+            rows[tid] = self._info_row(tid)
+            base = readings.get(tid)
+            for other in () if base is None else base.deps + base.dependents:
+                want(other)
 
     def _queue(self, write) -> None:
         self._last_write = time.time()

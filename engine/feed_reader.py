@@ -14,12 +14,12 @@ import sqlite3
 import threading
 from typing import NamedTuple
 
+from . import feed as _feed
 from ._store.records import ATTEMPT_COLUMNS
+from .feed import OUTCOME_OF_KIND
 from .models import Action, TaskInfo
 from .states import TaskState
 
-PAUSE_KINDS = frozenset({"paused", "resumed"})
-_STATE_FIELDS = (0, 4, 5, 7, 8)  # of a row: state, attempt, run_at, paused, error
 ATTEMPTS_KEPT = 50  # attempts per task read at (re)load, and kept by the watcher
 
 
@@ -79,10 +79,15 @@ class FeedReader:
         self._infos: dict[str, TaskInfo] = {}  # and as a TaskInfo
         self._orders: dict[str, int] = {}
         self._actions: dict[str, str | None] = {}  # tid -> its allowed actions, as written
-        # Rows whose events changed them since they were decoded (decoded once a read).
+        # Rows the journal changed since they were decoded (decoded once a read).
         self._dirty: set[str] = set()
-        # State fields of events for a task not read yet (its row comes after them).
-        self._early: dict[str, dict[int, object]] = {}
+        # The owner's event seq each task's row was read at: the journal's events up
+        # to it are in the row already (the row may be ahead of them).
+        self._floors: dict[str, int] = {}
+        self._rowid = 0  # the last journal events row read
+        # What the journal's events rows lack, by the event's seq, until delivered.
+        self._runs: dict[int, float | None] = {}
+        self._outcomes: dict[int, str | None] = {}
         # For the attempts a window asks for, on its thread: a connection of their own.
         self._lookup: sqlite3.Connection | None = None
         self._lookup_lock = threading.Lock()
@@ -106,15 +111,24 @@ class FeedReader:
         return None if row is None else json.loads(row[0])
 
     def read(self, since_seq: int, asked: tuple) -> FeedRead:
-        """Everything new after the owner's ``since_seq`` (all of it after a new
-        generation, or once the log entries after the last one read are gone);
-        ``asked`` the control rows whose answers it waits for. Not the attempts:
-        those are read when asked for (``attempts``)."""
+        """Everything new since the last read (all of it after a new generation, or
+        once the log entries after the last one read are gone); ``asked`` the
+        control rows whose answers it waits for. Not the attempts: those are read
+        when asked for (``attempts``).
+
+        The tasks' states come from the journal: the ``events`` rows after the last
+        one read (by rowid, the order the owner's writer committed them, up to the
+        feed's ``seq``, whose run_at and outcomes the feed has written), with the
+        ``tasks`` row each names (its state now). The feed gives the rest (new
+        tasks and changed edges, run_at, allowed actions). ``since_seq`` is unused
+        (the journal's rowid is the cursor), kept for callers."""
         conn = self._conn
         conn.execute("BEGIN")  # one consistent read of everything the owner wrote
         try:
             state = {k: json.loads(v) for k, v in conn.execute("SELECT * FROM feed_state")}
             synced = state.get("synced", 0)
+            feed_seq = state.get("seq", 0)
+            run = state.get("run", 1)
             reload = state.get("generation") != self._generation
             if not reload:
                 entries = conn.execute(
@@ -128,30 +142,27 @@ class FeedReader:
             if reload:  # the events are the owner's recent past, up to its snapshot
                 self._generation = state.get("generation")
                 self._raw, self._infos, self._orders, self._actions = {}, {}, {}, {}
-                self._early = {}
+                self._floors, self._runs, self._outcomes = {}, {}, {}
                 events = conn.execute(
-                    "SELECT * FROM feed_events WHERE seq <= ? ORDER BY seq", (state.get("seq", 0),)
+                    "SELECT * FROM feed_events WHERE seq <= ? ORDER BY seq", (feed_seq,)
                 ).fetchall()
-                for tid, _seq, order, text, actions in conn.execute("SELECT * FROM feed_tasks"):
+                for tid, seq, order, text, actions in conn.execute("SELECT * FROM feed_tasks"):
                     self._take_task(touched, tid, order, None if text is None else json.loads(text))
                     self._take_actions(touched, tid, actions)
+                    self._floors[tid] = seq
                 entries = conn.execute(
                     "SELECT id, body FROM feed_log WHERE id > ? ORDER BY id", (synced,)
                 ).fetchall()
                 self._log_id = synced
             else:
-                events = conn.execute(
-                    "SELECT * FROM feed_events WHERE seq > ? ORDER BY seq", (since_seq,)
-                ).fetchall()
+                events = []
             for log_id, body in entries:
-                rows, actions, *rest = json.loads(body)
-                if rest:  # the round's events first: its rows were read after them
-                    self._fold_events(touched, rest[0])
-                for tid, order, info in rows:
-                    self._take_task(touched, tid, order, info, rebase=True)
-                for text, tid in actions:
-                    self._take_actions(touched, tid, text)
+                self._take_entry(touched, json.loads(body))
                 self._log_id = log_id
+            if reload:
+                self._journal_now(touched, run, feed_seq)
+            else:
+                events = self._journal_since(touched, run, feed_seq, state.get("offset", 0.0))
             for tid in self._dirty:
                 self._infos[tid] = info_from_list(tid, self._raw[tid])
             self._dirty.clear()
@@ -170,52 +181,108 @@ class FeedReader:
         ]
         return FeedRead(state, reload, events, tasks, answers)
 
-    def _fold_events(self, touched: dict, events: list) -> None:
-        """A round's events (``feed.event_row`` lists, oldest first) folded into the
-        task rows as ``engine/fold.py`` does: a state event sets the state fields, a
-        pause event the pause; the row is decoded once, after the read."""
-        raw, early, dirty = self._raw, self._early, self._dirty
-        for _seq, kind, tid, state, _at, attempt, run_at, error, _outcome in events:
-            if not tid:
-                continue
+    def _take_entry(self, touched: dict, entry: list) -> None:
+        """One feed_log entry: [seq, rows, actions, runs, outcomes] (feed.py)."""
+        seq, rows, actions, runs, outcomes = entry
+        raw, dirty = self._raw, self._dirty
+        for event_seq, tid, run_at in runs:
+            self._runs[event_seq] = run_at
             info = raw.get(tid)
-            if info is None:  # a task whose row comes with the round (new to the feed)
-                fields = early.setdefault(tid, {})
-                if kind in PAUSE_KINDS:
-                    fields[7] = kind == "paused"
-                elif state is not None and kind != "removed":
-                    fields.update({0: state, 4: attempt, 5: run_at, 8: error})
-                continue
-            if kind in PAUSE_KINDS:  # pause events carry the state too: only the pause counts
-                info[7] = kind == "paused"
-            elif state is not None and kind != "removed":
-                info[0], info[4], info[5], info[8] = state, attempt, run_at, error
-            else:
-                continue
-            dirty.add(tid)
-            touched[tid] = True
+            if info is not None and info[5] != run_at:
+                info[5] = run_at
+                dirty.add(tid)
+                touched[tid] = True
+        for tid, order, info in rows:  # read after the entry's events: newer than them
+            self._take_task(touched, tid, order, info)
+            self._floors[tid] = seq
+        for text, tid in actions:
+            self._take_actions(touched, tid, text)
+        for event_seq, outcome in outcomes:
+            self._outcomes[event_seq] = outcome
 
-    def _take_task(
-        self, touched: dict, tid: str, order: int, info: list | None, rebase: bool = False
-    ) -> None:
+    def _journal_now(self, touched: dict, run: int, feed_seq: int) -> None:
+        """At a (re)load: every task's state as the journal's ``tasks`` rows say, where
+        the journal is as new as the task's row, and the cursor after the events the
+        feed covers."""
+        conn = self._conn
+        top, last = conn.execute(
+            "SELECT max(seq), max(CASE WHEN seq <= ? THEN rowid END) FROM events WHERE run = ?",
+            (feed_seq, run),
+        ).fetchone()
+        self._rowid = last or 0
+        floors = self._floors
+        for tid, state, attempt, error, paused in conn.execute(
+            "SELECT id, state, attempt, error, paused FROM tasks"
+        ):
+            if tid in self._raw and (top or 0) >= floors.get(tid, 0):
+                self._take_state(touched, tid, state, attempt, error, paused)
+
+    def _journal_since(self, touched: dict, run: int, feed_seq: int, offset: float) -> list:
+        """The journal's events after the cursor, up to the feed's ``seq``: each
+        task they name takes its ``tasks`` row's state; the newest ``FEED_TAIL``
+        are the events to deliver, as ``feed.event_row``s (the watcher makes up
+        events for the rest, as for a busy feed)."""
+        rows = self._conn.execute(
+            "SELECT e.rowid, e.seq, e.task_id, e.kind, e.state, e.at, e.attempt, e.error,"
+            " t.state, t.attempt, t.error, t.paused FROM events AS e"
+            " LEFT JOIN tasks AS t ON t.id = e.task_id"
+            " WHERE e.rowid > ? AND e.run = ? AND e.seq <= ? ORDER BY e.rowid",
+            (self._rowid, run, feed_seq),
+        ).fetchall()
+        if not rows:
+            return []
+        self._rowid = rows[-1][0]
+        floors = self._floors
+        for _rowid, seq, tid, *_event, state, attempt, error, paused in rows:
+            if state is not None and seq > floors.get(tid, -1):
+                self._take_state(touched, tid, state, attempt, error, paused)
+        runs, outcomes = self._runs, self._outcomes
+        events = [
+            (
+                seq,
+                kind,
+                tid,
+                event_state,
+                at - offset,
+                event_attempt,
+                runs.get(seq),
+                event_error,
+                outcomes.get(seq, OUTCOME_OF_KIND.get(kind)),
+            )
+            for _rowid, seq, tid, kind, event_state, at, event_attempt, event_error, *_t in rows[
+                -_feed.FEED_TAIL :
+            ]
+        ]
+        last = rows[-1][1]
+        if runs:
+            self._runs = {k: v for k, v in runs.items() if k > last}
+        if outcomes:
+            self._outcomes = {k: v for k, v in outcomes.items() if k > last}
+        return events
+
+    def _take_state(self, touched, tid, state, attempt, error, paused) -> None:
+        """A task's state fields as the journal's ``tasks`` row has them."""
+        info = self._raw.get(tid)
+        if info is None:  # its row has not come yet (the journal is ahead of the feed)
+            return
+        paused = bool(paused)
+        if info[0] != state or info[4] != attempt or info[8] != error or info[7] != paused:
+            info[0], info[4], info[8], info[7] = state, attempt, error, paused
+            self._dirty.add(tid)
+            touched[tid] = True
+        else:
+            touched.setdefault(tid, False)
+
+    def _take_task(self, touched: dict, tid: str, order: int, info: list | None) -> None:
         """A task row ([state, deps, ...] or None once removed); decoded only if it
-        says something new (a row may be written again for its actions only). With
-        ``rebase`` (a row read by the owner after the events before it), a task known
-        here keeps the state fields its events gave (engine/fold.py's ``rebase``)."""
+        says something new (a row may be written again for its actions only)."""
         if info is None:
-            for table in (self._raw, self._infos, self._actions, self._early):
+            for table in (self._raw, self._infos, self._actions):
                 table.pop(tid, None)
             self._dirty.discard(tid)
             touched[tid] = True
             return
         self._orders[tid] = order
-        if rebase:
-            old = self._raw.get(tid)
-            if old is not None:
-                for n in _STATE_FIELDS:
-                    info[n] = old[n]
-            for n, value in self._early.pop(tid, {}).items():
-                info[n] = value
         if info != self._raw.get(tid):
             self._raw[tid] = info
             self._infos[tid] = info_from_list(tid, info)

@@ -82,7 +82,7 @@ CONTROL_KEEP_ROWS = 10_000  # answered requests kept at most (a flood is pruned 
 CONTROL_PRUNE_EVERY = 30.0  # seconds between prunes of answered requests
 CONTROL_ROUND = 500  # pending requests read per round (a flood is served over rounds)
 MAX_REQUEST_CHARS = 1024  # a longer action or task id is refused without being read
-ACTIONS_BUDGET = 0.002  # seconds a round may spend asking what each changed task allows
+ACTIONS_BUDGET = 0.001  # seconds a round may spend asking what each changed task allows
 SYNC_INTERVAL = 1.0  # seconds between folds of the feed_log entries into feed_tasks
 
 # Each write is one statement over a JSON array of rows (json_each), not one

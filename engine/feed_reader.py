@@ -222,38 +222,44 @@ class FeedReader:
         task they name takes its ``tasks`` row's state; the newest ``FEED_TAIL``
         are the events to deliver, as ``feed.event_row``s (the watcher makes up
         events for the rest, as for a busy feed)."""
-        rows = self._conn.execute(
-            "SELECT e.rowid, e.seq, e.task_id, e.kind, e.state, e.at, e.attempt, e.error,"
-            " t.state, t.attempt, t.error, t.paused FROM events AS e"
-            " LEFT JOIN tasks AS t ON t.id = e.task_id"
-            " WHERE e.rowid > ? AND e.run = ? AND e.seq <= ? ORDER BY e.rowid",
-            (self._rowid, run, feed_seq),
+        conn, cursor = self._conn, (self._rowid, run, feed_seq)
+        # The newest events first, as many as are delivered (the rest are made up).
+        tail = conn.execute(
+            "SELECT rowid, seq, kind, task_id, state, at, attempt, error FROM events"
+            " WHERE rowid > ? AND run = ? AND seq <= ? ORDER BY rowid DESC LIMIT ?",
+            (*cursor, _feed.FEED_TAIL),
         ).fetchall()
-        if not rows:
+        if not tail:
             return []
-        self._rowid = rows[-1][0]
+        # Each task they name once (SQLite finds them), with its tasks row: its state
+        # now. A task whose row the feed read after the newest of these events has
+        # that row's state already (the journal may be behind the feed).
+        newest = tail[0][1]
         floors = self._floors
-        for _rowid, seq, tid, *_event, state, attempt, error, paused in rows:
-            if state is not None and seq > floors.get(tid, -1):
+        for tid, state, attempt, error, paused in conn.execute(
+            "SELECT id, state, attempt, error, paused FROM tasks WHERE id IN"
+            " (SELECT task_id FROM events WHERE rowid > ? AND run = ? AND seq <= ?)",
+            cursor,
+        ):
+            if newest > floors.get(tid, -1):
                 self._take_state(touched, tid, state, attempt, error, paused)
-        runs, outcomes = self._runs, self._outcomes
+        self._rowid, last = tail[0][0], tail[0][1]
+        tail.reverse()
+        runs, outcomes, outcome_of = self._runs, self._outcomes, OUTCOME_OF_KIND.get
         events = [
             (
                 seq,
                 kind,
                 tid,
-                event_state,
+                state,
                 at - offset,
-                event_attempt,
+                attempt,
                 runs.get(seq),
-                event_error,
-                outcomes.get(seq, OUTCOME_OF_KIND.get(kind)),
+                error,
+                outcomes.get(seq, outcome_of(kind)),
             )
-            for _rowid, seq, tid, kind, event_state, at, event_attempt, event_error, *_t in rows[
-                -_feed.FEED_TAIL :
-            ]
+            for _rowid, seq, kind, tid, state, at, attempt, error in tail
         ]
-        last = rows[-1][1]
         if runs:
             self._runs = {k: v for k, v in runs.items() if k > last}
         if outcomes:

@@ -494,8 +494,14 @@ class FeedWriter:
                     timed.add(e.task_id)
                     runs.append((e.seq, e.task_id, e.run_at))
                     unsynced_runs[e.task_id] = e.run_at
-            outcome_of = OUTCOME_OF_KIND.get
-            outcomes = [(e.seq, e.outcome) for e in events if e.outcome is not outcome_of(e.kind)]
+            # (subscripts, not .get(): no call per event)
+            usual = OUTCOME_OF_KIND
+            outcomes = [
+                (e.seq, e.outcome)
+                for e in events
+                if (e.outcome is None) is (e.kind in usual)
+                or (e.outcome is not None and e.outcome is not usual[e.kind])
+            ]
             # The tasks to read: new to the feed, removed, or with changed edges (and
             # the other ends of those edges, before and after).
             order = self._order
@@ -565,8 +571,7 @@ class FeedWriter:
                 base = readings.get(tid)
                 for other in () if base is None else base.deps + base.dependents:
                     want(other)
-        while todo:
-            tid = todo.pop()
+        for tid in todo:  # in order (a new task's ord is its place here); grows as it goes
             rows[tid] = self._info_row(tid)
             base = readings.get(tid)
             for other in () if base is None else base.deps + base.dependents:

@@ -217,6 +217,11 @@ def main(argv=None) -> int:
     parser.add_argument(
         "--only", help="comma-separated sizes to run (noop, noop_30k, sleep_5ms)", default=""
     )
+    parser.add_argument(
+        "--configs",
+        default="",
+        help=f"comma-separated configurations to run (of: {', '.join(CONFIGS)}); no feed always",
+    )
     args = parser.parse_args(argv)
     if args.watcher:
         return watcher_main(*args.watcher)
@@ -230,9 +235,12 @@ def main(argv=None) -> int:
         sizes.append(("sleep_5ms", "sleep_5ms", 2_000))
     if args.only:
         sizes = [size for size in sizes if size[0] in args.only.split(",")]
-    columns = [(ROOT, config, config) for config in CONFIGS]
+    chosen = [c.strip() for c in args.configs.split(",")] if args.configs else list(CONFIGS)
+    if "no feed" not in chosen:
+        chosen.insert(0, "no feed")  # every ratio is over it
+    columns = [(ROOT, config, config) for config in CONFIGS if config in chosen]
     if args.before is not None:
-        columns += [(args.before, f"before: {c}", c) for c in BEFORE_CONFIGS]
+        columns += [(args.before, f"before: {c}", c) for c in BEFORE_CONFIGS if c in chosen]
     rows: dict = {}
     load_before = os.getloadavg()[0]  # the machine's load average, told with the figures
     for name, task, count in sizes:

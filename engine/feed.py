@@ -15,18 +15,21 @@ only keeps the newest ``HISTORY`` events, which a watcher that attaches gets fir
 
 **What it writes** (tables ``feed_events``, ``feed_tasks``, ``feed_log``,
 ``feed_state``; see ``store.MIGRATIONS``). When watching starts: every task, the
-upcoming timer entries, the dispatcher's pause and the owner's clock. Then, every
-``FEED_INTERVAL`` with changes: the newest ``FEED_TAIL`` events (a person cannot
-read more; the task rows carry every task's latest state), one ``feed_log`` entry
-with a row for each task they touched, and the upcoming entries. Every
-``SYNC_INTERVAL`` the logged rows are folded into ``feed_tasks`` (what a watcher
-that attaches reads, with the entries after the fold). A task row is its last reading from the
-engine with the state fields its events gave, so the engine lock is taken only
-for new tasks and changed edges, and for ``allowed_actions``, which are re-read
-for changed tasks within ``ACTIONS_BUDGET`` a round. The rows go through the
-store's writer (``SQLiteStore.put_feed``), in a small transaction of their own:
-no second writer for SQLite's one write lock. Event times stay on the owner's
-clock; ``feed_state`` says how to turn them into wall time.
+owner's recent events, the upcoming timer entries, the dispatcher's pause and
+the owner's clock. Watchers take task states from the journal (the ``events``
+rows the engine writes anyway, and the ``tasks`` row each names: see
+``feed_reader``), so then, every ``FEED_INTERVAL`` with changes, the feed writes
+only what the journal lacks, one ``feed_log`` entry a round: the rows of tasks
+new to it, removed or with changed edges (read from the engine); ``run_at`` of
+each event of a timed task; outcomes an event's kind does not tell
+(``OUTCOME_OF_KIND``); the allowed actions re-read for changed tasks within
+``ACTIONS_BUDGET``; and the upcoming entries. Finding those is a few C-level
+passes over the round's events: no Python call per event or task. Every
+``SYNC_INTERVAL`` the logged rows, run_at and actions go into ``feed_tasks``
+(what a watcher that attaches reads, with the entries after). The rows go
+through the store's writer (``SQLiteStore.put_feed``), in a small transaction
+of their own: no second writer for SQLite's one write lock. Event times stay on
+the owner's clock; ``feed_state`` says how to turn them into wall time.
 
 **The control channel** is the ``control`` table: a watcher inserts a request
 (cancel, retry, run now, pause, resume, pause all, resume all, clear, clear with
@@ -72,8 +75,7 @@ FEED_INTERVAL = 0.1  # seconds between the owner's feed writes (and control poll
 # for its first picture, and a run nobody watches is not woken ten times a second.
 UNWATCHED_INTERVAL = 0.5
 HEARTBEAT = 0.5  # seconds between writes while nothing changes, so watchers see it live
-FEED_TAIL = 500  # raw events written per interval; the task rows carry the rest
-FEED_KEEP = 5000  # feed_events rows kept for watchers that fall behind
+FEED_TAIL = 500  # events a watcher delivers per read (feed_reader); it makes up the rest
 UPCOMING_LIMIT = 200
 HISTORY = 500  # recent events kept for a watcher that attaches
 CONTROL_TTL = 60.0  # seconds a request waits for an owner before it expires

@@ -1,5 +1,8 @@
-"""Reading an owner's feed (feed.py) from another process: one consistent read a
-round of everything new since the last one.
+"""Reading an owner's run from another process: one consistent read a round of
+everything new since the last one. Task states come from the journal (the
+``events`` rows after the last one read, and the ``tasks`` row each names); the
+rest from the owner's feed (feed.py): new tasks and edges, run_at, outcomes,
+allowed actions, upcoming entries.
 
 Only reads: a read-only SQLite connection, and WAL readers never block the
 owner's writer. ``WatchedRun`` (watched_run.py) turns what is read into its

@@ -86,6 +86,7 @@ CONTROL_ROUND = 500  # pending requests read per round (a flood is served over r
 MAX_REQUEST_CHARS = 1024  # a longer action or task id is refused without being read
 ACTIONS_BUDGET = 0.001  # seconds a round may spend asking what each changed task allows
 SYNC_INTERVAL = 1.0  # seconds between folds of the feed_log entries into feed_tasks
+FOLDS_KEPT = 5  # feed_log entries are kept this many folds (seconds) for slow watchers
 
 # Each write is one statement over a JSON array of rows (json_each), not one
 # executemany row each: binding a row takes the GIL, and with the owner's busy
@@ -94,8 +95,9 @@ SYNC_INTERVAL = 1.0  # seconds between folds of the feed_log entries into feed_t
 # A task row keeps its allowed actions until they are read again (_action_rows).
 # Task rows are [id, ord, info], actions rows [actions, id]; seq is the owner's
 # event seq the task's reading covers.
+# Rows here are [id, ord, info, seq].
 _TASK_UPSERT = (
-    "INSERT INTO feed_tasks (id, seq, ord, info) SELECT value ->> 0, ?, value ->> 1,"
+    "INSERT INTO feed_tasks (id, seq, ord, info) SELECT value ->> 0, value ->> 3, value ->> 1,"
     " value ->> 2 FROM json_each(?) WHERE true ON CONFLICT (id)"
     " DO UPDATE SET seq = excluded.seq, ord = excluded.ord, info = excluded.info"
 )
@@ -310,6 +312,7 @@ class FeedWriter:
         # into feed_tasks, each task once, and the entries before the last fold go.
         self._log_id = 0  # the last feed_log entry written
         self._synced = 0  # the last entry feed_tasks covers
+        self._folds: deque[int] = deque(maxlen=FOLDS_KEPT)  # the last entry of each fold
         self._unsynced: dict[str, str] = {}  # tid -> its row (JSON) not in feed_tasks yet
         self._unsynced_actions: dict[str, str] = {}
         # Tasks with a time (run_at) now or since the feed read them: their events
@@ -398,10 +401,13 @@ class FeedWriter:
         self._order = {info.id: n for n, info in enumerate(tasks)}
         self._readings = {info.id: info for info in tasks}
         self._stale = OrderedDict.fromkeys(info.id for info in tasks)
-        rows = [f"[{json.dumps(info.id)},{n},{encode_info(info)}]" for n, info in enumerate(tasks)]
+        rows = [
+            f"[{json.dumps(info.id)},{n},{encode_info(info)},{seq}]" for n, info in enumerate(tasks)
+        ]
         actions = self._action_rows()
         self._upcoming_json = entry_rows(upcoming)
         self._log_id = self._synced = 0
+        self._folds.clear()
         self._unsynced, self._unsynced_actions, self._unsynced_runs = {}, {}, {}
         self._timed = {info.id for info in tasks if info.run_at is not None}
         self._last_sync = time.time()
@@ -423,7 +429,7 @@ class FeedWriter:
                 "DELETE FROM control WHERE status != 'pending' AND answered < ?",
                 (answered_before,),
             )
-            conn.execute(_TASK_UPSERT, (seq, rows_json))
+            conn.execute(_TASK_UPSERT, (rows_json,))
             conn.execute(_ACTIONS_UPDATE, (actions_json,))
             conn.executemany("INSERT OR REPLACE INTO feed_state VALUES (?,?)", state)
 
@@ -525,18 +531,20 @@ class FeedWriter:
                 f"{_json(runs)},{_json(outcomes)}]"
             )
             entry = (self._log_id, body)
-            self._unsynced.update(rows)
+            for tid, text in rows.items():  # with the seq it was read at
+                self._unsynced[tid] = f"{text[:-1]},{seq}]"
             self._unsynced_actions.update(actions)
         sync = None
         if self._log_id > self._synced and now - self._last_sync >= SYNC_INTERVAL:
-            # the entries up to the previous fold go: a watcher more than one fold
-            # behind reads feed_tasks again
+            # the entries up to the fold FOLDS_KEPT folds ago go: a watcher further
+            # behind reads feed_tasks again (a busy one must not fall into reloads)
+            before = self._folds[0] if len(self._folds) == self._folds.maxlen else 0
+            self._folds.append(self._log_id)
             sync = (
-                self._log_id,
                 "[" + ",".join(self._unsynced.values()) + "]",
                 _json(list(self._unsynced_runs.items())),
                 self._actions_json(self._unsynced_actions),
-                self._synced,
+                before,
             )
             self._synced = self._log_id
             self._unsynced, self._unsynced_actions, self._unsynced_runs = {}, {}, {}
@@ -547,8 +555,8 @@ class FeedWriter:
             if entry is not None:
                 conn.execute("INSERT INTO feed_log (id, body) VALUES (?, ?)", entry)
             if sync is not None:
-                covered, rows_json, runs_json, actions_json, before = sync
-                conn.execute(_TASK_UPSERT, (seq, rows_json))
+                rows_json, runs_json, actions_json, before = sync
+                conn.execute(_TASK_UPSERT, (rows_json,))
                 conn.execute(_RUNS_FOLD, (runs_json,))
                 conn.execute(_ACTIONS_UPDATE, (actions_json,))
                 conn.execute("DELETE FROM feed_log WHERE id <= ?", (before,))

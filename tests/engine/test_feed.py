@@ -309,6 +309,7 @@ def test_a_reader_that_missed_folded_log_entries_reads_the_task_table_again(tmp_
     from taskloom.engine.feed_reader import FeedReader
 
     monkeypatch.setattr(feed_module, "SYNC_INTERVAL", 0.0)
+    monkeypatch.setattr(feed_module, "FOLDS_KEPT", 1)  # entries go one fold later
     store = SQLiteStore(tmp_path / "run.db")
     scheduler = Scheduler(workers=2, store=store)
     for n in range(30):

@@ -205,20 +205,20 @@ class FeedReader:
 
     def _journal_now(self, touched: dict, run: int, feed_seq: int) -> None:
         """At a (re)load: every task's state as the journal's ``tasks`` rows say, where
-        the journal is as new as the task's row, and the cursor after the events the
-        feed covers."""
+        the journal is as new as the task's row, and the cursor after every event."""
         conn = self._conn
         top, last = conn.execute(
-            "SELECT max(seq), max(CASE WHEN seq <= ? THEN rowid END) FROM events WHERE run = ?",
-            (feed_seq, run),
+            "SELECT max(seq), max(rowid) FROM events WHERE run = ?", (run,)
         ).fetchone()
+        # Events up to here are in the tasks rows: none is delivered after them.
         self._rowid = last or 0
         floors = self._floors
         for tid, state, attempt, error, paused in conn.execute(
             "SELECT id, state, attempt, error, paused FROM tasks"
         ):
             if tid in self._raw and (top or 0) >= floors.get(tid, 0):
-                self._take_state(touched, tid, state, attempt, error, paused)
+                self._take_state(touched, tid, state, attempt, error)
+                self._take_pause(touched, tid, bool(paused))
 
     def _journal_since(self, touched: dict, run: int, feed_seq: int, offset: float) -> list:
         """The journal's events after the cursor, up to the feed's ``seq``: each
@@ -234,18 +234,26 @@ class FeedReader:
         ).fetchall()
         if not tail:
             return []
-        # Each task they name once (SQLite finds them), with its tasks row: its state
-        # now. A task whose row the feed read after the newest of these events has
-        # that row's state already (the journal may be behind the feed).
-        newest = tail[0][1]
+        # Each task's newest state event and newest pause event among them (SQLite
+        # groups them): the fold's rules (engine/fold.py), so the rows say what the
+        # delivered events say. A task whose row the feed read after its newest
+        # event here has that row's state already (the journal may be behind).
         floors = self._floors
-        for tid, state, attempt, error, paused in conn.execute(
-            "SELECT id, state, attempt, error, paused FROM tasks WHERE id IN"
-            " (SELECT task_id FROM events WHERE rowid > ? AND run = ? AND seq <= ?)",
+        for tid, state, attempt, error, seq in conn.execute(
+            "SELECT task_id, state, attempt, error, max(seq) FROM events"
+            " WHERE rowid > ? AND run = ? AND seq <= ? AND kind NOT IN ('paused', 'resumed')"
+            " GROUP BY task_id",
             cursor,
         ):
-            if newest > floors.get(tid, -1):
-                self._take_state(touched, tid, state, attempt, error, paused)
+            if seq > floors.get(tid, -1):
+                self._take_state(touched, tid, state, attempt, error)
+        for tid, kind, seq in conn.execute(
+            "SELECT task_id, kind, max(seq) FROM events WHERE rowid > ? AND run = ?"
+            " AND seq <= ? AND kind IN ('paused', 'resumed') GROUP BY task_id",
+            cursor,
+        ):
+            if seq > floors.get(tid, -1):
+                self._take_pause(touched, tid, kind == "paused")
         self._rowid, last = tail[0][0], tail[0][1]
         tail.reverse()
         runs, outcomes, outcome_of = self._runs, self._outcomes, OUTCOME_OF_KIND.get
@@ -269,14 +277,24 @@ class FeedReader:
             self._outcomes = {k: v for k, v in outcomes.items() if k > last}
         return events
 
-    def _take_state(self, touched, tid, state, attempt, error, paused) -> None:
-        """A task's state fields as the journal's ``tasks`` row has them."""
+    def _take_state(self, touched, tid, state, attempt, error) -> None:
+        """A task's state fields, as its newest state event (or its tasks row) has them."""
         info = self._raw.get(tid)
         if info is None:  # its row has not come yet (the journal is ahead of the feed)
             return
-        paused = bool(paused)
-        if info[0] != state or info[4] != attempt or info[8] != error or info[7] != paused:
-            info[0], info[4], info[8], info[7] = state, attempt, error, paused
+        if info[0] != state or info[4] != attempt or info[8] != error:
+            info[0], info[4], info[8] = state, attempt, error
+            self._dirty.add(tid)
+            touched[tid] = True
+        else:
+            touched.setdefault(tid, False)
+
+    def _take_pause(self, touched, tid, paused: bool) -> None:
+        info = self._raw.get(tid)
+        if info is None:
+            return
+        if info[7] != paused:
+            info[7] = paused
             self._dirty.add(tid)
             touched[tid] = True
         else:

@@ -156,7 +156,8 @@ class GroupedScene(_SceneBase):
         self._view_waiting = False  # a worker is working out what to draw
         self.group_zoom = 1.0  # the view's zoom: group labels keep their size below 0.75
         self.regrouped = False  # the next view is laid out afresh (nothing kept in place)
-        self._view_worker = LatestWorker("taskloom-graph-view")
+        # Rests as long as a view took before the next (one per batch under a flood).
+        self._view_worker = LatestWorker("taskloom-graph-view", rest=1.0)
         self.group_recounts = 0  # groups counted over all their members (tests count them)
         self.edge_count = 0  # the graph's edges (counted on the view's worker)
         # Bumped when the tasks' ids, names or edges change: groups, the edge graph and

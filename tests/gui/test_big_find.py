@@ -200,9 +200,13 @@ def test_the_runs_grid_is_not_made_afresh_when_its_read_brings_nothing_new(
     assert first.text().startswith("✓") and label.text() == "t3"
     view.show_grid(RunsGrid([1], dict(grid.cells), {1: 1.5}, {1: 0}))  # read again, the same
     assert view.item(3, 0) is first and view.verticalHeaderItem(3) is label
+    other = view.item(4, 0)
     view.show_grid(grid._replace(cells={("t3", 1): Cell("failed", 2.0, 1, 1, "boom")}))
     assert view.item(3, 0).text().startswith("✗")  # a new answer: the cells again
     assert view.verticalHeaderItem(3) is label  # the same tasks: the same row labels
+    assert view.item(4, 0) is other  # a cell whose attempt is the same is kept
+    view.show_grid(RunsGrid([1, 2], {("t3", 2): Cell("running", None, 1, 1, None)}, {}, {}))
+    assert view.item(3, 0).text() == "" and view.item(3, 1).text() == "▶ …"  # runs: all again
 
 
 def test_a_renamed_task_is_found_by_its_new_name_before_the_index_is_made_again(qtbot):

@@ -1,6 +1,6 @@
 """Reading an owner's run from another process: one consistent read a round of
-everything new since the last one. Task states come from the journal (the
-``events`` rows after the last one read, and the ``tasks`` row each names); the
+everything new since the last one. Task states come from the journal (each
+task's newest ``events`` rows after the last one read; ``tasks`` rows on attach); the
 rest from the owner's feed (feed.py): new tasks and edges, run_at, outcomes,
 allowed actions, upcoming entries.
 
@@ -121,8 +121,8 @@ class FeedReader:
 
         The tasks' states come from the journal: the ``events`` rows after the last
         one read (by rowid, the order the owner's writer committed them, up to the
-        feed's ``seq``, whose run_at and outcomes the feed has written), with the
-        ``tasks`` row each names (its state now). The feed gives the rest (new
+        feed's ``seq``, whose run_at and outcomes the feed has written), each task's
+        newest state and pause events among them. The feed gives the rest (new
         tasks and changed edges, run_at, allowed actions). ``since_seq`` is unused
         (the journal's rowid is the cursor), kept for callers."""
         conn = self._conn

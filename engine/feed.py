@@ -17,19 +17,19 @@ only keeps the newest ``HISTORY`` events, which a watcher that attaches gets fir
 ``feed_state``; see ``store.MIGRATIONS``). When watching starts: every task, the
 owner's recent events, the upcoming timer entries, the dispatcher's pause and
 the owner's clock. Watchers take task states from the journal (the ``events``
-rows the engine writes anyway, and the ``tasks`` row each names: see
-``feed_reader``), so then, every ``FEED_INTERVAL`` with changes, the feed writes
-only what the journal lacks, one ``feed_log`` entry a round: the rows of tasks
-new to it, removed or with changed edges (read from the engine); ``run_at`` of
-each event of a timed task; outcomes an event's kind does not tell
-(``OUTCOME_OF_KIND``); the allowed actions re-read for changed tasks within
-``ACTIONS_BUDGET``; and the upcoming entries. Finding those is a few C-level
-passes over the round's events: no Python call per event or task. Every
-``SYNC_INTERVAL`` the logged rows, run_at and actions go into ``feed_tasks``
-(what a watcher that attaches reads, with the entries after). The rows go
-through the store's writer (``SQLiteStore.put_feed``), in a small transaction
-of their own: no second writer for SQLite's one write lock. Event times stay on
-the owner's clock; ``feed_state`` says how to turn them into wall time.
+rows the engine writes anyway: see ``feed_reader``), so then, every
+``FEED_INTERVAL`` with changes, the feed writes only what the journal lacks, one
+``feed_log`` entry a round: the rows of tasks new to it, removed or with changed
+edges (read from the engine); ``run_at`` of each event of a timed task; outcomes
+an event's kind does not tell (``OUTCOME_OF_KIND``); the allowed actions re-read
+for changed tasks within ``ACTIONS_BUDGET``; and the upcoming entries. Finding
+those is a few C-level passes over the round's events: no Python call per event
+or task. Every ``SYNC_INTERVAL`` the logged rows, run_at and actions go into
+``feed_tasks`` (what a watcher that attaches reads, with the entries after). The
+rows go through the store's writer (``SQLiteStore.put_feed``), in a small
+transaction of their own: no second writer for SQLite's one write lock. Event
+times stay on the owner's clock; ``feed_state`` says how to turn them into wall
+time.
 
 **The control channel** is the ``control`` table: a watcher inserts a request
 (cancel, retry, run now, pause, resume, pause all, resume all, clear, clear with

@@ -130,7 +130,9 @@ class RunsView(QTableWidget):
         self.show_grid(grid)
 
     def show_grid(self, grid: RunsGrid) -> None:
-        tasks = list(self.window_.document.tasks)
+        # No run yet (a file just opened): no rows either. A label per task made a
+        # 100,000-task window wait 1.5 s for an empty table.
+        tasks = list(self.window_.document.tasks) if grid.runs else []
         known = set(tasks)
         tasks += sorted({tid for tid, _run in grid.cells if tid not in known})
         if grid == self.grid and tasks == self._rows:
@@ -138,7 +140,7 @@ class RunsView(QTableWidget):
         # The same rows and runs: only the cells whose attempt changed are made again
         # (a busy run's grid, read every 2 s, made 2,000 items each time: 145 ms).
         before = self.grid.cells if self.grid is not None and tasks == self._rows else None
-        if before is not None and grid.runs != self.grid.runs:
+        if before is not None and self.grid is not None and grid.runs != self.grid.runs:
             before = None
         self.grid = grid
         self.setRowCount(len(tasks))

@@ -228,3 +228,19 @@ def test_a_renamed_task_is_found_by_its_new_name_before_the_index_is_made_again(
     scene.collapse_all()  # a regroup: the renamed tasks' index is made again, not kept
     qtbot.waitUntil(scene.is_drawn)
     assert scene.find_task("tidy") == (True, "b")
+
+
+def test_the_runs_grid_makes_no_row_per_task_before_any_run(qtbot, make_window, manual_scheduler):
+    from taskloom.gui.runs_view import Cell, RunsGrid, RunsView
+
+    for i in range(50):
+        manual_scheduler.schedule(noop, 3600.0, name=f"t{i}")
+    manual_scheduler.start()
+    window = make_window(manual_scheduler)
+    qtbot.waitUntil(lambda: len(window.document.tasks) == 50)
+    view = RunsView(window, None)
+    qtbot.addWidget(view)
+    view.show_grid(RunsGrid([], {}, {}, {}))  # a file just opened: nothing ran
+    assert view.rowCount() == 0 and view.columnCount() == 0
+    view.show_grid(RunsGrid([1], {("t3", 1): Cell("succeeded", 1.5, 1, 1, None)}, {1: 1}, {1: 0}))
+    assert view.rowCount() == 50 and view.verticalHeaderItem(3).text() == "t3"

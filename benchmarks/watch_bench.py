@@ -6,22 +6,26 @@ An owner (``Scheduler`` on 4 workers with a ``SQLiteStore``, as ``taskloom run``
 has) runs no-op tasks (10,000 and 30,000) and tasks that sleep 5 ms, in these
 configurations: no feed at all; the watchers' feed (``FeedWriter``) with 0, 1
 and 3 watchers, each a separate process following the run through a
-``WatchedRun`` (what a watching window's bridge reads); and no feed with 1 and 3
-watchers that tail the journal's own ``events`` table instead ("journal": by
-rowid, the order the owner's writer committed them, folded with
-``engine/fold.py``; the design issue 23 asks to measure against the feed).
+``WatchedRun`` (what a watching window's bridge reads: task states from the
+journal, the rest from the feed); and no feed with 1 and 3 bare watchers that
+only tail the journal's ``events`` table ("journal": by rowid, folded with
+``engine/fold.py``; the floor of what watching can cost).
 ``--before`` runs the same configurations of another checkout (with its own
 ``.venv``) in the same rounds: the "before" column. Every run is a fresh
 process of its tree; configurations and trees are interleaved (each round
 starting with another one) so that drift on a shared machine hits all alike.
 
-Owner throughput is tasks/s from ``start()`` to ``wait()``; medians of 3 runs
-(``--repeats``). Watcher lag is, for every task, when a watcher first hears that
-it succeeded minus when a listener in the owner heard it (the owner reports a
-success once it is on disk; same host, one wall clock); p50/p99 over all tasks,
-watchers and runs. A window adds at most one bridge batch (33 ms) on top. CPU:
-the owner process's and each watcher's, from start to the owner's ``wait()``,
-per 1,000 tasks (medians), with the spread of throughput over the runs.
+Owner throughput is tasks/s from ``start()`` to ``wait()``. "vs no feed" is
+paired: in each round, a configuration's tasks/s over its tree's no-feed run of
+the same round (a shared machine drifts between rounds, less within one); the
+median of those ratios over the rounds (``--repeats``, default 5), with their
+range; tasks/s is the median over rounds. Watcher lag is, for every task, when
+a watcher first hears that it succeeded minus when a listener in the owner
+heard it (the owner reports a success once it is on disk; same host, one wall
+clock); p50/p99 over all tasks, watchers and runs. A window adds at most one
+bridge batch (33 ms) on top. CPU: the owner process's and each watcher's, from
+start to the owner's ``wait()``, per 1,000 tasks (medians): less moved by a
+busy machine than tasks/s. The load average is told with the table.
 """
 
 from __future__ import annotations
@@ -204,12 +208,19 @@ def main(argv=None) -> int:
     )
     parser.add_argument("--journal-watcher", nargs=4, help=argparse.SUPPRESS)
     parser.add_argument("--out", type=Path, default=RESULTS, help="where the results go")
-    parser.add_argument("--repeats", type=int, default=3, help="runs per configuration")
+    parser.add_argument(
+        "--repeats", type=int, default=5, help="interleaved rounds (runs per configuration)"
+    )
     parser.add_argument(
         "--before", type=Path, help="a previous checkout (with its .venv) to run alongside"
     )
     parser.add_argument(
         "--only", help="comma-separated sizes to run (noop, noop_30k, sleep_5ms)", default=""
+    )
+    parser.add_argument(
+        "--configs",
+        default="",
+        help=f"comma-separated configurations to run (of: {', '.join(CONFIGS)}); no feed always",
     )
     args = parser.parse_args(argv)
     if args.watcher:
@@ -224,10 +235,14 @@ def main(argv=None) -> int:
         sizes.append(("sleep_5ms", "sleep_5ms", 2_000))
     if args.only:
         sizes = [size for size in sizes if size[0] in args.only.split(",")]
-    columns = [(ROOT, config, config) for config in CONFIGS]
+    chosen = [c.strip() for c in args.configs.split(",")] if args.configs else list(CONFIGS)
+    if "no feed" not in chosen:
+        chosen.insert(0, "no feed")  # every ratio is over it
+    columns = [(ROOT, config, config) for config in CONFIGS if config in chosen]
     if args.before is not None:
-        columns += [(args.before, f"before: {c}", c) for c in BEFORE_CONFIGS]
+        columns += [(args.before, f"before: {c}", c) for c in BEFORE_CONFIGS if c in chosen]
     rows: dict = {}
+    load_before = os.getloadavg()[0]  # the machine's load average, told with the figures
     for name, task, count in sizes:
         keys = [label for _, label, _ in columns]
         rates: dict[str, list[float]] = {k: [] for k in keys}
@@ -245,8 +260,14 @@ def main(argv=None) -> int:
                 cpus[label].append(cpu)
                 watcher_cpus[label].extend(watcher_cpu)
 
-        bases = {
-            k: statistics.median(rates["before: no feed" if "before" in k else "no feed"])
+        # Paired: each round's rate over the same round's no-feed rate of its tree.
+        ratios = {
+            k: [
+                rate / base
+                for rate, base in zip(
+                    rates[k], rates["before: no feed" if "before" in k else "no feed"], strict=True
+                )
+            ]
             for k in keys
         }
 
@@ -257,14 +278,12 @@ def main(argv=None) -> int:
                 c: {
                     "tasks_per_s": statistics.median(rates[c]),
                     "runs_tasks_per_s": [round(rate) for rate in rates[c]],
-                    "vs_no_feed": statistics.median(rates[c]) / bases[c],
+                    "vs_no_feed": statistics.median(ratios[c]),
+                    "ratios_per_round": [round(ratio, 3) for ratio in ratios[c]],
                     "lag_p50_ms": None if not lags[c] else 1000 * _pct(lags[c], 0.5),
                     "lag_p99_ms": None if not lags[c] else 1000 * _pct(lags[c], 0.99),
                     "successes_seen": len(lags[c]),
-                    "spread": [
-                        min(rates[c]) / statistics.median(rates[c]),
-                        max(rates[c]) / statistics.median(rates[c]),
-                    ],
+                    "spread": [min(ratios[c]), max(ratios[c])],
                     "owner_cpu_ms_per_1k": 1e6 * statistics.median(cpus[c]) / count,
                     "watcher_cpu_ms_per_1k": None
                     if not watcher_cpus[c]
@@ -274,7 +293,7 @@ def main(argv=None) -> int:
             },
         }
     lines = [
-        "| tasks | owner | tasks/s | vs no feed | runs / median | watcher lag p50 | p99 |"
+        "| tasks | owner | tasks/s | vs no feed | range over rounds | watcher lag p50 | p99 |"
         " owner CPU / 1k tasks | each watcher's |",
         "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
@@ -290,11 +309,17 @@ def main(argv=None) -> int:
                 f"{r['vs_no_feed']:.2f} | {low:.2f}–{high:.2f} | {p50} | {p99} | "
                 f"{r['owner_cpu_ms_per_1k']:.0f} ms | {theirs} |"
             )
+    lines.append(
+        f"\n{repeats} interleaved rounds; load average {load_before:.1f} before,"
+        f" {os.getloadavg()[0]:.1f} after."
+    )
     table = "\n".join(lines)
     print(table)
     args.out.mkdir(parents=True, exist_ok=True)
     machine = {"nproc": os.cpu_count(), "python": sys.version.split()[0]}
     mode = "quick" if args.quick else "full"
+    machine["load_before"] = load_before
+    machine["load_after"] = os.getloadavg()[0]
     result = {"mode": mode, "repeats": repeats, "machine": machine, "results": rows}
     (args.out / "watch.json").write_text(json.dumps(result, indent=2))
     (args.out / "watch.md").write_text(table + "\n")

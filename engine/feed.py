@@ -15,18 +15,21 @@ only keeps the newest ``HISTORY`` events, which a watcher that attaches gets fir
 
 **What it writes** (tables ``feed_events``, ``feed_tasks``, ``feed_log``,
 ``feed_state``; see ``store.MIGRATIONS``). When watching starts: every task, the
-upcoming timer entries, the dispatcher's pause and the owner's clock. Then, every
-``FEED_INTERVAL`` with changes: the newest ``FEED_TAIL`` events (a person cannot
-read more; the task rows carry every task's latest state), one ``feed_log`` entry
-with a row for each task they touched, and the upcoming entries. Every
-``SYNC_INTERVAL`` the logged rows are folded into ``feed_tasks`` (what a watcher
-that attaches reads, with the entries after the fold). A task row is its last reading from the
-engine with the state fields its events gave, so the engine lock is taken only
-for new tasks and changed edges, and for ``allowed_actions``, which are re-read
-for changed tasks within ``ACTIONS_BUDGET`` a round. The rows go through the
-store's writer (``SQLiteStore.put_feed``), in a small transaction of their own:
-no second writer for SQLite's one write lock. Event times stay on the owner's
-clock; ``feed_state`` says how to turn them into wall time.
+owner's recent events, the upcoming timer entries, the dispatcher's pause and
+the owner's clock. Watchers take task states from the journal (the ``events``
+rows the engine writes anyway: see ``feed_reader``), so then, every
+``FEED_INTERVAL`` with changes, the feed writes only what the journal lacks, one
+``feed_log`` entry a round: the rows of tasks new to it, removed or with changed
+edges (read from the engine); ``run_at`` of each event of a timed task; outcomes
+an event's kind does not tell (``OUTCOME_OF_KIND``); the allowed actions re-read
+for changed tasks within ``ACTIONS_BUDGET``; and the upcoming entries. Finding
+those is a few C-level passes over the round's events: no Python call per event
+or task. Every ``SYNC_INTERVAL`` the logged rows, run_at and actions go into
+``feed_tasks`` (what a watcher that attaches reads, with the entries after). The
+rows go through the store's writer (``SQLiteStore.put_feed``), in a small
+transaction of their own: no second writer for SQLite's one write lock. Event
+times stay on the owner's clock; ``feed_state`` says how to turn them into wall
+time.
 
 **The control channel** is the ``control`` table: a watcher inserts a request
 (cancel, retry, run now, pause, resume, pause all, resume all, clear, clear with
@@ -50,6 +53,7 @@ import fcntl
 import json
 import logging
 import math
+import operator
 import os
 import sqlite3
 import threading
@@ -59,8 +63,8 @@ from collections import OrderedDict, deque
 from pathlib import Path
 
 from . import fold as folding
-from .fold import TaskFold
 from .models import Event, TaskInfo
+from .options import Outcome
 from .states import TaskState
 
 log = logging.getLogger("taskloom.feed")
@@ -71,8 +75,7 @@ FEED_INTERVAL = 0.1  # seconds between the owner's feed writes (and control poll
 # for its first picture, and a run nobody watches is not woken ten times a second.
 UNWATCHED_INTERVAL = 0.5
 HEARTBEAT = 0.5  # seconds between writes while nothing changes, so watchers see it live
-FEED_TAIL = 500  # raw events written per interval; the task rows carry the rest
-FEED_KEEP = 5000  # feed_events rows kept for watchers that fall behind
+FEED_TAIL = 500  # events a watcher delivers per read (feed_reader); it makes up the rest
 UPCOMING_LIMIT = 200
 HISTORY = 500  # recent events kept for a watcher that attaches
 CONTROL_TTL = 60.0  # seconds a request waits for an owner before it expires
@@ -81,20 +84,29 @@ CONTROL_KEEP_ROWS = 10_000  # answered requests kept at most (a flood is pruned 
 CONTROL_PRUNE_EVERY = 30.0  # seconds between prunes of answered requests
 CONTROL_ROUND = 500  # pending requests read per round (a flood is served over rounds)
 MAX_REQUEST_CHARS = 1024  # a longer action or task id is refused without being read
-ACTIONS_BUDGET = 0.002  # seconds a round may spend asking what each changed task allows
+ACTIONS_BUDGET = 0.001  # seconds a round may spend asking what each changed task allows
 SYNC_INTERVAL = 1.0  # seconds between folds of the feed_log entries into feed_tasks
+FOLDS_KEPT = 5  # feed_log entries are kept this many folds (seconds) for slow watchers
 
 # Each write is one statement over a JSON array of rows (json_each), not one
 # executemany row each: binding a row takes the GIL, and with the owner's busy
 # threads each of those thousands of takes was a wait (a round's write took up
 # to 0.3 s on the store's writer thread; the engine's commits waited behind it).
 # A task row keeps its allowed actions until they are read again (_action_rows).
-# Task rows are [id, ord, info], actions rows [actions, id]; seq is the last
-# feed_log entry the table covers.
+# Task rows are [id, ord, info], actions rows [actions, id]; seq is the owner's
+# event seq the task's reading covers.
+# Rows here are [id, ord, info, seq].
 _TASK_UPSERT = (
-    "INSERT INTO feed_tasks (id, seq, ord, info) SELECT value ->> 0, ?, value ->> 1,"
+    "INSERT INTO feed_tasks (id, seq, ord, info) SELECT value ->> 0, value ->> 3, value ->> 1,"
     " value ->> 2 FROM json_each(?) WHERE true ON CONFLICT (id)"
     " DO UPDATE SET seq = excluded.seq, ord = excluded.ord, info = excluded.info"
+)
+# The newest run_at of each timed task since the last fold ([[id, run_at], ...]).
+# Taken as JSON (->), so an infinite time stays 1e999 (SQLite 3.40 writes a REAL
+# infinity as "Inf", which no JSON reader takes).
+_RUNS_FOLD = (
+    "UPDATE feed_tasks SET info = json_set(info, '$[5]', e.value -> 1) FROM json_each(?) AS e"
+    " WHERE feed_tasks.id = e.value ->> 0 AND feed_tasks.info IS NOT NULL"
 )
 _ACTIONS_UPDATE = (
     "UPDATE feed_tasks SET actions = row.value ->> 0"
@@ -105,6 +117,17 @@ _EVENTS_INSERT = (
     + ", ".join(f"value ->> {n}" for n in range(9))
     + " FROM json_each(?)"
 )
+_NO_RUN_AT_KINDS = frozenset({"removed", *folding.PAUSE_KINDS})  # events that leave run_at
+# Events after which the feed reads the task afresh (besides a task new to it).
+_READ_KINDS = frozenset({"removed", *folding.STRUCTURAL_KINDS})
+_TASK_ID = operator.attrgetter("task_id")
+# The outcome an event of each kind has when it ends an attempt the usual way: an
+# event whose outcome is another (or none) is sent with it (watchers take the rest).
+OUTCOME_OF_KIND = {
+    "succeeded": Outcome.SUCCEEDED,
+    "failed": Outcome.FAILED,
+    "cancelled": Outcome.CANCELLED,
+}
 
 # Requests a watcher may send, and the verb its answer uses.
 CONTROL_ACTIONS = {
@@ -274,13 +297,9 @@ class FeedWriter:
         self._events: list[Event] = []
         self._watched = False  # somebody watches: the feed listens and writes
         self._seq = 0  # the last engine seq the feed covers
-        self._edges: dict[str, tuple[str, ...]] = {}  # tid -> deps + dependents, as written
-        # The run's one fold of events (engine/fold.py): each task as last read from
-        # the engine, with the state fields of the last event the feed covers, so a
-        # task row says what its events say, never a state whose event comes in a
-        # later batch.
-        self.fold = TaskFold()
-        self._static_parts: dict[str, tuple[str, str, str]] = {}  # its fields no run changes
+        # Each task as the feed last read it (the snapshot, or a new task or changed
+        # edges since): only its edges are used, to read the other ends again.
+        self._readings: dict[str, TaskInfo] = {}
         # Tasks whose allowed actions are to be read, the longest waiting first. An
         # OrderedDict: taking a plain dict's first key walks past every key deleted
         # before it, and this one is taken from the front thousands of times a second.
@@ -293,8 +312,14 @@ class FeedWriter:
         # into feed_tasks, each task once, and the entries before the last fold go.
         self._log_id = 0  # the last feed_log entry written
         self._synced = 0  # the last entry feed_tasks covers
+        self._folds: deque[int] = deque(maxlen=FOLDS_KEPT)  # the last entry of each fold
         self._unsynced: dict[str, str] = {}  # tid -> its row (JSON) not in feed_tasks yet
         self._unsynced_actions: dict[str, str] = {}
+        # Tasks with a time (run_at) now or since the feed read them: their events
+        # carry run_at to watchers (the journal's rows do not), and the newest of
+        # each not in feed_tasks yet.
+        self._timed: set[str] = set()
+        self._unsynced_runs: dict[str, float | None] = {}
         self._last_sync = 0.0
         self._applied: set[int] = set()  # control rows applied, answer not yet read back
         self._last_prune = 0.0  # when answered control rows were last pruned
@@ -374,14 +399,17 @@ class FeedWriter:
             history = [event_row(e) for e in self._recent if e.seq <= seq]
         self._seq = seq
         self._order = {info.id: n for n, info in enumerate(tasks)}
-        self.fold.reset(tasks, seq)
-        self._static_parts = {}
+        self._readings = {info.id: info for info in tasks}
         self._stale = OrderedDict.fromkeys(info.id for info in tasks)
-        rows = [self._info_row(info.id) for info in tasks]
+        rows = [
+            f"[{json.dumps(info.id)},{n},{encode_info(info)},{seq}]" for n, info in enumerate(tasks)
+        ]
         actions = self._action_rows()
         self._upcoming_json = entry_rows(upcoming)
         self._log_id = self._synced = 0
-        self._unsynced, self._unsynced_actions = {}, {}
+        self._folds.clear()
+        self._unsynced, self._unsynced_actions, self._unsynced_runs = {}, {}, {}
+        self._timed = {info.id for info in tasks if info.run_at is not None}
         self._last_sync = time.time()
         state = self._state_rows(
             generation=uuid.uuid4().hex, upcoming=json.loads(self._upcoming_json), stopped=None
@@ -401,52 +429,32 @@ class FeedWriter:
                 "DELETE FROM control WHERE status != 'pending' AND answered < ?",
                 (answered_before,),
             )
-            conn.execute(_TASK_UPSERT, (0, rows_json))
+            conn.execute(_TASK_UPSERT, (rows_json,))
             conn.execute(_ACTIONS_UPDATE, (actions_json,))
             conn.executemany("INSERT OR REPLACE INTO feed_state VALUES (?,?)", state)
 
         self._queue(write)
 
-    def _info_row(self, tid: str, fresh: bool = False) -> str:
-        """``[id, ord, info]`` of a task as JSON; info null once it is gone. The task is read
-        from the engine only when ``fresh`` (its edges changed) or new; otherwise its
-        last reading gets the state fields its events gave: no engine lock per task
-        (under load each wait for it is a wait for the GIL too)."""
-        fold = self.fold
-        readings = fold.readings  # dict reads, not method calls: this runs per row
-        base = None if fresh else readings.get(tid)
-        if base is None:
-            try:
-                base = self.scheduler.task(tid)
-            except KeyError:
-                fold.remove(tid)
-                for table in (self._edges, self._static_parts, self._stale):
-                    table.pop(tid, None)
-                return f"[{json.dumps(tid)},{self._order.get(tid, 0)},null]"
-            fold.rebase(base)
-            base = readings[tid]  # with the state fields the fold had
-            self._static_parts[tid] = _static_part(base)
-            self._edges[tid] = tuple(base.deps) + tuple(base.dependents)
-        static = self._static_parts.get(tid)
-        if static is None:
-            static = self._static_parts[tid] = _static_part(base)
-        info = _encode(static, fold.latest.get(tid, base), fold.pauses.get(tid, base.paused))
-        self._stale[tid] = None  # its allowed actions are read again, in turn
-        self._stale.move_to_end(tid)
+    def _info_row(self, tid: str) -> str:
+        """``[id, ord, info]`` of a task read from the engine now, as JSON; info null
+        once it is gone. Only for a task new to the feed or whose edges changed: the
+        state of every other task travels as its events (see ``_write_changes``)."""
+        try:
+            info = self.scheduler.task(tid)
+        except KeyError:
+            self._readings.pop(tid, None)
+            self._stale.pop(tid, None)
+            return f"[{json.dumps(tid)},{self._order.get(tid, 0)},null]"
+        self._readings[tid] = info
+        if info.run_at is not None or tid in self._timed:  # its reading is the newest
+            self._timed.add(tid)
+            self._unsynced_runs[tid] = info.run_at
         order = self._order.setdefault(tid, len(self._order))
-        return f"[{static[2]},{order},{info}]"
+        return f"[{json.dumps(tid)},{order},{encode_info(info)}]"
 
     def _actions_json(self, actions: dict[str, str]) -> str:
         """``[[actions, id], ...]`` as JSON."""
-        parts = self._static_parts
-        return (
-            "["
-            + ",".join(
-                f'["{text}",{parts[tid][2] if tid in parts else json.dumps(tid)}]'
-                for tid, text in actions.items()
-            )
-            + "]"
-        )
+        return json.dumps([[text, tid] for tid, text in actions.items()])
 
     def _action_rows(self) -> dict[str, str]:
         """id -> allowed actions of the tasks whose allowed actions may have changed,
@@ -465,39 +473,49 @@ class FeedWriter:
         return rows
 
     def _write_changes(self, **extra) -> None:
+        """One round. A watcher reads each task's state from the journal (the
+        ``events`` rows and the ``tasks`` row they name, written by the engine
+        anyway), so the feed sends only what the journal lacks: the rows of the
+        tasks it must read (new ones, changed edges, removed), ``run_at`` of timed
+        tasks, outcomes an event's kind does not tell, the allowed actions read this
+        round and the upcoming entries. For a round of untimed tasks that end the
+        usual way that is a few C-level passes over its events: no Python call per
+        event or task."""
         with self._lock:
             events, self._events = self._events, []
-        events = [e for e in events if e.seq > self._seq]
+        if events and events[0].seq <= self._seq:  # delivered before the snapshot's seq
+            events = [e for e in events if e.seq > self._seq]
         now = time.time()
         if not (events or extra or self._stale) and now - self._last_write < HEARTBEAT:
             return
-        touched: dict[str, bool] = {}  # tid -> re-read from the engine
-        fold = self.fold
-        for event in events:
-            tid = event.task_id
-            if not tid:
-                continue
-            what = fold.apply(event)
-            if what >= folding.REMOVED:  # removed, structural, or a task not read yet
-                touched[tid] = True
-                for other in self._edges.get(tid, ()):  # the other ends, before
-                    touched[other] = True
-            else:
-                touched.setdefault(tid, False)
-        # The newest events; an engine-wide one (pause all) is never cut.
-        tail = [e for e in events[:-FEED_TAIL] if not e.task_id] + events[-FEED_TAIL:]
+        runs: list[tuple] = []  # (seq, id, run_at) of each event of a timed task
+        outcomes: list[tuple] = []  # (seq, outcome) where its kind does not tell it
+        rows: dict[str, str] = {}
         if events:
             self._seq = events[-1].seq
-        rows: dict[str, str] = {}
-        for tid, fresh in list(touched.items()):
-            rows[tid] = self._info_row(tid, fresh)
-            if fresh and fold.known(tid):  # still there: the other ends, after
-                for other in self._edges.get(tid, ()):
-                    # not read afresh yet (a state event of it may have come first:
-                    # its row was made from its old edges)
-                    if not touched.get(other):
-                        touched[other] = True
-                        rows[other] = self._info_row(other, True)
+            # every task an event names may allow other actions now (C-level update)
+            self._stale.update(dict.fromkeys(map(_TASK_ID, events)))
+            self._stale.pop("", None)
+            timed, unsynced_runs, skip = self._timed, self._unsynced_runs, _NO_RUN_AT_KINDS
+            for e in [e for e in events if e.run_at is not None or e.task_id in timed]:
+                if e.kind not in skip:  # a pause event leaves run_at (engine/fold.py)
+                    timed.add(e.task_id)
+                    runs.append((e.seq, e.task_id, e.run_at))
+                    unsynced_runs[e.task_id] = e.run_at
+            # (subscripts, not .get(): no call per event)
+            usual = OUTCOME_OF_KIND
+            outcomes = [
+                (e.seq, e.outcome)
+                for e in events
+                if (e.outcome is None) is (e.kind in usual)
+                or (e.outcome is not None and e.outcome is not usual[e.kind])
+            ]
+            # The tasks to read: new to the feed, removed, or with changed edges (and
+            # the other ends of those edges, before and after).
+            order = self._order
+            wanted = [e.task_id for e in events if e.kind in _READ_KINDS or e.task_id not in order]
+            if wanted:
+                self._read_rows(wanted, rows)
         actions = self._action_rows()
         upcoming = entry_rows(self.scheduler.upcoming(UPCOMING_LIMIT)) if events else None
         state_extra = dict(extra)
@@ -505,43 +523,69 @@ class FeedWriter:
             self._upcoming_json = upcoming
             state_extra["upcoming"] = json.loads(upcoming)
         entry = None
-        if rows or actions:
+        seq = self._seq
+        if rows or actions or runs or outcomes:
             self._log_id += 1
-            body = f"[[{','.join(rows.values())}],{self._actions_json(actions)}]"
+            body = (
+                f"[{seq},[{','.join(rows.values())}],{self._actions_json(actions)},"
+                f"{_json(runs)},{_json(outcomes)}]"
+            )
             entry = (self._log_id, body)
-            self._unsynced.update(rows)
+            for tid, text in rows.items():  # with the seq it was read at
+                self._unsynced[tid] = f"{text[:-1]},{seq}]"
             self._unsynced_actions.update(actions)
         sync = None
-        if (self._unsynced or self._unsynced_actions) and now - self._last_sync >= SYNC_INTERVAL:
-            # the entries up to the previous fold go: a watcher more than one fold
-            # behind reads feed_tasks again
+        if self._log_id > self._synced and now - self._last_sync >= SYNC_INTERVAL:
+            # the entries up to the fold FOLDS_KEPT folds ago go: a watcher further
+            # behind reads feed_tasks again (a busy one must not fall into reloads)
+            before = self._folds[0] if len(self._folds) == self._folds.maxlen else 0
+            self._folds.append(self._log_id)
             sync = (
-                self._log_id,
                 "[" + ",".join(self._unsynced.values()) + "]",
+                _json(list(self._unsynced_runs.items())),
                 self._actions_json(self._unsynced_actions),
-                self._synced,
+                before,
             )
             self._synced = self._log_id
-            self._unsynced, self._unsynced_actions = {}, {}
+            self._unsynced, self._unsynced_actions, self._unsynced_runs = {}, {}, {}
             self._last_sync = now
         state = self._state_rows(**state_extra)
-        events_json = _json([event_row(e) for e in tail]) if tail else None
-        seq = self._seq
 
         def write(conn) -> None:
-            if events_json is not None:
-                conn.execute(_EVENTS_INSERT, (events_json,))
-                conn.execute("DELETE FROM feed_events WHERE seq <= ?", (seq - FEED_KEEP,))
             if entry is not None:
                 conn.execute("INSERT INTO feed_log (id, body) VALUES (?, ?)", entry)
             if sync is not None:
-                covered, rows_json, actions_json, before = sync
-                conn.execute(_TASK_UPSERT, (covered, rows_json))
+                rows_json, runs_json, actions_json, before = sync
+                conn.execute(_TASK_UPSERT, (rows_json,))
+                conn.execute(_RUNS_FOLD, (runs_json,))
                 conn.execute(_ACTIONS_UPDATE, (actions_json,))
                 conn.execute("DELETE FROM feed_log WHERE id <= ?", (before,))
             conn.executemany("INSERT OR REPLACE INTO feed_state VALUES (?,?)", state)
 
         self._queue(write)
+
+    def _read_rows(self, wanted: list[str], rows: dict[str, str]) -> None:
+        """The rows of ``wanted`` tasks read from the engine now, with the other ends
+        of their edges before and after (an edge change changes both ends)."""
+        readings = self._readings
+        todo: list[str] = []
+
+        def want(tid: str) -> None:
+            if tid and tid not in rows:
+                rows[tid] = ""
+                todo.append(tid)
+
+        for tid in wanted:
+            if tid and tid not in rows:
+                want(tid)
+                base = readings.get(tid)
+                for other in () if base is None else base.deps + base.dependents:
+                    want(other)
+        for tid in todo:  # in order (a new task's ord is its place here); grows as it goes
+            rows[tid] = self._info_row(tid)
+            base = readings.get(tid)
+            for other in () if base is None else base.deps + base.dependents:
+                want(other)
 
     def _queue(self, write) -> None:
         self._last_write = time.time()

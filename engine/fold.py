@@ -4,8 +4,7 @@ Events in (``apply``), task snapshots out (``info``, ``state``, ``brief``), with
 cursor (the newest ``seq`` applied) and a floor (events at or below it are already
 in the snapshot the fold started from, and ignored). Qt-free and lock-free: the
 caller owns the thread. Its users: the window's bridge (``gui/bridge.py``), the
-owner's feed for watchers (``engine/feed.py``), the watcher itself
-(``engine/watched_run.py``, for what its listeners were told) and the command
+watcher (``engine/watched_run.py``, for what its listeners were told) and the command
 line's run monitor (``taskloom/cli.py``). The same events give each of them the
 same snapshots (``tests/engine/test_fold.py``).
 

@@ -244,8 +244,15 @@ def test_the_four_users_end_with_the_engines_snapshots_from_one_run(tmp_path, qt
 
         qtbot.waitUntil(lambda: bridge.tasks == truth, timeout=20_000)
         qtbot.waitUntil(lambda: {t.id: t for t in watcher.tasks()} == truth, timeout=20_000)
-        feed.close()  # its thread stops: its fold is read here, not raced
-        assert feed.fold.tasks == truth  # the watcher's rows came from it
+        feed.close()  # its last round is written: a watcher that attaches now reads
+        store.flush()  # feed_tasks and the log entries since, folded, as the engine has them
+        from taskloom.engine.feed_reader import FeedReader
+
+        late = FeedReader(store.path)
+        try:
+            assert {tid: info for tid, _o, info, _a, _c in late.read(-1, ()).tasks} == truth
+        finally:
+            late.close()
         assert dict(monitor.states) == {tid: info.state for tid, info in truth.items()}
 
         # a listener of the watcher ends where the owner is, and can tell the events

@@ -1,0 +1,221 @@
+"""Big expanded graphs: cards drawn in bulk, real node items made only where needed.
+
+A ``NodeItem`` (a path item with three children) costs about 20 KB; Expand all on
+50,000 tasks made a million Qt items. Above ``GraphScene.virtual_above`` shown tasks
+the scene makes no item per task: every card not made is one rounded rect in a few
+shared path items (one per tile of the scene and state look, all C++ paint), and a
+``NodeItem`` is made on first use through ``NodeTable`` (``scene.nodes[tid]``): the
+selected, found, hovered, clicked or dragged task, and every card in the view at a
+zoom where text is legible (the view asks for those). Made items past a cap that are
+out of sight go back to the bulk. The table still answers ``tid in scene.nodes`` and
+``len(scene.nodes)`` for every task shown.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping
+from typing import TYPE_CHECKING
+
+from PySide6.QtCore import QRectF
+from PySide6.QtGui import QPainterPath
+from PySide6.QtWidgets import QGraphicsPathItem
+
+from .layout import NODE_HEIGHT, NODE_WIDTH
+
+if TYPE_CHECKING:
+    from .items import NodeItem
+
+TILE = 2400.0  # scene units a side: a recolour redraws the cards of its tiles only
+CELL_W = NODE_WIDTH  # the hit-test grid: a card overlaps at most 2 x 2 cells
+CELL_H = NODE_HEIGHT
+BULK_Z = 0.95  # under made node items (z 1), over edges
+
+
+class NodeTable(Mapping[str, "NodeItem"]):
+    """``scene.nodes``: every task shown is a key; its item is made on first lookup.
+
+    ``made`` holds the items that exist. Iterating values or items makes them all (it
+    is correct, and slow for a big view): the scene walks ``made`` instead.
+    """
+
+    def __init__(self, make: Callable[[str], NodeItem]):
+        self._make = make
+        self.keys_: dict[str, None] = {}
+        self.made: dict[str, NodeItem] = {}
+        self.made_count = 0  # items made on demand (tests count them)
+
+    def __getitem__(self, tid: str) -> NodeItem:
+        node = self.made.get(tid)
+        if node is not None:
+            return node
+        if tid not in self.keys_:
+            raise KeyError(tid)
+        self.made_count += 1
+        node = self.made[tid] = self._make(tid)
+        return node
+
+    def get(self, tid, default=None):  # type: ignore[override]
+        if tid in self.made:
+            return self.made[tid]
+        return self[tid] if tid in self.keys_ else default
+
+    def __contains__(self, tid: object) -> bool:
+        return tid in self.keys_
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.keys_)
+
+    def __len__(self) -> int:
+        return len(self.keys_)
+
+    def put(self, tid: str, node: NodeItem) -> None:
+        self.keys_[tid] = None
+        self.made[tid] = node
+
+    def is_made(self, tid: str) -> bool:
+        return tid in self.made
+
+    def pop(self, tid: str, default=None):  # type: ignore[override]
+        self.keys_.pop(tid, None)
+        return self.made.pop(tid, default)
+
+    def set_keys(self, tids) -> list[NodeItem]:
+        """Show exactly ``tids``; returns the made items of tasks no longer shown."""
+        self.keys_ = dict.fromkeys(tids)
+        gone = [t for t in self.made if t not in self.keys_]
+        return [self.made.pop(t) for t in gone]
+
+
+class BulkCards:
+    """The cards of tasks with no item, as rounded rects in path items per tile and look."""
+
+    def __init__(self, scene):
+        self.scene = scene
+        self.items: dict[tuple, QGraphicsPathItem] = {}  # (tile, look key) -> item
+        self.tile_of: dict[str, tuple[int, int]] = {}  # task -> its tile
+        self.members: dict[tuple[int, int], dict[str, None]] = {}  # tile -> tasks
+        self.where: dict[str, tuple[float, float]] = {}  # task -> top-left drawn at
+        self.grid: dict[tuple[int, int], list[str]] = {}  # hit-test cells -> tasks
+        self.dirty: set[tuple[int, int]] = set()
+        self.rebuilt_tiles = 0  # tiles drawn again (tests count them)
+
+    @property
+    def active(self) -> bool:
+        return bool(self.where)
+
+    def clear(self) -> None:
+        for item in self.items.values():
+            self.scene.removeItem(item)
+        self.items.clear()
+        self.tile_of.clear()
+        self.members.clear()
+        self.where.clear()
+        self.grid.clear()
+        self.dirty.clear()
+
+    def place(self, positions: dict[str, tuple[float, float]]) -> None:
+        """Every task's card at these top-left corners (a new layout): all tiles afresh."""
+        self.clear()
+        tile_of, members, grid = self.tile_of, self.members, self.grid
+        for tid, (x, y) in positions.items():
+            tile = (int(x // TILE), int(y // TILE))
+            tile_of[tid] = tile
+            members.setdefault(tile, {})[tid] = None
+            for cell in _cells(x, y):
+                grid.setdefault(cell, []).append(tid)
+        self.where = dict(positions)
+        self.dirty = set(members)
+
+    def move(self, tid: str, x: float, y: float) -> None:
+        """One card stands elsewhere now (pinned, kept after an edit)."""
+        old = self.where.get(tid)
+        if old is None or old == (x, y):
+            return
+        for cell in _cells(*old):
+            cell_list = self.grid.get(cell)
+            if cell_list is not None and tid in cell_list:
+                cell_list.remove(tid)
+        for cell in _cells(x, y):
+            self.grid.setdefault(cell, []).append(tid)
+        self.where[tid] = (x, y)
+        self.touch(tid)
+        tile = (int(x // TILE), int(y // TILE))
+        if tile != self.tile_of[tid]:
+            self.members[self.tile_of[tid]].pop(tid, None)
+            self.members.setdefault(tile, {})[tid] = None
+            self.tile_of[tid] = tile
+            self.dirty.add(tile)
+
+    def touch(self, tid: str) -> None:
+        """``tid``'s card changed (its state, or it was made or given back): redraw its tile."""
+        tile = self.tile_of.get(tid)
+        if tile is not None:
+            self.dirty.add(tile)
+
+    def at(self, x: float, y: float) -> str | None:
+        """The task whose card (made or not) covers scene point (x, y), or None."""
+        for tid in self.grid.get((int(x // CELL_W), int(y // CELL_H)), ()):
+            left, top = self.where[tid]
+            if left <= x <= left + NODE_WIDTH and top <= y <= top + NODE_HEIGHT:
+                return tid
+        return None
+
+    def inside(self, rect: QRectF) -> list[str]:
+        """Tasks whose cards meet ``rect`` (the view's visible part)."""
+        found: dict[str, None] = {}
+        left, top = int(rect.left() // CELL_W) - 1, int(rect.top() // CELL_H) - 1
+        right, bottom = int(rect.right() // CELL_W) + 1, int(rect.bottom() // CELL_H) + 1
+        grid = self.grid
+        if (right - left) * (bottom - top) > 4 * len(self.where) + 64:
+            return list(self.where)  # a rect bigger than the graph: every card
+        for cx in range(left, right + 1):
+            for cy in range(top, bottom + 1):
+                for tid in grid.get((cx, cy), ()):
+                    found[tid] = None
+        return list(found)
+
+    def redraw(self, limit: int | None = None) -> bool:
+        """Draw the dirty tiles again (at most ``limit``); True when none is left."""
+        scene = self.scene
+        made, tasks, base = scene.nodes.made, scene.tasks, scene.base
+        from .items import _look
+
+        done = 0
+        while self.dirty and (limit is None or done < limit):
+            tile = self.dirty.pop()
+            done += 1
+            self.rebuilt_tiles += 1
+            paths: dict[object, QPainterPath] = {}
+            where = self.where
+            for tid in self.members.get(tile, ()):
+                info = tasks.get(tid)
+                if info is None or tid in made:
+                    continue
+                path = paths.get(info.state)
+                if path is None:
+                    path = paths[info.state] = QPainterPath()
+                x, y = where[tid]
+                path.addRoundedRect(x, y, NODE_WIDTH, NODE_HEIGHT, 8.0, 8.0)
+            for key in [k for k in self.items if k[0] == tile and k[1] not in paths]:
+                scene.removeItem(self.items.pop(key))
+            for state, path in paths.items():
+                item = self.items.get((tile, state))
+                if item is None:
+                    item = self.items[(tile, state)] = QGraphicsPathItem()
+                    item.setZValue(BULK_Z)
+                    scene.addItem(item)
+                look = _look(state, base)
+                item.setBrush(look.brush)
+                item.setPen(look.pen)
+                item.setPath(path)
+        return not self.dirty
+
+    def recolour_all(self) -> None:
+        """A new palette: every tile's looks again."""
+        self.dirty = set(self.members)
+
+
+def _cells(x: float, y: float) -> list[tuple[int, int]]:
+    x0, y0 = int(x // CELL_W), int(y // CELL_H)
+    x1, y1 = int((x + NODE_WIDTH) // CELL_W), int((y + NODE_HEIGHT) // CELL_H)
+    return [(cx, cy) for cx in range(x0, x1 + 1) for cy in range(y0, y1 + 1)]

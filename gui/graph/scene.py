@@ -52,7 +52,7 @@ MOVES_PER_SLICE = 2000
 MARGIN = 60.0
 # Above this many tasks shown, cards are drawn in bulk and node items made only where
 # needed (bulk.py); at most MADE_CAP made items are kept once out of sight.
-VIRTUAL_ABOVE = 3000
+VIRTUAL_ABOVE = 1000
 MADE_CAP = 3000
 KEEP_PLACES_UP_TO = 400  # above this, an edit lays the graph out again (placing is O(n^2))
 # Above this many edges their path is cached as a picture: recolouring nodes never

@@ -217,8 +217,10 @@ class GraphView(QGraphicsView):
         node = self.graph_scene.nodes.get(tid)
         if node is None:
             return
+        # Centred on a task: a resize (scroll bars appearing as a group opens) must not
+        # fit the whole graph again and lose it.
+        self._following_fit = False
         if self.zoom_level() < DETAIL_SCALE:
-            self._following_fit = False
             self.resetTransform()
             self._update_detail()
         self.centerOn(node.sceneBoundingRect().center())

@@ -196,3 +196,35 @@ def test_the_bulk_hit_grid_finds_cards_only_inside_them():
     assert bulk.at(NODE_WIDTH + 40, 5) is None  # the gap between layers
     bulk.move("a", 0.0, 500.0)
     assert bulk.at(5, 5) is None and bulk.at(5, 505) == "a"
+
+
+def test_find_into_a_collapsed_group_of_10000_makes_only_the_cards_in_sight(qtbot, monkeypatch):
+    from taskloom.gui.graph.scene import NODES_PER_SLICE
+
+    made_per_slice: list[int] = []
+    make = GraphScene.make_visible_nodes
+
+    def counted(self, rect, limit=NODES_PER_SLICE):
+        before = len(self.nodes.made)
+        done = make(self, rect, limit)
+        made_per_slice.append(len(self.nodes.made) - before)
+        return done
+
+    monkeypatch.setattr(GraphScene, "make_visible_nodes", counted)
+    scene = GraphScene()
+    view = shown(qtbot, scene)
+    scene.set_tasks(random_dag(10_000))
+    qtbot.waitUntil(scene.is_drawn, timeout=60_000)
+    target = "t5007"
+    assert scene.group_of(target) in scene.collapsed and not scene.nodes.made
+    with qtbot.waitSignal(view.selectionChanged, timeout=60_000):
+        view.find(target)
+    qtbot.waitUntil(lambda: scene.is_drawn() and not view._sweep_timer.isActive(), timeout=60_000)
+    members = [t for t, g in scene.groups.items() if g == scene.group_of(target)]
+    assert len(members) > scene.virtual_above and scene.virtual  # its group is drawn in bulk
+    assert scene.selected == [target] and scene.nodes.made[target].isVisible()
+    in_sight = view.mapToScene(view.viewport().rect()).boundingRect()
+    assert in_sight.contains(centre(scene, target))
+    # Items only for the cards in sight (at 100 %: names legible), a bounded number per slice.
+    assert 10 < len(scene.nodes.made) <= len(scene.bulk.inside(in_sight)) + 1 < len(members)
+    assert made_per_slice and max(made_per_slice) <= NODES_PER_SLICE

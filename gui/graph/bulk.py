@@ -54,7 +54,7 @@ class NodeTable(Mapping[str, "NodeItem"]):
         node = self.made[tid] = self._make(tid)
         return node
 
-    def get(self, tid, default=None):  # type: ignore[override]
+    def get(self, tid, default=None):
         if tid in self.made:
             return self.made[tid]
         return self[tid] if tid in self.keys_ else default
@@ -75,7 +75,7 @@ class NodeTable(Mapping[str, "NodeItem"]):
     def is_made(self, tid: str) -> bool:
         return tid in self.made
 
-    def pop(self, tid: str, default=None):  # type: ignore[override]
+    def pop(self, tid: str, default=None):
         self.keys_.pop(tid, None)
         return self.made.pop(tid, default)
 

@@ -274,8 +274,9 @@ class GraphView(QGraphicsView):
     def _centre_after_layout(self, members, fallback) -> None:
         scene = self.graph_scene
         first = next((t for t in members if t in scene.nodes), None)
+        made = scene.nodes.made.get(first) if first is not None else None
         anchor = scene._anchor(first) if first is not None else None
-        if anchor is not None and (scene.virtual or scene.nodes[first].isVisible()):
+        if anchor is not None and (scene.virtual or (made is not None and made.isVisible())):
             self.centerOn(anchor + QPointF(NODE_WIDTH / 2, NODE_HEIGHT / 2))
         else:
             self.centerOn(*fallback)

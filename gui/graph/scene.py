@@ -512,8 +512,8 @@ class GraphScene(GroupedScene, QGraphicsScene):
             node = self.nodes.made.get(tid)
             if node is not None and self.layout is not None:
                 node.setPos(*self.position_of(tid))
-            elif tid in self.bulk.where and self.layout is not None:
-                self.bulk.move(tid, *self.position_of(tid))
+            if tid in self.bulk.where and self.layout is not None:
+                self.bulk.move(tid, *self.position_of(tid))  # its card, when given back
                 self._schedule_bulk()
         self._update_scene_rect()
         self._rebuild_edges()

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import random
 
-from PySide6.QtCore import QEvent, QPoint, QPointF, Qt
+from PySide6.QtCore import QEvent, QPoint, QPointF, QRectF, Qt
 from PySide6.QtGui import QContextMenuEvent, QHelpEvent, QMouseEvent
 from PySide6.QtWidgets import QApplication
 
@@ -228,3 +228,30 @@ def test_find_into_a_collapsed_group_of_10000_makes_only_the_cards_in_sight(qtbo
     # Items only for the cards in sight (at 100 %: names legible), a bounded number per slice.
     assert 10 < len(scene.nodes.made) <= len(scene.bulk.inside(in_sight)) + 1 < len(members)
     assert made_per_slice and max(made_per_slice) <= NODES_PER_SLICE
+
+
+def test_a_card_dragged_elsewhere_stays_there_when_its_item_goes_back_to_the_bulk(qtbot):
+    import taskloom.gui.graph.scene as scene_module
+
+    scene, view = small_virtual(qtbot)
+    view.centerOn(centre(scene, "b3"))
+    start = centre(scene, "b3")
+    with qtbot.waitSignal(view.nodesMoved, timeout=3000) as moved:
+        drag(view, start, start + QPointF(0, 400))
+    scene.pin_many({tid: now for tid, (_before, now) in moved.args[0].items()})
+    where = scene.position_of("b3")
+    assert where[1] > scene.layout.positions["b3"][1] + 300
+    assert scene.nodes.made["b3"].pos() == QPointF(*where)
+    # Out of sight and not selected: b3's item goes back to the bulk, its card where it was put.
+    scene.set_selection([])
+    old_cap = scene_module.MADE_CAP
+    scene_module.MADE_CAP = 0
+    try:
+        scene.make_visible_nodes(QRectF(-9000, -9000, 10, 10))  # the view went elsewhere
+    finally:
+        scene_module.MADE_CAP = old_cap
+    qtbot.waitUntil(lambda: not scene.bulk.dirty, timeout=3000)
+    assert "b3" not in scene.nodes.made
+    card = QPointF(where[0] + NODE_WIDTH / 2, where[1] + NODE_HEIGHT / 2)
+    assert scene.bulk.at(card.x(), card.y()) == "b3"
+    assert scene.bulk.items[(scene.bulk.tile_of["b3"], S.PENDING)].path().contains(card)

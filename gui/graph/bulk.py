@@ -1,7 +1,7 @@
 """Big expanded graphs: cards drawn in bulk, real node items made only where needed.
 
 A ``NodeItem`` (a path item with three children) costs about 20 KB; Expand all on
-50,000 tasks made a million Qt items. Above ``GraphScene.virtual_above`` shown tasks
+50,000 tasks made 200,000 Qt items (1.1 GiB). Above ``GraphScene.virtual_above`` shown tasks
 the scene makes no item per task: every card not made is one rounded rect in a few
 shared path items (one per tile of the scene and state look, all C++ paint), and a
 ``NodeItem`` is made on first use through ``NodeTable`` (``scene.nodes[tid]``): the
@@ -40,7 +40,7 @@ class NodeTable(Mapping[str, "NodeItem"]):
 
     def __init__(self, make: Callable[[str], NodeItem]):
         self._make = make
-        self.keys_: dict[str, None] = {}
+        self.shown: dict[str, None] = {}
         self.made: dict[str, NodeItem] = {}
         self.made_count = 0  # items made on demand (tests count them)
 
@@ -48,7 +48,7 @@ class NodeTable(Mapping[str, "NodeItem"]):
         node = self.made.get(tid)
         if node is not None:
             return node
-        if tid not in self.keys_:
+        if tid not in self.shown:
             raise KeyError(tid)
         self.made_count += 1
         node = self.made[tid] = self._make(tid)
@@ -57,32 +57,32 @@ class NodeTable(Mapping[str, "NodeItem"]):
     def get(self, tid, default=None):
         if tid in self.made:
             return self.made[tid]
-        return self[tid] if tid in self.keys_ else default
+        return self[tid] if tid in self.shown else default
 
     def __contains__(self, tid: object) -> bool:
-        return tid in self.keys_
+        return tid in self.shown
 
     def __iter__(self) -> Iterator[str]:
-        return iter(self.keys_)
+        return iter(self.shown)
 
     def __len__(self) -> int:
-        return len(self.keys_)
+        return len(self.shown)
 
     def put(self, tid: str, node: NodeItem) -> None:
-        self.keys_[tid] = None
+        self.shown[tid] = None
         self.made[tid] = node
 
     def is_made(self, tid: str) -> bool:
         return tid in self.made
 
     def pop(self, tid: str, default=None):
-        self.keys_.pop(tid, None)
+        self.shown.pop(tid, None)
         return self.made.pop(tid, default)
 
     def set_keys(self, tids) -> list[NodeItem]:
         """Show exactly ``tids``; returns the made items of tasks no longer shown."""
-        self.keys_ = dict.fromkeys(tids)
-        gone = [t for t in self.made if t not in self.keys_]
+        self.shown = dict.fromkeys(tids)
+        gone = [t for t in self.made if t not in self.shown]
         return [self.made.pop(t) for t in gone]
 
 

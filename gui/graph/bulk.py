@@ -26,7 +26,9 @@ if TYPE_CHECKING:
     from .items import NodeItem
 
 TILE = 2400.0  # scene units a side: a recolour redraws the cards of its tiles only
-CELL_W = NODE_WIDTH  # the hit-test grid: a card overlaps at most 2 x 2 cells
+# The hit-test grid: a card is filed under the cell of its top-left corner, and (no
+# bigger than a cell) covers points of that cell and the next ones right and down.
+CELL_W = NODE_WIDTH
 CELL_H = NODE_HEIGHT
 BULK_Z = 0.95  # under made node items (z 1), over edges
 
@@ -95,7 +97,7 @@ class BulkCards:
         self.tile_of: dict[str, tuple[int, int]] = {}  # task -> its tile
         self.members: dict[tuple[int, int], dict[str, None]] = {}  # tile -> tasks
         self.where: dict[str, tuple[float, float]] = {}  # task -> top-left drawn at
-        self.grid: dict[tuple[int, int], list[str]] = {}  # hit-test cells -> tasks
+        self.grid: dict[tuple[int, int], list[str]] = {}  # cell of a top-left -> tasks
         self.dirty: set[tuple[int, int]] = set()
         self.rebuilt_tiles = 0  # tiles drawn again (tests count them)
 
@@ -121,8 +123,7 @@ class BulkCards:
             tile = (int(x // TILE), int(y // TILE))
             tile_of[tid] = tile
             members.setdefault(tile, {})[tid] = None
-            for cell in _cells(x, y):
-                grid.setdefault(cell, []).append(tid)
+            grid.setdefault((int(x // CELL_W), int(y // CELL_H)), []).append(tid)
         self.where = dict(positions)
         self.dirty = set(members)
 
@@ -131,12 +132,10 @@ class BulkCards:
         old = self.where.get(tid)
         if old is None or old == (x, y):
             return
-        for cell in _cells(*old):
-            cell_list = self.grid.get(cell)
-            if cell_list is not None and tid in cell_list:
-                cell_list.remove(tid)
-        for cell in _cells(x, y):
-            self.grid.setdefault(cell, []).append(tid)
+        cell_list = self.grid.get(_cell(*old))
+        if cell_list is not None and tid in cell_list:
+            cell_list.remove(tid)
+        self.grid.setdefault(_cell(x, y), []).append(tid)
         self.where[tid] = (x, y)
         self.touch(tid)
         tile = (int(x // TILE), int(y // TILE))
@@ -154,10 +153,13 @@ class BulkCards:
 
     def at(self, x: float, y: float) -> str | None:
         """The task whose card (made or not) covers scene point (x, y), or None."""
-        for tid in self.grid.get((int(x // CELL_W), int(y // CELL_H)), ()):
-            left, top = self.where[tid]
-            if left <= x <= left + NODE_WIDTH and top <= y <= top + NODE_HEIGHT:
-                return tid
+        cx, cy = _cell(x, y)
+        grid, where = self.grid, self.where
+        for cell in ((cx, cy), (cx - 1, cy), (cx, cy - 1), (cx - 1, cy - 1)):
+            for tid in grid.get(cell, ()):
+                left, top = where[tid]
+                if left <= x <= left + NODE_WIDTH and top <= y <= top + NODE_HEIGHT:
+                    return tid
         return None
 
     def inside(self, rect: QRectF) -> list[str]:
@@ -215,7 +217,5 @@ class BulkCards:
         self.dirty = set(self.members)
 
 
-def _cells(x: float, y: float) -> list[tuple[int, int]]:
-    x0, y0 = int(x // CELL_W), int(y // CELL_H)
-    x1, y1 = int((x + NODE_WIDTH) // CELL_W), int((y + NODE_HEIGHT) // CELL_H)
-    return [(cx, cy) for cx in range(x0, x1 + 1) for cy in range(y0, y1 + 1)]
+def _cell(x: float, y: float) -> tuple[int, int]:
+    return (int(x // CELL_W), int(y // CELL_H))

@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from PySide6.QtCore import QTimer
     from PySide6.QtWidgets import QGraphicsScene as _SceneBase
 
-    from .bulk import NodeTable
+    from .bulk import BulkCards, NodeTable
     from .layout import Layout
 else:
     _SceneBase = object  # a mixin of GraphScene, itself a QGraphicsScene
@@ -135,6 +135,7 @@ class GroupedScene(_SceneBase):
         _edges_timer: QTimer
         _announce_timer: QTimer
         _move_job: list[str] | None
+        bulk: BulkCards
 
         def set_tasks(self, tasks: dict[str, TaskInfo]) -> None: ...
         def _show_view(self) -> None: ...
@@ -306,6 +307,7 @@ class GroupedScene(_SceneBase):
             and not self._place_timer.isActive()
             and self._move_job is None
             and not self._announce_timer.isActive()
+            and not self.bulk.dirty
             and all(rep in self.layout.positions for rep in view.members)
             and all(self._anchor(rep) is not None for rep in view.members)
         )

@@ -25,6 +25,7 @@ from .items import (
     BACK_EDGE_GAP,
     NodeItem,
     add_edge,
+    add_plain_edge,
     back_edge,
     cosmetic_pen,
     edge_curve,
@@ -62,7 +63,8 @@ DEVICE_CACHE = QGraphicsItem.CacheMode.DeviceCoordinateCache
 ACCEPT_COLOUR = QColor("#009E73")
 REFUSE_COLOUR = QColor("#D55E00")
 SELECT_COLOUR = QColor("#1F6FEB")
-OUT = QPointF(NODE_WIDTH, NODE_HEIGHT / 2)  # a card's output port, from its top-left corner
+OUT_X, OUT_Y = NODE_WIDTH, NODE_HEIGHT / 2  # a card's output port, from its top-left corner
+OUT = QPointF(OUT_X, OUT_Y)
 IN = QPointF(0, NODE_HEIGHT / 2)
 
 
@@ -417,9 +419,9 @@ class GraphScene(GroupedScene, QGraphicsScene):
         # thousands already shown (Expand all took a third longer).
         for item in [*self.nodes.made.values(), *self.group_items.values()]:
             item.setVisible(True)
-        if self.virtual:
+        if self.virtual:  # the cards, drawn a few tiles a slice
             self.bulk.place({t: self.position_of(t) for t in self.nodes})
-            self.bulk.redraw()
+            self._schedule_bulk()
         self.setItemIndexMethod(QGraphicsScene.ItemIndexMethod.BspTreeIndex)
         if len(self.nodes) > CHUNKED_NODES:
             self._edge_job = None  # thousands of curves: drawn in slices, afresh
@@ -612,7 +614,10 @@ class GraphScene(GroupedScene, QGraphicsScene):
                 self._moving_edges.append((up, down))  # drawn by preview_positions
                 continue
             route = self._route(up, down)
-            add_edge(edges, heads, a + OUT, b + IN, route)
+            if route:
+                add_edge(edges, heads, a + OUT, b + IN, route)
+            else:  # most edges of a big graph: straight into the shared paths
+                add_plain_edge(edges, heads, a.x() + OUT_X, a.y() + OUT_Y, b.x(), b.y() + OUT_Y)
             if count >= 2:
                 self.add_bundle_label(up, down, count)
             drawn += 1

@@ -111,12 +111,11 @@ def small_virtual(qtbot, n=60):
     scene.virtual_above = 20
     scene.collapse_above = None
     view = shown(qtbot, scene, 900, 600)
-    scene.set_tasks(graph([(f"a{i}", f"b{i}") for i in range(n // 2)]))
-    qtbot.waitUntil(scene.is_drawn, timeout=10_000)
-    view._following_fit = False
-    view.resetTransform()
+    view._fit_pending = view._following_fit = False
     view.scale(0.3, 0.3)  # below the detail zoom: no card's item is made for the eye
     view._update_detail()
+    scene.set_tasks(graph([(f"a{i}", f"b{i}") for i in range(n // 2)]))
+    qtbot.waitUntil(scene.is_drawn, timeout=10_000)
     QApplication.processEvents()
     assert scene.virtual and not scene.nodes.made
     return scene, view

@@ -117,6 +117,13 @@ def big_window(qtbot, monkeypatch, tmp_path, settings, n: int):
 
     name_of = {"_build_slice": "nodes", "_move_slice": "moves", "_edges_slice": "edges"}
     monkeypatch.setattr(scene_module, "add_edge", counting_add_edge)
+    plain = scene_module.add_plain_edge
+
+    def counting_plain_edge(*args):
+        drawn[0] += 1
+        return plain(*args)
+
+    monkeypatch.setattr(scene_module, "add_plain_edge", counting_plain_edge)
     for name, size in (
         ("_build_slice", lambda s: len(s.nodes.made)),  # items made, not tasks shown
         ("_move_slice", lambda s: len(s._move_job or ())),

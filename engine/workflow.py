@@ -29,6 +29,7 @@ from .workflow_check import (
     from_dict,
     load,
     loads,
+    new_task_template,
 )
 from .workflow_model import Problem, Workflow, WorkflowError, toml_key
 from .workflow_text import dumps, save
@@ -51,6 +52,7 @@ __all__ = [
     "from_dict",
     "load",
     "loads",
+    "new_task_template",
     "save",
     "toml_key",
 ]

@@ -150,6 +150,21 @@ def from_dict(data: dict, path=None) -> Workflow:
     return _Checker(data, Path(path) if path is not None else None).workflow()
 
 
+def new_task_template(workflow: Workflow) -> TaskDefinition | None:
+    """What a task added to ``workflow`` after it was loaded (in the window) starts
+    from: its ``[workflow.defaults]`` and workflow env file, applied as to a task of the
+    file. Its action is a placeholder command whose ``cwd`` and ``env`` are the
+    defaults'; the caller gives the real action and its own keys. None: nothing to
+    apply."""
+    defaults, workflow_env = workflow.defaults, workflow.file_env.get("", {})
+    if not defaults and not workflow_env:
+        return None
+    checker = _Checker({"pools": dict(workflow.pools or {})}, workflow.path)
+    checker.defaults, checker.file_env = dict(defaults), dict(workflow_env)
+    definition, _ = checker.task("new", {"command": ["true"]})
+    return definition  # None only if the defaults no longer check (never after a load)
+
+
 _TOO_DEEP = f"nested too deeply: arrays or tables more than {MAX_DEPTH} levels deep"
 
 

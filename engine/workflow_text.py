@@ -63,10 +63,29 @@ def update_text(text: str, workflow, new_base) -> str:
             _update_task(tasks[tid], tid, new, new_base, _expander(workflow, tid))
         else:
             table = tomlkit.table()
-            for key, value in new.items():
+            for key, value in _without_defaults(
+                tid, new, new_base, _expander(workflow, tid)
+            ).items():
                 table[key] = _item(key, value)
             tasks[tid] = table
     return tomlkit.dumps(document)
+
+
+def _without_defaults(tid: str, new: dict, base: Path, expand) -> dict:
+    """A new task's table without the keys that ``[workflow.defaults]`` (or the env
+    files) already give it the same way: it then follows a later change of the
+    defaults, as the file's own tasks do."""
+    meaning = _meaning(tid, new, base, expand)
+    if meaning is None:
+        return new
+    kept = dict(new)
+    for key in new:
+        if key in ("command", "call", "pos"):
+            continue
+        trial = {k: v for k, v in kept.items() if k != key}
+        if _meaning(tid, trial, base, expand) == meaning:
+            kept = trial
+    return kept
 
 
 def _update_settings(document, workflow) -> None:

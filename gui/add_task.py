@@ -102,14 +102,19 @@ class AddTaskDialog(QDialog):
         spec: TaskDefinition | None = None,
         task_id=None,
         submit=None,
+        template: TaskDefinition | None = None,
     ):
         """``spec``/``task_id``: edit the task so defined. ``submit(definition)`` -> None
         when done, or (field, why) to keep the dialog open with the reason shown by
-        that field."""
+        that field. ``template``: what a new task starts from (the workflow's
+        ``[workflow.defaults]``, ``engine.workflow.new_task_template``): its priority,
+        retry and timeout fill the form, and what the form does not show (cwd, env,
+        pool, jitter) is kept."""
         super().__init__(parent)
         self.setObjectName("editTaskDialog" if spec is not None else "addTaskDialog")
         self.setWindowTitle(f"Edit {task_id}" if spec is not None else "Add task")
         self.original, self.task_id, self.submit = spec, task_id, submit
+        self.template = template if spec is None else None
         self.existing = set(existing_ids) - {task_id}
         self.errors: dict[str, QLabel] = {}
         form = QFormLayout()
@@ -226,6 +231,8 @@ class AddTaskDialog(QDialog):
         self.kind_group.buttonToggled.connect(self._on_target_kind)
         if spec is not None:
             self._fill(spec, task_id)
+        elif self.template is not None:
+            self._fill_settings(self.template)
         self._on_target_kind()
         self._on_schedule_kind()
         self.resize(520, self.sizeHint().height())
@@ -238,6 +245,10 @@ class AddTaskDialog(QDialog):
         kind, text = target_text(spec.action) or ("command", "")
         (self.kind_call if kind == "call" else self.kind_command).setChecked(True)
         self.target.setText(text)
+        self._fill_settings(spec)
+
+    def _fill_settings(self, spec: TaskDefinition) -> None:
+        """Show a definition's schedule, priority, retry, timeout and deps."""
         self.schedule.setCurrentIndex(max(0, self.schedule.findData(schedule_choice(spec))))
         if spec.at is not None:
             self.at.setDateTime(QDateTime.fromMSecsSinceEpoch(int(spec.at.timestamp() * 1000)))
@@ -301,14 +312,14 @@ class AddTaskDialog(QDialog):
             try:
                 shlex.split(text)
                 target = self._kept_target("command", text) or make_command(
-                    text, like=self.original.action if self.original else None
+                    text, like=self._base.action if self._base else None
                 )
             except ValueError as exc:
                 problems["target"] = f"cannot split this command line: {exc}"
         else:
             try:
                 target = self._kept_target("call", text) or make_call(
-                    text, like=self.original.action if self.original else None
+                    text, like=self._base.action if self._base else None
                 )
             except (ValueError, TypeError) as exc:
                 problems["target"] = str(exc)
@@ -349,13 +360,20 @@ class AddTaskDialog(QDialog):
             timezone=None,
         )
         fields.update(spec_kw)
-        if self.original is not None:  # keep what the dialog does not show (cwd, env, rules)
-            if retry is not None and self.original.retry is not None:
-                fields["retry"] = replace(retry, jitter=self.original.retry.jitter)
-            if fields["timezone"] == "UTC" and self.original.timezone is None:
+        base = self._base
+        if base is not None:  # keep what the dialog does not show (cwd, env, rules)
+            if retry is not None and base.retry is not None:
+                fields["retry"] = replace(retry, jitter=base.retry.jitter)
+            if fields["timezone"] == "UTC" and base.timezone is None:
                 fields["timezone"] = None  # shown as UTC, left as the file had it
-            return replace(self.original, **fields)
+            return replace(base, **fields)
         return TaskDefinition(**fields)
+
+    @property
+    def _base(self) -> TaskDefinition | None:
+        """What the form's fields are applied to: the task edited, or a new task's
+        template (the workflow's defaults)."""
+        return self.original if self.original is not None else self.template
 
     def _kept_target(self, kind: str, text: str):
         """The task's own target when its text is unchanged (keeps cwd, env, args)."""

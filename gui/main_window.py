@@ -86,6 +86,7 @@ class MainWindow(
         self.dispatcher_paused = False
         self.selected: list[str] = []
         self.new_run_possible = False  # the session sets it when it can start a new run
+        self.deadline_at: float | None = None  # when [workflow] timeout passes (the session says)
 
         self.scene = GraphScene(self)
         self.scene.scheduler = scheduler  # asked about edges while one is dragged
@@ -420,6 +421,12 @@ class MainWindow(
         self.start_bar.set_text(self._title, resumed)
         self.start_bar.setVisible(not started)
         self.notices.update_tray()
+
+    def set_deadline(self, at: float | None) -> None:
+        """When the run's ``[workflow] timeout`` passes (epoch seconds; its owner counts
+        it from the run's first start): the header above the graph shows it."""
+        self.deadline_at = at
+        self.run_header.refresh()
 
     # -- selection and actions --------------------------------------------------------
     def select_tasks(self, ids: list[str], centre: bool = False) -> None:

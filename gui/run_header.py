@@ -1,5 +1,6 @@
 """The run as a whole, above the graph: "Run 3 · running · 12/17 done · 1 failed ·
-started 21:16 · ETA 21:17", and once it is over its outcome and how long it took
+deadline 23:16 · ETA 21:17 · started 21:16" (the deadline: its ``[workflow] timeout``),
+and once it is over its outcome and how long it took
 ("Run 3 · finished in 2 min 10 s · 16 succeeded · 1 failed").
 
 A run is over when every one-shot task has settled (recurring tasks never settle:
@@ -34,6 +35,14 @@ def duration_text(seconds: float) -> str:
     return f"{hours} h {minutes:02d} min"
 
 
+def clock_text(at: float, now: float | None = None) -> str:
+    """ "05:29" today, "Thu 05:29" on another day (local time)."""
+    when = time.localtime(at)
+    today = time.localtime(time.time() if now is None else now)
+    same_day = when[:3] == today[:3]
+    return time.strftime("%H:%M" if same_day else "%a %H:%M", when)
+
+
 def header_text(
     run: int | None,
     tasks: dict,
@@ -44,6 +53,7 @@ def header_text(
     finished_at: float | None,
     eta: str = "",
     owner_alive: bool = True,
+    deadline: float | None = None,
 ) -> str:
     """The header's text (see the module doc); times are epoch seconds."""
     name = f"Run {run}" if run is not None else "This run"
@@ -90,6 +100,11 @@ def header_text(
         parts.append(f"{skipped} skipped")
     if gone:
         parts.append(f"{gone} owner gone")
+    if deadline is not None and started and owner_alive:
+        if not over:
+            parts.append("deadline " + clock_text(deadline))  # a fact: before the ETA, a guess
+        elif failed and finished_at is not None and finished_at >= deadline:
+            parts.append("deadline passed")
     if eta and started and not over and owner_alive:
         parts.append(eta.split(" (")[0])  # "ETA 21:17:04"
     if started_at is not None and started:
@@ -126,7 +141,9 @@ class RunHeader(QLabel):
         eta = w.forecast_view.eta.text() if w.forecast_view.eta.isVisible() else ""
         owner_alive = w.scheduler.owner_alive
         past = w.past_run is not None  # the graph shows a past run: this line is the live one
-        key = (tuple(counts.values()), len(tasks), started, paused, eta, owner_alive, past)
+        deadline = w.deadline_at  # when the run's [workflow] timeout passes, if it has one
+        counted = tuple(counts.values())
+        key = (counted, len(tasks), started, paused, eta, owner_alive, past, deadline)
         if key == self._key:
             return  # nothing the text says has changed
         self._key = key
@@ -147,6 +164,7 @@ class RunHeader(QLabel):
             finished_at=self.finished_at,
             eta=eta,
             owner_alive=owner_alive,
+            deadline=deadline,
         )
         if past and text.startswith("Run "):
             text = "Live run " + text[len("Run ") :]

@@ -12,13 +12,17 @@ class WindowDialogs(WindowParts):
     """Part of ``MainWindow`` (a mixin, see ``window_parts``): this module's job."""
 
     def add_task_dialog(self) -> None:
+        from taskloom.engine.workflow import new_task_template
+
         from .add_task import AddTaskDialog  # the dialog is big; load it on first use
 
         refusal = self.controller.edit_refusal()
         if refusal:  # say so before the form is filled in, not after
             self._show_message(f"Cannot add a task: {refusal}", True)
             return
-        dialog = AddTaskDialog(list(self.document.tasks), self)
+        workflow = self.document.workflow
+        template = None if workflow is None else new_task_template(workflow)
+        dialog = AddTaskDialog(list(self.document.tasks), self, template=template)
         dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
         dialog.specReady.connect(lambda spec: self.controller.add_task(self._in_file_folder(spec)))
         dialog.open()

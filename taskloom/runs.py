@@ -413,6 +413,22 @@ class AttemptPruner:
 DEADLINE_KEY = "deadline"  # store meta: {"run": N, "started": epoch} of a run with a timeout
 
 
+def run_deadline(workflow, reader) -> float | None:
+    """When the run's ``[workflow] timeout`` passes (wall time), as its owner counts it:
+    from the run's first start, kept in the store by ``start_deadline``. None without
+    a timeout, or before the run has started (its deadline counts from its start)."""
+    if workflow.timeout is None:
+        return None
+    try:
+        stored = json.loads(reader.meta(DEADLINE_KEY) or "null")
+    except ValueError:
+        return None
+    if not isinstance(stored, dict) or stored.get("run") != reader.run:
+        return None
+    started = stored.get("started")
+    return float(started) + workflow.timeout if isinstance(started, (int, float)) else None
+
+
 def start_deadline(workflow, scheduler, store, hooks=None):
     """Arm the run's ``[workflow] timeout`` (engine/deadline.py); None without one.
     It counts from the run's first start, kept in the store's meta, so a resumed run

@@ -28,6 +28,7 @@ import os
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -246,6 +247,8 @@ class WorkflowSession:
 
         if self.deadline is None:
             self.deadline = start_deadline(self.workflow, self.scheduler, self.store, self.hooks)
+            if self.deadline is not None:
+                self.window.set_deadline(time.time() + self.deadline.remaining())
 
     def _take_params(self) -> bool:
         """The Start bar's params for a new run: recorded with it and given to its

@@ -310,7 +310,9 @@ def status(args) -> int:
             if watched is not None:
                 watched.close()
         labels = reader.run_labels()
-        view.deadline, view.timeout = _deadline(workflow, reader), workflow.timeout
+        from .runs import run_deadline
+
+        view.deadline, view.timeout = run_deadline(workflow, reader), workflow.timeout
     except StoreError as exc:
         _fail(f"taskloom status: {exc}")
         return EXIT_INVALID
@@ -325,23 +327,6 @@ def status(args) -> int:
         for line in _view_lines(view, _zones(workflow), now):
             print(line)
     return EXIT_OK
-
-
-def _deadline(workflow, reader) -> float | None:
-    """When the run's ``[workflow] timeout`` passes (wall time), as its owner counts it:
-    from the run's first start, kept in the store (taskloom/runs.py start_deadline)."""
-    if workflow.timeout is None:
-        return None
-    from .runs import DEADLINE_KEY
-
-    try:
-        stored = json.loads(reader.meta(DEADLINE_KEY) or "null")
-    except ValueError:
-        return None
-    if not isinstance(stored, dict) or stored.get("run") != reader.run:
-        return None  # this run has not started yet: its deadline counts from its start
-    started = stored.get("started")
-    return float(started) + workflow.timeout if isinstance(started, (int, float)) else None
 
 
 def _dump(document: dict) -> None:

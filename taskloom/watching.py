@@ -118,19 +118,32 @@ def off_gui_thread(work: Callable[[GuiThread], T], name: str, settings, stage: s
     raise OpenAbandoned(f"{name}: closed before its run was open")
 
 
-def attach_off_gui_thread(db_path: Path, name: str, settings=None) -> WatchedRun:
+def attach_off_gui_thread(
+    db_path: Path, name: str, settings=None, workflow=None
+) -> tuple[WatchedRun, float | None]:
     """A window's ``WatchedRun`` of the store at ``db_path``, attached off the GUI
     thread (``off_gui_thread``): its first reads of the feed (up to ``ATTACH_TIMEOUT``
     while the owner cannot write it, e.g. another connection holds the store's write
     lock) never block the window. Its errors (``OwnerGone``, ``StoreBusy``) are raised
-    here."""
+    here. With the run comes when ``workflow``'s ``[workflow] timeout`` passes (None:
+    no timeout, or not started yet), read there too."""
     from taskloom.engine.watched_run import WatchedRun
 
-    def attach(gui: GuiThread) -> WatchedRun:
-        return WatchedRun(db_path, name=name, answer_from_memory=True)
+    from .runs import run_deadline
+
+    def attach(gui: GuiThread) -> tuple[WatchedRun, float | None]:
+        run = WatchedRun(db_path, name=name, answer_from_memory=True)
+        reader = run.store
+        try:
+            known = workflow is not None and reader is not None
+            deadline = run_deadline(workflow, reader) if known else None
+        except Exception:
+            run.close()
+            raise
+        return run, deadline
 
     stage = "Another process runs it: waiting for its run to be published…"
-    return off_gui_thread(attach, name, settings, stage, undo=lambda run: run.close())
+    return off_gui_thread(attach, name, settings, stage, undo=lambda got: got[0].close())
 
 
 class WatchSession:
@@ -149,7 +162,9 @@ class WatchSession:
         self.store = None
         # The window never waits for the store: attached on a worker, then attempts come
         # from the watcher's thread.
-        self.scheduler = attach_off_gui_thread(self.db_path, workflow.name, settings)
+        self.scheduler, deadline = attach_off_gui_thread(
+            self.db_path, workflow.name, settings, workflow
+        )
         self.scheduler.definitions = dict(workflow.tasks)  # Save writes the file's tasks back
         self._stopped = False
         try:
@@ -160,6 +175,7 @@ class WatchSession:
             self.scheduler.close()
             raise
         self.window.owns_run = False  # its schedules are the owner's: no tray icon here
+        self.window.set_deadline(deadline)
         self.status = WatchStatus(self.window, self.scheduler, workflow.name)
         self.window.installEventFilter(_CloseWatcher(self))
 

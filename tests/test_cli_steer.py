@@ -10,38 +10,19 @@ import re
 import signal
 import subprocess
 import sys
-import textwrap
 import time
 from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.slow  # real processes: owners, watchers, signals, kills
+from tests.test_cli import ENV, ROOT, taskloom, write  # one way to run the command
 
-ROOT = Path(__file__).resolve().parents[1]
-ENV = {**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "200"}
+pytestmark = pytest.mark.slow  # real processes: owners, watchers, signals, kills
 
 
 @pytest.fixture(autouse=True)
 def private_store_dir(tmp_path, monkeypatch):
     monkeypatch.setitem(ENV, "XDG_DATA_HOME", str(tmp_path / "xdg-data"))
-
-
-def taskloom(*args, timeout: float = 60) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "taskloom", *map(str, args)],
-        cwd=ROOT,
-        env=ENV,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
-
-
-def write(tmp_path: Path, text: str, name: str = "flow.toml") -> Path:
-    path = tmp_path / name
-    path.write_text(textwrap.dedent(text))
-    return path
 
 
 def start_run(path: Path, *extra) -> subprocess.Popen:

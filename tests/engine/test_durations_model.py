@@ -89,6 +89,16 @@ def test_remaining_time_of_a_running_attempt_comes_from_the_runs_that_lasted_lon
     assert model.remaining("a", 100.0) == pytest.approx(10.0)  # slower than all: a tenth again
 
 
+def test_a_running_attempt_of_a_task_nothing_is_known_of_is_given_its_age_again():
+    """No history, no ``expected``: past the guess (1 s), it is not said to end in a
+    tenth of its age (a 30 s command read "ETA in 1 s" for 30 s) but as long again."""
+    model = DurationModel({}, expected={"known": 5.0})
+    assert model.stats("new").source == "guess"
+    assert model.remaining("new", 0.25) == pytest.approx(0.75)  # within the guess
+    assert model.remaining("new", 20.0) == pytest.approx(20.0)
+    assert model.remaining("known", 20.0) == pytest.approx(2.0)  # expected was said: a tenth
+
+
 def test_percentile_refuses_nothing_to_summarise():
     with pytest.raises(ValueError, match="no values"):
         percentile([], 0.5)

@@ -202,3 +202,56 @@ def test_a_command_added_in_the_dialog_runs_in_the_files_folder(qtbot, tmp_path,
         assert session.scheduler.definition("b").action.cwd == str(tmp_path.resolve())
     finally:
         session.close()
+
+
+def test_a_task_added_in_the_window_gets_the_workflows_defaults_and_keeps_them_saved(
+    qtbot, tmp_path, settings
+):
+    """[workflow.defaults] reach a task added in the window as they reach the file's own
+    tasks: the form starts from them, what it does not show is kept, and Save then
+    reopen gives the same task."""
+    from taskloom.app import WorkflowSession
+    from taskloom.engine.workflow import load
+
+    (tmp_path / "work").mkdir()
+    source = tmp_path / "flow.toml"
+    source.write_text(
+        '[workflow]\nname = "flow"\n\n'
+        "[workflow.defaults]\n"
+        'priority = 5\ntimeout = "10m"\ncwd = "work"\nenv = { STAGE = "prod" }\npool = "db"\n'
+        'retry = { max_attempts = 3, base = "2s" }\n\n'
+        "[pools]\ndb = 2\n\n"
+        '[tasks.a]\ncommand = ["true"]\nafter = "1h"\n',
+        encoding="utf-8",
+    )
+    session = WorkflowSession(load(source), settings, start=False)
+    try:
+        window = session.window
+        qtbot.addWidget(window)
+        window.act_add.trigger()
+        dialog = window.add_dialog
+        assert dialog.priority.value() == 5 and dialog.max_attempts.value() == 3
+        assert dialog.timeout.text() and dialog.backoff.text()
+        dialog.name.setText("b")
+        dialog.target.setText("python3 step.py")
+        dialog.schedule.setCurrentIndex(dialog.schedule.findData("after"))
+        dialog.delay.setText("1h")
+        ok_button(dialog).click()
+        added = session.scheduler.definition("b")
+        file_task = session.scheduler.definition("a")
+        assert (added.priority, added.timeout, added.pool) == (5, 600.0, "db")
+        assert added.retry is not None and added.retry.max_attempts == 3
+        assert added.action.cwd == file_task.action.cwd == str((tmp_path / "work").resolve())
+        assert added.action.env == {"STAGE": "prod"}
+        assert window.save_workflow()
+    finally:
+        session.close()
+    import tomllib
+
+    written = tomllib.loads(source.read_text())["tasks"]["b"]
+    assert set(written) == {"command", "after"}  # the defaults give the rest, as to "a"
+    reopened = load(source).tasks["b"]
+    assert (reopened.priority, reopened.timeout, reopened.pool) == (5, 600.0, "db")
+    assert reopened.retry is not None and reopened.retry.max_attempts == 3
+    assert reopened.action.env == {"STAGE": "prod"}
+    assert reopened.action.cwd == str((tmp_path / "work").resolve())

@@ -118,14 +118,20 @@ class BulkCards:
     def place(self, positions: dict[str, tuple[float, float]]) -> None:
         """Every task's card at these top-left corners (a new layout): all tiles afresh."""
         self.clear()
-        tile_of, members, grid = self.tile_of, self.members, self.grid
         for tid, (x, y) in positions.items():
-            tile = (int(x // TILE), int(y // TILE))
-            tile_of[tid] = tile
-            members.setdefault(tile, {})[tid] = None
-            grid.setdefault((int(x // CELL_W), int(y // CELL_H)), []).append(tid)
-        self.where = dict(positions)
-        self.dirty = set(members)
+            self.add(tid, x, y)
+
+    def add(self, tid: str, x: float, y: float) -> None:
+        """A card at (x, y) (top-left), filed in its tile and cell; drawn with its tile."""
+        tile = (int(x // TILE), int(y // TILE))
+        self.tile_of[tid] = tile
+        tasks = self.members.get(tile)
+        if tasks is None:
+            tasks = self.members[tile] = {}
+        tasks[tid] = None
+        self.grid.setdefault((int(x // CELL_W), int(y // CELL_H)), []).append(tid)
+        self.where[tid] = (x, y)
+        self.dirty.add(tile)
 
     def move(self, tid: str, x: float, y: float) -> None:
         """One card stands elsewhere now (pinned, kept after an edit)."""
@@ -177,7 +183,8 @@ class BulkCards:
         return list(found)
 
     def redraw(self, limit: int | None = None) -> bool:
-        """Draw the dirty tiles again (at most ``limit``); True when none is left."""
+        """Draw the dirty tiles again (tiles of at most ``limit`` cards in all, at least
+        one tile); True when none is left."""
         scene = self.scene
         made, tasks, base = scene.nodes.made, scene.tasks, scene.base
         from .items import _look
@@ -185,7 +192,7 @@ class BulkCards:
         done = 0
         while self.dirty and (limit is None or done < limit):
             tile = self.dirty.pop()
-            done += 1
+            done += len(self.members.get(tile, ())) + 1
             self.rebuilt_tiles += 1
             paths: dict[object, QPainterPath] = {}
             where = self.where

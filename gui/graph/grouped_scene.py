@@ -136,6 +136,7 @@ class GroupedScene(_SceneBase):
         _announce_timer: QTimer
         _move_job: list[str] | None
         bulk: BulkCards
+        virtual: bool
 
         def set_tasks(self, tasks: dict[str, TaskInfo]) -> None: ...
         def _show_view(self) -> None: ...
@@ -308,9 +309,18 @@ class GroupedScene(_SceneBase):
             and self._move_job is None
             and not self._announce_timer.isActive()
             and not self.bulk.dirty
-            and all(rep in self.layout.positions for rep in view.members)
-            and all(self._anchor(rep) is not None for rep in view.members)
+            and self._all_drawn(view)
         )
+
+    def _all_drawn(self, view: GroupView) -> bool:
+        """Every representative placed by the layout and drawn (an item, or a bulk
+        card): set operations, not a call per task (50,000 of them)."""
+        assert self.layout is not None
+        members = view.members.keys()
+        if not members <= self.layout.positions.keys():
+            return False
+        left = members - self.nodes.made.keys() - self.group_items.keys()
+        return not left or (self.virtual and left <= self.bulk.where.keys())
 
     # -- collapse, expand, filter -----------------------------------------------------
     def group_of(self, tid: str) -> str | None:

@@ -20,6 +20,7 @@ from .. import relay
 from ..background import LatestWorker
 from .bulk import BulkCards, NodeTable
 from .grouped_scene import GroupedScene
+from .groups import is_group_rep
 from .items import (
     ARROW_LENGTH,
     BACK_EDGE_GAP,
@@ -50,6 +51,7 @@ SLICE_MS = 30  # longest time one slice of node creation may hold the GUI thread
 NODES_PER_SLICE = 200
 EDGES_PER_SLICE = 2000
 MOVES_PER_SLICE = 2000
+CARDS_PER_SLICE = 2000  # bulk cards drawn per slice (bulk.py)
 MARGIN = 60.0
 # Above this many tasks shown, cards are drawn in bulk and node items made only where
 # needed (bulk.py); at most MADE_CAP made items are kept once out of sight.
@@ -325,7 +327,7 @@ class GraphScene(GroupedScene, QGraphicsScene):
 
     def _redraw_bulk(self) -> None:
         """Dirty tiles of the bulk cards, a few per slice."""
-        if not self.bulk.redraw(limit=8):
+        if not self.bulk.redraw(limit=CARDS_PER_SLICE):
             self._bulk_timer.start(0)
 
     def make_visible_nodes(self, rect: QRectF, limit: int = NODES_PER_SLICE) -> bool:
@@ -379,12 +381,9 @@ class GraphScene(GroupedScene, QGraphicsScene):
         self._update_scene_rect()
         # Thousands of moves (Expand all) in slices of their own, then edges, then
         # layoutApplied (a selection waiting for the layout follows it).
-        members = self.view_model.members
-        if self.virtual:  # bulk cards: only made items and groups are moved
-            made = self.nodes.made
-            self._move_job = [r for r in members if r in made or r in self.group_items]
-        else:
-            self._move_job = list(members)
+        self._move_job = list(self.view_model.members)
+        if self.virtual:  # every card is filed afresh by the moves, then drawn
+            self.bulk.clear()
         self._move_finishing = False
         if len(self._move_job) <= CHUNKED_NODES:
             self._move_slice(budget_ms=None)
@@ -398,10 +397,14 @@ class GraphScene(GroupedScene, QGraphicsScene):
         clock = QElapsedTimer()
         clock.start()
         done = 0
+        made, groups, bulk = self.nodes.made, self.group_items, self.bulk
+        virtual = self.virtual
         for rep in job:
-            item = self._made_item(rep)
+            item = made.get(rep) or groups.get(rep)
             if item is not None:
                 item.setPos(*self.position_of(rep))
+            if virtual and not is_group_rep(rep):
+                bulk.add(rep, *self.position_of(rep))
             done += 1
             if budget_ms is not None and (clock.elapsed() >= budget_ms or done >= MOVES_PER_SLICE):
                 break
@@ -419,9 +422,7 @@ class GraphScene(GroupedScene, QGraphicsScene):
         # thousands already shown (Expand all took a third longer).
         for item in [*self.nodes.made.values(), *self.group_items.values()]:
             item.setVisible(True)
-        if self.virtual:  # the cards, drawn a few tiles a slice
-            self.bulk.place({t: self.position_of(t) for t in self.nodes})
-            self._schedule_bulk()
+        self._schedule_bulk()  # the cards (a big graph's), drawn a few tiles a slice
         self.setItemIndexMethod(QGraphicsScene.ItemIndexMethod.BspTreeIndex)
         if len(self.nodes) > CHUNKED_NODES:
             self._edge_job = None  # thousands of curves: drawn in slices, afresh
@@ -606,18 +607,30 @@ class GraphScene(GroupedScene, QGraphicsScene):
         clock = QElapsedTimer()
         clock.start()
         drawn = 0
+        made, groups = self.nodes.made, self.group_items
+        cards = self.bulk.where if self.virtual else {}  # cards with no item (bulk.py)
+        routes = self.layout.routes if self.layout is not None else {}
+        moving = self._moving
+
+        def corner(rep: str) -> tuple[float, float] | None:
+            item = made.get(rep) or groups.get(rep)
+            if item is None:
+                return cards.get(rep)
+            at = item.pos()
+            return at.x(), at.y()
+
         for (up, down), count in pending:  # bundled where a group is collapsed
-            a, b = self._anchor(up), self._anchor(down)
+            a, b = corner(up), corner(down)
             if a is None or b is None:
                 continue  # still being built
-            if up in self._moving or down in self._moving:
+            if up in moving or down in moving:
                 self._moving_edges.append((up, down))  # drawn by preview_positions
                 continue
-            route = self._route(up, down)
+            route = self._route(up, down) if routes else ()
             if route:
-                add_edge(edges, heads, a + OUT, b + IN, route)
+                add_edge(edges, heads, QPointF(*a) + OUT, QPointF(*b) + IN, route)
             else:  # most edges of a big graph: straight into the shared paths
-                add_plain_edge(edges, heads, a.x() + OUT_X, a.y() + OUT_Y, b.x(), b.y() + OUT_Y)
+                add_plain_edge(edges, heads, a[0] + OUT_X, a[1] + OUT_Y, b[0], b[1] + OUT_Y)
             if count >= 2:
                 self.add_bundle_label(up, down, count)
             drawn += 1

@@ -326,7 +326,11 @@ class GraphScene(GroupedScene, QGraphicsScene):
             self._bulk_timer.start(0)
 
     def _redraw_bulk(self) -> None:
-        """Dirty tiles of the bulk cards, a few per slice."""
+        """Dirty tiles of the bulk cards, a few per slice (after the layout's listeners:
+        zero timers due together run in one pass, and their slices add up)."""
+        if self._announce_timer.isActive():
+            self._bulk_timer.start(0)
+            return
         if not self.bulk.redraw(limit=CARDS_PER_SLICE):
             self._bulk_timer.start(0)
 
@@ -598,6 +602,9 @@ class GraphScene(GroupedScene, QGraphicsScene):
     def _edges_slice(self, budget_ms: int | None = SLICE_MS) -> None:
         """Edges' curves and bundle counts, at most ``budget_ms`` per slice (big graphs:
         10,000 curves held the GUI thread 1.2 s); the paths are set once all are made."""
+        if budget_ms is not None and (self._announce_timer.isActive() or self.bulk.dirty):
+            self._edges_timer.start(0)  # a slice of its own, after those
+            return
         if self._edge_job is None:
             view = self.view_model
             self._edge_job = (iter(list(view.edges.items())), QPainterPath(), QPainterPath())

@@ -16,7 +16,7 @@ from .groups import group_rep
 from .items import PORT_RADIUS, ROLE_ID, ROLE_KIND
 from .layout import NODE_HEIGHT, NODE_WIDTH
 from .overview import Overview
-from .scene import GraphScene
+from .scene import CHUNKED_NODES, GraphScene
 
 DETAIL_SCALE = 0.45  # below this zoom the node text is unreadable: draw plain boxes
 # Fit never goes below this for graphs up to READABLE_UP_TO tasks: names stay readable
@@ -78,6 +78,9 @@ class GraphView(QGraphicsView):
         self._sweep_timer = QTimer(self)
         self._sweep_timer.setSingleShot(True)
         self._sweep_timer.timeout.connect(self._sweep)
+        self._reveal_timer = QTimer(self)
+        self._reveal_timer.setSingleShot(True)
+        self._reveal_timer.timeout.connect(self._select_revealed)
 
     # -- zoom ---------------------------------------------------------------------
     def zoom_by(self, factor: float) -> None:
@@ -178,7 +181,12 @@ class GraphView(QGraphicsView):
         if self._fit_pending and self.graph_scene.shown_items:
             self._fit_pending = False
             self.fit()
-        self._select_revealed()
+        if len(self.graph_scene.nodes) > CHUNKED_NODES:
+            # A found task selected and centred in a slice of its own: the layout's
+            # other listeners (the timeline's lanes) take theirs.
+            self._reveal_timer.start(0)
+        else:
+            self._select_revealed()
 
     def resizeEvent(self, event) -> None:
         super().resizeEvent(event)

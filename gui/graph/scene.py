@@ -8,6 +8,7 @@ stalls; the result comes back by a queued signal.
 from __future__ import annotations
 
 import math
+import time
 
 import networkx as nx
 from PySide6.QtCore import QElapsedTimer, QPointF, QRectF, Qt, QTimer, Signal
@@ -52,6 +53,9 @@ NODES_PER_SLICE = 200
 EDGES_PER_SLICE = 2000
 MOVES_PER_SLICE = 2000
 CARDS_PER_SLICE = 2000  # bulk cards drawn per slice (bulk.py)
+# Zero timers due together run in one pass of the event loop, and their slices add
+# up: a slice that finds another ended less than this ago (seconds) waits a pass.
+PASS_GAP = 0.003
 MARGIN = 60.0
 # Above this many tasks shown, cards are drawn in bulk and node items made only where
 # needed (bulk.py); at most MADE_CAP made items are kept once out of sight.
@@ -130,6 +134,7 @@ class GraphScene(GroupedScene, QGraphicsScene):
         self._elapsed_timer.setInterval(1000)
         self._elapsed_timer.timeout.connect(self.refresh_elapsed)
         self._init_groups()
+        self._slice_end = 0.0  # when the last slice of this scene's work ended
         self.bulk = BulkCards(self)
         self._bulk_timer = QTimer(self)
         self._bulk_timer.setSingleShot(True)
@@ -325,13 +330,22 @@ class GraphScene(GroupedScene, QGraphicsScene):
         if self.bulk.dirty and not self._bulk_timer.isActive():
             self._bulk_timer.start(0)
 
+    def slice_free(self) -> bool:
+        """False when another slice of this scene's work ended a moment ago (in the same
+        pass of the event loop): the caller's timer waits for the next pass."""
+        return time.perf_counter() - self._slice_end > PASS_GAP
+
+    def slice_done(self) -> None:
+        self._slice_end = time.perf_counter()
+
     def _redraw_bulk(self) -> None:
-        """Dirty tiles of the bulk cards, a few per slice (after the layout's listeners:
-        zero timers due together run in one pass, and their slices add up)."""
-        if self._announce_timer.isActive():
+        """Dirty tiles of the bulk cards, a few per slice (after the layout's listeners)."""
+        if self._announce_timer.isActive() or not self.slice_free():
             self._bulk_timer.start(0)
             return
-        if not self.bulk.redraw(limit=CARDS_PER_SLICE):
+        done = self.bulk.redraw(limit=CARDS_PER_SLICE)
+        self.slice_done()
+        if not done:
             self._bulk_timer.start(0)
 
     def make_visible_nodes(self, rect: QRectF, limit: int = NODES_PER_SLICE) -> bool:
@@ -602,7 +616,9 @@ class GraphScene(GroupedScene, QGraphicsScene):
     def _edges_slice(self, budget_ms: int | None = SLICE_MS) -> None:
         """Edges' curves and bundle counts, at most ``budget_ms`` per slice (big graphs:
         10,000 curves held the GUI thread 1.2 s); the paths are set once all are made."""
-        if budget_ms is not None and (self._announce_timer.isActive() or self.bulk.dirty):
+        if budget_ms is not None and (
+            self._announce_timer.isActive() or self.bulk.dirty or not self.slice_free()
+        ):
             self._edges_timer.start(0)  # a slice of its own, after those
             return
         if self._edge_job is None:
@@ -642,6 +658,7 @@ class GraphScene(GroupedScene, QGraphicsScene):
                 self.add_bundle_label(up, down, count)
             drawn += 1
             if budget_ms is not None and (clock.elapsed() >= budget_ms or drawn >= EDGES_PER_SLICE):
+                self.slice_done()
                 self._edges_timer.start(0)
                 return
         self._edge_job = None

@@ -80,7 +80,7 @@ class GraphView(QGraphicsView):
         self._sweep_timer.timeout.connect(self._sweep)
         self._reveal_timer = QTimer(self)
         self._reveal_timer.setSingleShot(True)
-        self._reveal_timer.timeout.connect(self._select_revealed)
+        self._reveal_timer.timeout.connect(self._reveal_slice)
 
     # -- zoom ---------------------------------------------------------------------
     def zoom_by(self, factor: float) -> None:
@@ -144,8 +144,13 @@ class GraphView(QGraphicsView):
             return
         if self.zoom_level() < DETAIL_SCALE:
             return
+        if not scene.slice_free():
+            self._sweep_timer.start(0)
+            return
         rect = self.mapToScene(self.viewport().rect()).boundingRect()
-        if not scene.make_visible_nodes(rect):
+        done = scene.make_visible_nodes(rect)
+        scene.slice_done()
+        if not done:
             self._sweep_timer.start(0)
 
     def viewportEvent(self, event) -> bool:
@@ -246,6 +251,16 @@ class GraphView(QGraphicsView):
             self.selectionChanged.emit(list(scene.selected))
         if centre and ids:
             self.center_on(ids[0])
+
+    def _reveal_slice(self) -> None:
+        scene = self.graph_scene
+        if not shiboken6.isValid(scene):
+            return
+        if not scene.slice_free():
+            self._reveal_timer.start(0)
+            return
+        self._select_revealed()
+        scene.slice_done()
 
     def _select_revealed(self) -> None:
         scene = self.graph_scene

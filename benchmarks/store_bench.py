@@ -126,6 +126,11 @@ def compare(trees: dict[str, Path], sizes: dict[str, int], repeats: int) -> dict
         entry = rows.setdefault(task, {}).setdefault(name, {"tasks": sizes[task]})
         side = "with_store" if with_store else "without_store"
         entry[side] = _median(found, "rate")
+        entry[f"{side}_range"] = [min(r["rate"] for r in found), max(r["rate"] for r in found)]
+        if with_store:
+            without = runs[(name, task, False)]
+            ratios = [w["rate"] / wo["rate"] for w, wo in zip(found, without, strict=True)]
+            entry["ratio_range"] = [min(ratios), max(ratios)]
         entry[f"{side}_cpu_us"] = _median(found, "cpu_us")
         if with_store:
             tables = sorted({t for run in found for t in run["rows"]})
@@ -141,16 +146,18 @@ def compare(trees: dict[str, Path], sizes: dict[str, int], repeats: int) -> dict
 def table(rows: dict) -> str:
     lines = [
         "| workload (4 workers) | engine | without store (tasks/s) | with store (tasks/s) "
-        "| with / without | CPU µs/task without / with | rows a task (tasks, attempts, events) |",
+        "| with / without (min–max of the rounds) | CPU µs/task without / with "
+        "| rows a task (tasks, attempts, events) |",
         "| --- | --- | ---: | ---: | ---: | ---: | --- |",
     ]
     for task, by_tree in rows.items():
         for name, row in by_tree.items():
             per = row.get("rows_per_task", {})
             counts = ", ".join(f"{per.get(t, 0.0):.2f}" for t in ("tasks", "attempts", "events"))
+            low, high = row.get("ratio_range", (row["ratio"], row["ratio"]))
             lines.append(
                 f"| {task} ({row['tasks']:,}) | {name} | {row['without_store']:,.0f} | "
-                f"{row['with_store']:,.0f} | {row['ratio']:.0%} | "
+                f"{row['with_store']:,.0f} | {row['ratio']:.0%} ({low:.0%}–{high:.0%}) | "
                 f"{row['without_store_cpu_us']:.0f} / {row['with_store_cpu_us']:.0f} | {counts} |"
             )
     return "\n".join(lines)

@@ -164,9 +164,12 @@ class Dispatcher:
         self._idle_workers = 0  # own workers waiting in core.work_cond (worker_loop)
         self._pumping = False  # one thread runs pump()'s loop at a time
         self.durable: set[Run] = set()  # runs whose success waits for its commit
-        # Of those, committed: noted by the store's writer (a deque's append is atomic,
-        # no lock), finished by durable_batch_done under one lock acquisition.
-        self._durable_committed: deque[Run] = deque()
+        # Of those, committed: noted by the store's writer (``put_attempt(committed=run)``,
+        # a deque's append is atomic, no lock), in commit order; finished by
+        # durable_batch_done under one lock acquisition.
+        self._durable_committed: deque[Run] = (
+            deque() if self._store is None else self._store.committed
+        )
         # Written under the core lock by start() (and its undo); shutdown() joins them
         # once stopping is set, when nothing adds to the list any more.
         self.threads: list[threading.Thread] = []
@@ -584,7 +587,7 @@ class Dispatcher:
         else:
             # Only noted here, on the writer thread; durable_batch_done finishes the
             # batch's runs after the commit, under one lock acquisition.
-            self._store.put_attempt(row, on_commit=partial(self._durable_committed.append, run))
+            self._store.put_attempt(row, committed=run)
 
     def durable_done(self, run: Run) -> None:
         """The run's success is on disk: finish it (unless a store failure already did)."""

@@ -125,7 +125,7 @@ class Recovery:
 
         pending: list[str] = []
         for rec in records:
-            self._restore_state(rec["task"], rec["last_attempt"], pending)
+            self._restore_state(rec["task"], rec["last_attempt"], pending, rec["attempt"])
         if self.events.listened:
             for task in tasks.values():
                 self.events.emit(task, "restored", task.error)
@@ -168,10 +168,22 @@ class Recovery:
         task.history = []
         return task
 
-    def _restore_state(self, task: Task, last_attempt: Any, pending: list[str]) -> None:
+    def _restore_state(
+        self, task: Task, last_attempt: Any, pending: list[str], row_attempt: int = 0
+    ) -> None:
         state = task.state
         interrupted = last_attempt is not None and last_attempt[1] == Outcome.RUNNING
-        if interrupted or state is S.RUNNING:
+        # A one-shot task's row written before its last attempt began: the row that
+        # said it runs was held back with that attempt's start row and dropped when
+        # its end row came (SQLiteStore.update_task(hold=True)), and the row of its
+        # outcome was not committed yet. The attempt's row is the truth: as RUNNING.
+        stale = (
+            last_attempt is not None
+            and last_attempt[0] > row_attempt
+            and not task.repeats
+            and state is not S.RUNNING
+        )
+        if interrupted or state is S.RUNNING or stale:
             if interrupted and self._supervised(task, last_attempt[0]):
                 return  # adopted, or known never to have started
             if last_attempt is not None and last_attempt[1] == Outcome.SUCCEEDED:

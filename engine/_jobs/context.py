@@ -74,8 +74,9 @@ class RunContext:
         self.output: str | None = None  # tail of output, set by the task
         self.exit_code: int | None = None  # set by commands
         self.worker: str | None = None  # where the attempt ran, when known
-        # Set by an engine with a store: records the process a command started.
-        self.on_process: Callable[[int, int], None] | None = None
+        # Set by an engine with a store: records the process a command started, as
+        # on_process(task_id, attempt, pid, pgid) (one callable for every run).
+        self.on_process: Callable[[str, int, int, int], None] | None = None
         # Set where the attempt starts: variables for its command (the run's number and
         # params, shared by every attempt) and the occurrence's nominal time (epoch
         # seconds; None: the attempt's own start), see ``Command``.
@@ -150,7 +151,7 @@ class RunContext:
         """A command started process ``pid`` (group ``pgid``) for this attempt: with a
         store, it is recorded in the attempt's row (see ``survivors.py``)."""
         if self.on_process is not None:
-            self.on_process(pid, pgid)
+            self.on_process(self.task_id, self.attempt, pid, pgid)
 
     def on_cancel(self, callback: Callable[[], object]) -> None:
         """Call ``callback()`` when the run is cancelled (at once if it already is)."""

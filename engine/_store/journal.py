@@ -8,6 +8,7 @@ those rows.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -38,6 +39,10 @@ class Journal:
         # redefined by their workflow file): a task added again under the same name
         # numbers on from there, so its stored attempts are never overwritten.
         self.attempt_floor: dict[str, int] = {}
+        # The one-shot task whose start row was just held back (``put_attempt``,
+        # deferred): its "running" update is held with it (``persist_state``).
+        self._held_start: Task | None = None
+        self._put_process = store.put_process  # bound once (see record_processes)
 
     def to_wall(self, mono: float | None) -> float | None:
         if mono is None:
@@ -51,25 +56,69 @@ class Journal:
         self.store.put_task(self.state_row(task).task_row(task.id, task.order, spec))
 
     def persist_state(self, seq: int, task: Task, kind: str, error: str | None) -> None:
-        """The task's row after event ``seq`` (and the event itself)."""
+        """The task's row after event ``seq`` (and the event itself). The row is
+        ``state_row(task).update_row(task.id)``, built here in one go (it is queued
+        twice per task run); a one-shot task's "running" row whose start row is
+        held back is held with it (``SQLiteStore.update_task(hold=True)``)."""
+        held, self._held_start = self._held_start, None
+        task_id = task.id
         if kind == "removed":
-            self.store.delete_task(task.id)
+            self.store.delete_task(task_id)
             return
         at = self._wall_seconds()
-        event = (seq, task.id, kind, task.state.kind, at, task.attempt, error)
-        self.store.update_task(self.state_row(task).update_row(task.id), event)
+        state = task.state.kind
+        attempt = task.attempt
+        cursor = task.cron_next
+        next_wall: float | None
+        if cursor is not None:  # a cron task's cursor is a wall time, stored exactly
+            next_wall = cursor.timestamp()
+        else:
+            run_at = task.run_at
+            next_wall = None if run_at is None else run_at + at - self._clock.now()
+        consumed = task.consumed
+        row = (
+            state,
+            attempt,
+            task.budget_base,
+            next_wall,
+            task.successes,
+            json.dumps(consumed) if consumed else None,
+            task.error,
+            int(task.paused),
+            task_id,
+        )
+        event = (seq, task_id, kind, state, at, attempt, error)
+        self.store.update_task(row, event, held is task and kind == "running")
 
     def update_state(self, task: Task) -> None:
         """The task's row, without an event (a restored state)."""
         self.store.update_task(self.state_row(task).update_row(task.id), None)
 
     def attempt_row(self, task: Task, record: Attempt) -> tuple:
-        return record.to_row(task.id, self.to_wall)
+        """``record.to_row(task.id, self.to_wall)``, with the clocks read once."""
+        offset = self._wall_seconds() - self._clock.now()
+        started, ended = record.started, record.ended
+        return (
+            task.id,
+            record.number,
+            None if started is None else started + offset,
+            None if ended is None else ended + offset,
+            str(record.outcome),  # plain text: the column is TEXT
+            record.error,
+            record.traceback,
+            record.output,
+            record.log_path,
+            record.exit_code,
+            record.worker,
+        )
 
     def put_attempt(self, task: Task, record: Attempt, deferred: bool = False) -> tuple:
-        """Queue the attempt's row; ``deferred`` for a start row its end may replace."""
+        """Queue the attempt's row; ``deferred`` for a start row its end may replace
+        (a one-shot task's "running" update that follows is then held with it)."""
         row = self.attempt_row(task, record)
         self.store.put_attempt(row, deferred=deferred)
+        if deferred and not task.repeats:
+            self._held_start = task
         return row
 
     def forget(self, task: Task) -> None:
@@ -88,12 +137,9 @@ class Journal:
         commands, and it is the second line of defence only: every process a command
         starts carries its owner's mark, which is on disk before any command runs
         (``owner_token``), so recovery finds survivors even without this row."""
-        store, task_id, number = self.store, run.task.id, run.attempt
-
-        def record(pid: int, pgid: int) -> None:
-            store.put_process(task_id, number, pid, pgid)
-
-        run.ctx.on_process = record
+        # One bound method for every run (the context passes its task and attempt):
+        # nothing made per run waits with it for its commit.
+        run.ctx.on_process = self._put_process
 
     def supervise(self, run: Run) -> bool:
         """A command's attempt: its supervisor records it in the store's folder under

@@ -94,6 +94,18 @@ class StoreWriter(StoreReads):
         # as committed with the end row's batch: the engine op index it rides with).
         self._starts: dict[tuple[str, int], tuple[float, Op]] = {}
         self._absorbed: deque[int] = deque()
+        # What ``put_attempt(committed=)`` gave, once on disk (for the commit listeners).
+        self.committed: deque[Any] = deque()
+        # The tasks-row update that said a held start's attempt is running
+        # (``update_task(hold=True)``), by task id: held with its start row, written
+        # with it when it is due, and dropped (counted with that op, in ``_absorbed``)
+        # when its end row, or any later row of the task, is queued first. A short
+        # call's task row is then updated once (its outcome), not twice.
+        # Each with the count of engine ops queued before it: written at the end of
+        # the first batch, from when its start row is due, that took all of those
+        # (``_due_updates``: the ids whose start row is gone).
+        self._held_updates: dict[str, tuple[int, tuple]] = {}
+        self._due_updates: dict[str, None] = {}
         self._taken = 0  # engine ops taken into batches so far
         # Rows sent to each table by the writer's commits (benchmarks/store_bench.py).
         self.rows_written = dict.fromkeys(("tasks", "attempts", "events"), 0)
@@ -157,20 +169,65 @@ class StoreWriter(StoreReads):
 
     def put_task(self, row: tuple) -> None:
         """The whole row, every column of ``TASK_COLUMNS`` (``StateRow.task_row``)."""
-        self._put(("task", row))
+        with self._queue_lock:
+            if self._held_updates:
+                self._drop_held(row[0])
+            self._queued[0] += 1
+            self._queue.append(("task", row))
+            if len(self._queue) == 1:
+                self._cond.notify_all()
 
-    def update_task(self, row: tuple, event: tuple | None) -> None:
+    def update_task(self, row: tuple, event: tuple | None, hold: bool = False) -> None:
         """The state columns, then the id (``StateRow.update_row``), and the event
-        (seq, task_id, kind, state, at, attempt, error) that caused it."""
-        self._put(("update", row, event))
+        (seq, task_id, kind, state, at, attempt, error) that caused it.
+
+        ``hold``: the update that says an attempt whose start row is held
+        (``put_attempt(deferred=True)``) is running. Its event is queued as usual;
+        the row is held with the start row and dropped if the attempt's end row
+        comes first (the task's next update says more). Recovery reads a task row
+        older than its last attempt row as that attempt's (``_core/recovery.py``)."""
+        task_id = row[-1]
+        with self._queue_lock:
+            queue = self._queue
+            if hold and (task_id, row[1]) in self._starts:
+                self._queued[1] += 1
+                if task_id in self._held_updates:  # replaced: counted with this one
+                    self._absorbed.append(self._queued[0])
+                self._held_updates[task_id] = (self._queued[0], row)
+                if event is None:
+                    return
+                op: Op = ("event", event)
+            else:
+                if self._held_updates:
+                    self._drop_held(task_id)
+                op = ("update", row, event)
+            self._queued[0] += 1
+            queue.append(op)
+            if len(queue) == 1:
+                self._cond.notify_all()
+
+    def _drop_held(self, task_id: str) -> None:
+        """Under the queue lock, before an op of ``task_id`` is queued: its held
+        update, if any, is dropped and counted as committed with that op."""
+        if self._held_updates.pop(task_id, None) is not None:
+            self._due_updates.pop(task_id, None)
+            self._absorbed.append(self._queued[0] + 1)
 
     def put_attempt(
-        self, row: tuple, on_commit: Callable[[], object] | None = None, deferred: bool = False
+        self,
+        row: tuple,
+        on_commit: Callable[[], object] | None = None,
+        deferred: bool = False,
+        committed: object = None,
     ) -> None:
         """The columns of ``ATTEMPT_WRITE`` after ``run`` (``Attempt.to_row``).
-        ``on_commit()`` is called by the writer once it is on disk. ``deferred``: a
-        start row held back ``START_DELAY``, for the attempt's end row to replace."""
-        op = ("attempt", row, on_commit)
+        ``on_commit()`` is called by the writer once it is on disk. ``committed``, if
+        not None, is appended to ``self.committed`` then, before the commit listeners
+        run: what they are to handle, without a callable made per row (each one
+        outlives young garbage collections while it waits, and costs full ones).
+        ``deferred``: a start row held back ``START_DELAY``, for the attempt's end
+        row to replace."""
+        op = ("attempt", row, on_commit, committed)
         key = (row[0], row[1])
         with self._queue_lock:
             if deferred:
@@ -182,6 +239,8 @@ class StoreWriter(StoreReads):
             if self._starts and self._starts.pop(key, None) is not None:
                 # Written with this row, as this row: counted once that is committed.
                 self._absorbed.append(self._queued[0] + 1)
+            if self._held_updates:
+                self._drop_held(key[0])
             self._queued[0] += 1
             self._queue.append(op)
             if len(self._queue) == 1:
@@ -195,7 +254,10 @@ class StoreWriter(StoreReads):
         self._put(("process", (pid, pgid, self.run, task_id, number)), lazy=True)
 
     def delete_task(self, task_id: str) -> None:
-        self._put(("delete", task_id))
+        with self._queue_lock:
+            if self._held_updates:
+                self._drop_held(task_id)
+            self._put(("delete", task_id))
 
     def put_outputs(self, task_id: str, number: int, data: str) -> None:
         """What attempt ``number`` of ``task_id`` gave its dependents (a JSON object)."""
@@ -299,8 +361,15 @@ class StoreWriter(StoreReads):
         while absorbed and absorbed[0] <= self._taken:
             absorbed.popleft()
             replaced += 1
-        counts = (len(ops), len(self._lazy) + len(starts) + replaced, len(self._feeds))
-        batch = [*self._feeds, *self._lazy, *starts, *ops]
+        updates = self._take_updates(everything or self._closed) if self._held_updates else []
+        counts = (
+            len(ops),
+            len(self._lazy) + len(starts) + len(updates) + replaced,
+            len(self._feeds),
+        )
+        # Held updates last: every op queued before them is in this batch or an
+        # earlier one, and any later op of their task dropped them.
+        batch = [*self._feeds, *self._lazy, *starts, *ops, *updates]
         self._feeds.clear()
         self._lazy.clear()
         self._lazy_due = None
@@ -325,6 +394,24 @@ class StoreWriter(StoreReads):
             del held[key]
         return [op for _, op in due]
 
+    def _take_updates(self, everything: bool) -> list[Op]:
+        """Under the condition, after ``_take_starts``: the held updates whose start
+        row is gone (all of them for a flush) and whose older ops are all taken."""
+        held, due = self._held_updates, self._due_updates
+        if everything:
+            due.update(dict.fromkeys(held))
+        else:
+            for task_id in held:
+                if (task_id, held[task_id][1][1]) not in self._starts:
+                    due[task_id] = None
+        taken = []
+        for task_id in list(due):
+            index, row = held[task_id]
+            if index <= self._taken:
+                del held[task_id], due[task_id]
+                taken.append(("update", row, None))
+        return taken
+
     def _commit_batch(self, batch: list[Op], counts: tuple[int, int, int]) -> None:
         try:
             self._patiently(lambda: self._commit(batch))
@@ -340,12 +427,16 @@ class StoreWriter(StoreReads):
                 self._committed[kind] += count
             self._committing = False
             self._cond.notify_all()
+        committed = self.committed
         for op in batch:
-            if op[0] == "attempt" and op[2] is not None:
-                try:
-                    op[2]()
-                except Exception:
-                    log.exception("store commit callback failed")
+            if op[0] == "attempt":
+                if op[3] is not None:
+                    committed.append(op[3])
+                if op[2] is not None:
+                    try:
+                        op[2]()
+                    except Exception:
+                        log.exception("store commit callback failed")
         for callback in self._commit_listeners:
             try:
                 callback()
@@ -406,7 +497,13 @@ class StoreWriter(StoreReads):
                             self._cond.wait(max(0.0, due - time.monotonic()))
                     if self._failure is not None:
                         break
-                    if not (self._queue or self._lazy or self._feeds or self._starts):
+                    if not (
+                        self._queue
+                        or self._lazy
+                        or self._feeds
+                        or self._starts
+                        or self._held_updates
+                    ):
                         return  # closed and drained
                     batch, counts = self._take_batch()
                 self._commit_batch(batch, counts)
@@ -448,6 +545,8 @@ class StoreWriter(StoreReads):
                 updates[op[1][-1]] = op[1]
                 if op[2] is not None:
                     events.append(op[2])
+            elif kind == "event":
+                events.append(op[1])
             elif kind == "attempt":
                 attempts[op[1][0], op[1][1]] = op[1]
             elif kind == "task":

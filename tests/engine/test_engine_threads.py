@@ -172,9 +172,10 @@ class FailingConn:
 
 
 class FailingStore(SQLiteStore):
-    """Commits fail from the first batch holding an attempt row, or a task row, with
-    ``outcome`` (a short call's start row is replaced by its end row before it is
-    written: its task's "running" row is what is committed before its code runs)."""
+    """Commits fail from the first batch holding an attempt row, a task row or an
+    event with ``outcome`` (a short call's start row and its task's "running" row
+    are replaced before they are written: its "running" event is what is committed
+    before its code returns)."""
 
     def __init__(self, path, outcome=None):
         super().__init__(path)
@@ -185,6 +186,7 @@ class FailingStore(SQLiteStore):
         if any(
             (op[0] == "attempt" and op[1][4] == self.outcome)
             or (op[0] == "update" and op[1][0] == self.outcome)
+            or (op[0] == "event" and op[1][3] == self.outcome)
             for op in batch
         ):
             self.conn.armed = True

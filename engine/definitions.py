@@ -34,6 +34,7 @@ from typing import Any
 from ._schedule.recurrence import CronRecurrence, IntervalRecurrence
 from .actions import Call
 from .command import Command
+from .durations import parse_duration
 from .errors import InvalidArgument
 from .models import RetryPolicy
 from .options import Misfire, Mode, Overlap, TriggerRule, values
@@ -218,10 +219,9 @@ class TaskDefinition:
             call = repr(action)
         if cwd is None and base_dir is not None:
             cwd = str(base_dir)
-        data = {f.name: getattr(self, f.name) for f in fields(self)}
         # ``expected`` only informs the forecast, and the group only places the task in
-        # the window: changing either must not redefine the task.
-        del data["id"], data["action"], data["expected"], data["group"]
+        # the window: changing either must not redefine the task (nor id and action).
+        data = {name: getattr(self, name) for name in _FINGERPRINTED}
         if not self.skip:  # the digest of a task without skipped days is as it was
             del data["skip"]
         else:
@@ -252,7 +252,6 @@ class TaskDefinition:
         ``base_dir`` (the file's folder), durations in seconds (numbers or strings
         like "90s"), ``retry`` a table, a count or a ``RetryPolicy``. Checks no more
         than it must: ``workflow.load`` checks every key first, with file and key."""
-        from .durations import parse_duration
 
         def seconds(key):
             value = table.get(key)
@@ -517,10 +516,14 @@ def _retry_table(policy: RetryPolicy) -> dict:
     }
 
 
+# The fields a fingerprint takes as they are (TaskDefinition.fingerprint), named once.
+_FINGERPRINTED = tuple(
+    f.name for f in fields(TaskDefinition) if f.name not in ("id", "action", "expected", "group")
+)
+
+
 def _retry(value) -> RetryPolicy | None:
     """A retry key as a file may write it: a table, a count, or already a policy."""
-    from .durations import parse_duration
-
     if value is None or isinstance(value, RetryPolicy):
         return value
     if isinstance(value, int) and not isinstance(value, bool):

@@ -170,15 +170,26 @@ _TOO_DEEP = f"nested too deeply: arrays or tables more than {MAX_DEPTH} levels d
 
 def _too_deep(data) -> list[str] | None:
     """The keys down to the first value nested more than MAX_DEPTH deep, or None."""
-    stack: list[tuple[object, int, list[str]]] = [(data, 0, [])]
+    # Only arrays and tables are walked (and any value past the limit): a path of keys
+    # made for every string of a 100,000-task file was a tenth of reading it.
+    stack: list[tuple[object, int, tuple[str, ...]]] = [(data, 0, ())]
     while stack:
         value, depth, keys = stack.pop()
         if depth > MAX_DEPTH:
-            return keys
+            return list(keys)
+        deeper = depth + 1
         if isinstance(value, dict):
-            stack.extend((item, depth + 1, [*keys, str(k)]) for k, item in value.items())
+            stack.extend(
+                (item, deeper, (*keys, str(k)))
+                for k, item in value.items()
+                if deeper > MAX_DEPTH or isinstance(item, (dict, list))
+            )
         elif isinstance(value, list):
-            stack.extend((item, depth + 1, keys) for item in value)
+            stack.extend(
+                (item, deeper, keys)
+                for item in value
+                if deeper > MAX_DEPTH or isinstance(item, (dict, list))
+            )
     return None
 
 
@@ -239,6 +250,7 @@ class _Checker:
     """Walks a parsed document once, collecting every problem before giving up."""
 
     def __init__(self, data: dict, path: Path | None):
+        self._task_checks: dict | None = None
         self.data = data
         self.path = path
         self.file = str(path) if path is not None else "<workflow>"
@@ -562,7 +574,9 @@ class _Checker:
                 if command is not None:
                     own[event] = command
         self.task_hooks[tid] = own
-        checks = {key: getattr(self, "check_" + key) for key in TASK_KEYS}
+        checks = self._task_checks
+        if checks is None:  # once per file, not per task
+            checks = self._task_checks = {key: getattr(self, "check_" + key) for key in TASK_KEYS}
         values = {}
         for key in TASK_KEYS:
             if key in table:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import sys
 import threading
+import time
 from collections.abc import Callable
 
 IDLE_S = 10.0  # a worker with nothing to do this long ends; the next job starts another
@@ -19,8 +20,14 @@ IDLE_S = 10.0  # a worker with nothing to do this long ends; the next job starts
 class LatestWorker:
     """One daemon thread per owner and purpose; ``submit`` never waits for it."""
 
-    def __init__(self, name: str):
+    def __init__(self, name: str, rest: float = 0.0):
         self.name = name
+        # After a job that took t seconds, the next waits rest * t: jobs back to back
+        # (a view worked out per batch while 20,000 tasks pour in) held the GIL the
+        # GUI thread needs most of the time; a rest of 1 holds it at most half, and
+        # the jobs replaced meanwhile are never run.
+        self.rest = rest
+        self._closed = threading.Event()  # never set: what the rest waits on
         self._lock = threading.Lock()
         self._wake = threading.Event()
         self._job: Callable[[], None] | None = None
@@ -52,9 +59,12 @@ class LatestWorker:
                 if job is None:
                     self._thread = None  # idle: the next submit starts a thread again
                     return
+            began = time.monotonic()
             try:
                 job()
             except Exception:  # reported as a thread's would be; the worker goes on
                 threading.excepthook(
                     threading.ExceptHookArgs([*sys.exc_info(), threading.current_thread()])
                 )
+            if self.rest:
+                self._closed.wait(self.rest * (time.monotonic() - began))

@@ -46,6 +46,17 @@ EVENTS_PER_DRAIN = 1000
 # up); growing with the window, they come in about fifteen, and the whole catch-up
 # costs the views a small multiple of one batch's work.
 SHARE_OF_KNOWN = 0.25
+# ...but never more than these: a share of 20,000 known tasks was 5,000 re-reads in
+# one drain (a 280 ms slice on a loaded machine); the views now work per task changed,
+# so more, smaller batches cost them little.
+MOST_REREADS_PER_DRAIN = 1000
+MOST_FOLD_PER_DRAIN = 3000
+# ...and the re-reads stop READ_SLICE_S after the drain began (at least
+# FEWEST_REREADS are read): each read takes the engine's lock and, while another
+# thread adds tasks at full speed, waits for the GIL, so a count alone made slices of
+# 100-300 ms on a loaded machine. The rest wait for the next drain.
+READ_SLICE_S = 0.012
+FEWEST_REREADS = 50
 
 
 class EarlyEvents:
@@ -60,6 +71,26 @@ class EarlyEvents:
         self._events: deque[Event] = deque(maxlen=limit)  # the log keeps no more
         self.last_seq = 0
         self._unsubscribe: Callable[[], object] | None = None
+        # (seq, tasks, upcoming, fold) made by prepare(), for the bridge to take
+        self._prepared: tuple[int, list[TaskInfo], list, TaskFold] | None = None
+
+    def prepare(self, scheduler: RunInterface) -> None:
+        """The bridge's snapshot of every task and its fold, made now on this thread (a
+        big file's worker): on the GUI thread they took ~0.6 s at 100,000 tasks. Only for
+        a run nothing changes until its window exists (not started yet): the bridge
+        takes them only if no event came after the snapshot (``take_prepared``; one
+        still on its way to this recorder then would be missed)."""
+        seq, tasks, upcoming = scheduler.snapshot()
+        self._prepared = (seq, tasks, upcoming, TaskFold(tasks, floor=seq))
+
+    def take_prepared(self) -> tuple[int, list[TaskInfo], list, TaskFold] | None:
+        """What ``prepare`` made, once; None if nothing was, or an event has come since."""
+        prepared, self._prepared = self._prepared, None
+        if prepared is None:
+            return None
+        with self._lock:
+            moved = self.last_seq > prepared[0]
+        return None if moved else prepared
 
     def attach(self, scheduler) -> None:
         self._unsubscribe = scheduler.subscribe(self._on_event)
@@ -110,11 +141,14 @@ class EngineBridge(QObject):
       pausedChanged(bool)   the whole dispatcher was paused or resumed
     """
 
-    tasksChanged = Signal(dict)
-    tasksRemoved = Signal(list)
+    # ``object``, not ``dict``/``list``: a dict or list signal converts its payload to a
+    # QVariantMap/List and back for every connected slot (9 ms per 5,000 tasks per
+    # slot); an object is handed to each slot as it is. Slots must not change it.
+    tasksChanged = Signal(object)
+    tasksRemoved = Signal(object)
     structureChanged = Signal()
-    eventsArrived = Signal(list)
-    upcomingChanged = Signal(list)
+    eventsArrived = Signal(object)
+    upcomingChanged = Signal(object)
     pausedChanged = Signal(bool)
 
     def __init__(
@@ -149,7 +183,6 @@ class EngineBridge(QObject):
         self._finished_times: deque[tuple[float, int]] = deque()
         self.snapshot_seq = -1  # set below; the drain filters on it, the listener never reads it
         self._reread_later: dict[str, None] = {}  # tasks to re-read, over the budget (in order)
-        self._counts: dict[TaskState, int] | None = None  # state_counts, until tasks change
         # Tasks whose attempts a watched run has read since it answered without them:
         # they go out in the next batch as changed, so that the views ask again.
         self._attempts_read: set[str] = set()
@@ -163,14 +196,30 @@ class EngineBridge(QObject):
         # the snapshot already covers (seq <= its seq) are dropped.
         self._unsubscribe = scheduler.subscribe(self._on_event)
         self._stop_attempts = scheduler.on_attempts(self._on_attempts)
-        seq, tasks, upcoming = scheduler.snapshot()
+        # A big file's worker made the snapshot and its fold (EarlyEvents.prepare);
+        # taken if nothing happened since, else made here.
+        prepared = early.take_prepared() if early is not None else None
+        self.prepared = prepared is not None  # tests ask
+        if prepared is not None:
+            seq, tasks, upcoming, fold = prepared
+        else:
+            seq, tasks, upcoming = scheduler.snapshot()
         self.snapshot_seq = seq
         # Events before we subscribed (the snapshot covers their effect): for the log.
         self._early = early
         # The run's one fold of events (engine/fold.py); ``tasks`` is kept equal to
         # its snapshots after every drain.
-        self.fold = TaskFold(tasks, floor=seq)
+        self.fold = fold if prepared is not None else TaskFold(tasks, floor=seq)
         self.tasks: dict[str, TaskInfo] = {t.id: t for t in tasks}
+        # Tasks per state, kept up to date per task changed (state_counts was a pass
+        # over every task per batch: 20,000 enum hashes, 10 ms, several times a batch).
+        # The same for the one-shot tasks alone, and how many recur (the run header's
+        # "12/17 done · 3 recurring").
+        self._state_of: dict[str, tuple[TaskState, bool]] = {}
+        self._counts: dict[TaskState, int] = dict.fromkeys(TaskState, 0)
+        self._one_shot: dict[TaskState, int] = dict.fromkeys(TaskState, 0)
+        self._recurring = 0
+        self._recount({t.id: t for t in tasks}, [])
         self.upcoming = list(upcoming)
         self._upcoming_dirty = False
 
@@ -275,16 +324,31 @@ class EngineBridge(QObject):
         structure = bool(removed)
         later = self._reread_later
         later.update(dict.fromkeys(requery))
-        for _ in range(min(len(later), self._budget(REREADS_PER_DRAIN))):
-            tid = next(iter(later))
+        stop = began + READ_SLICE_S
+        neighbours: set[str] = set()
+        # One walk to the first waiting ids (``next(iter())`` after each delete walked
+        # over every id deleted before it: quadratic in a flood's 20,000).
+        for i, tid in enumerate(
+            list(islice(later, self._budget(REREADS_PER_DRAIN, MOST_REREADS_PER_DRAIN)))
+        ):
+            if i >= FEWEST_REREADS and time.monotonic() > stop:
+                break
             del later[tid]
             structure = True
-            self._reload_with_neighbours(tid, changed, removed)
+            self._reload(tid, changed, removed, neighbours)
+        # The tasks at the other ends of the re-read ones' edges, once each per drain
+        # (3,000 tasks added under one root read the root, and its 3,000 dependents,
+        # 3,000 times).
+        for other in neighbours:
+            other_info = self._read(other)
+            if other_info is not None:
+                self.fold.put(other_info)
+                self.tasks[other] = changed[other] = other_info
         for tid in attempts_read:  # the same task, with more of its attempts known
             if tid in self.tasks and tid not in changed:
                 changed[tid] = self.tasks[tid]
         if changed or removed:
-            self._counts = None
+            self._recount(changed, removed)
         finished = sum(1 for e in tail if e.kind in FINISH_KINDS)
         if finished:
             self._finished_times.append((time.monotonic(), finished))
@@ -310,9 +374,44 @@ class EngineBridge(QObject):
         if not self._upcoming_timer.isActive():
             self._upcoming_timer.start()
 
+    def reading(self) -> bool:
+        """Whether events taken from the engine wait to be applied (tasks heard of, not
+        read yet): until they are, nobody may say the run finished."""
+        return bool(self._pending or self._reread_later)
+
     def pending(self) -> int:
         """Latest events and raw events taken from the engine, not handed on yet."""
         return len(self._pending) + len(self._pending_tail)
+
+    def _recount(self, changed: dict[str, TaskInfo], removed: list[str]) -> None:
+        counts, one_shot, state_of = self._counts, self._one_shot, self._state_of
+        for tid in removed:
+            old = state_of.pop(tid, None)
+            if old is not None:
+                self._uncount(old)
+        tasks = self.tasks
+        for tid, info in changed.items():
+            if tid not in tasks:  # changed, then found gone in the same drain
+                continue
+            old, new = state_of.get(tid), (info.state, info.recurring)
+            if old == new:
+                continue
+            if old is not None:
+                self._uncount(old)
+            state_of[tid] = new
+            counts[info.state] += 1
+            if info.recurring:
+                self._recurring += 1
+            else:
+                one_shot[info.state] += 1
+
+    def _uncount(self, old: tuple[TaskState, bool]) -> None:
+        state, recurring = old
+        self._counts[state] -= 1
+        if recurring:
+            self._recurring -= 1
+        else:
+            self._one_shot[state] -= 1
 
     def _queue_events(self, events: list[Event]) -> None:
         queue = self._pending_tail
@@ -323,12 +422,12 @@ class EngineBridge(QObject):
             for _ in range(over):
                 queue.popleft()
 
-    def _budget(self, least: int) -> int:
-        return max(least, int(len(self.tasks) * SHARE_OF_KNOWN))
+    def _budget(self, least: int, most: int) -> int:
+        return min(max(least, most), max(least, int(len(self.tasks) * SHARE_OF_KNOWN)))
 
     def _take_pending(self) -> list[tuple[str, Event]]:
         pending = self._pending
-        budget = self._budget(FOLD_PER_DRAIN)
+        budget = self._budget(FOLD_PER_DRAIN, MOST_FOLD_PER_DRAIN)
         if len(pending) <= budget:
             self._pending = {}
             return list(pending.items())
@@ -375,8 +474,9 @@ class EngineBridge(QObject):
         self.tasks[tid] = info
         changed[tid] = info
 
-    def _reload_with_neighbours(self, tid, changed, removed) -> None:
-        """Re-read a task whose edges changed, and the tasks at both ends of them."""
+    def _reload(self, tid, changed, removed, neighbours: set[str]) -> None:
+        """Re-read a task whose edges changed; the tasks at both ends of them go in
+        ``neighbours`` (read once the drain's re-reads are done)."""
         old = self.tasks.get(tid)
         info = self._read(tid)
         if info is None:
@@ -387,11 +487,8 @@ class EngineBridge(QObject):
             return
         self.fold.put(info)
         self.tasks[tid] = changed[tid] = info
-        for other in set(_neighbours_of(old)) | set(_neighbours_of(info)):
-            other_info = self._read(other)
-            if other_info is not None:
-                self.fold.put(other_info)
-                self.tasks[other] = changed[other] = other_info
+        neighbours.update(_neighbours_of(old))
+        neighbours.update(_neighbours_of(info))
 
     def _read(self, tid: str) -> TaskInfo | None:
         try:
@@ -412,14 +509,12 @@ class EngineBridge(QObject):
 
     # -- queries for views -----------------------------------------------------
     def state_counts(self) -> dict[TaskState, int]:
-        """Tasks per state (counted once per batch that changed any: the status bar and
-        the run summary both ask, every batch, and a count is O(tasks))."""
-        if self._counts is None:
-            counts = dict.fromkeys(TaskState, 0)
-            for info in self.tasks.values():
-                counts[info.state] += 1
-            self._counts = counts
+        """Tasks per state (kept per task changed, not counted again per batch)."""
         return dict(self._counts)
+
+    def one_shot_counts(self) -> tuple[dict[TaskState, int], int]:
+        """(one-shot tasks per state, how many tasks recur), kept as ``state_counts``."""
+        return dict(self._one_shot), self._recurring
 
     def throughput(self, window: float = 3.0) -> float:
         """Runs finished per second over the last ``window`` seconds."""

@@ -24,6 +24,7 @@ from taskloom.engine import TaskState
 from taskloom.engine.durations_model import GUESS, SLOW_MIN_RUNS
 
 from .forecaster import MAX_RUNS, Forecaster, Live
+from .graph.grouped_scene import BACKGROUND_VIEW_TASKS
 from .graph.items import cosmetic_pen, format_elapsed
 from .graph.layout import NODE_HEIGHT, NODE_WIDTH
 from .style import PAUSED_GLYPH
@@ -154,6 +155,17 @@ class ForecastView:
         # Between two forecasts (seconds apart under load) the marks follow the states:
         # a task that settles leaves the ring, one that starts loses its expected start.
         window.bridge.tasksChanged.connect(self._states_changed)
+        scene = window.scene
+        if len(window.bridge.tasks) >= BACKGROUND_VIEW_TASKS and not scene.is_drawn():
+            # A big graph is being worked out on other threads: the first forecast (a
+            # copy of every task) waits for it, rather than take the GIL from it.
+            self.forecaster.hold()
+
+            def drawn() -> None:
+                scene.layoutApplied.disconnect(drawn)
+                self.forecaster.release()
+
+            scene.layoutApplied.connect(drawn)
         self.forecaster.request()
 
     def _active(self) -> bool:

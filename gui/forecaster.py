@@ -47,6 +47,8 @@ from .run_history import store_of
 
 log = logging.getLogger(__name__)
 
+# The longest a window holds its first forecast back while its graph is being drawn.
+HOLD_MAX_MS = 30_000
 DEBOUNCE_MS = 300  # engine batches come every 33 ms while busy: one forecast per burst
 PERIODIC_MS = 5000  # running attempts age even without events
 # Only waiting (a timer, a retry): the forecast is the same but for how far ahead it
@@ -180,6 +182,8 @@ class Forecaster(QObject):
         self._again = False
         self._closed = False
         self._cool_until = 0.0  # no forecast starts before this
+        self._held = False  # hold(): requests wait for release()
+        self.started = 0  # forecasts started (tests count them)
         self._cached_model: tuple[dict, float, DurationModel] | None = None  # helper thread
         self._store_lock = threading.Lock()  # held while the helper thread reads the store
         # Task definitions without their actions, kept between copies of the scheduler;
@@ -211,8 +215,28 @@ class Forecaster(QObject):
         if not self._closed and not self._debounce.isActive():
             self._debounce.start(DEBOUNCE_MS)
 
+    def hold(self, at_most_ms: int = HOLD_MAX_MS) -> None:
+        """No forecast starts until ``release()`` (or ``at_most_ms`` from now): a big
+        file's first forecast copies every task, and made its graph wait for the GIL."""
+        self._held = True
+        QTimer.singleShot(at_most_ms, self, self.release)
+
+    def release(self) -> None:
+        """Forecasts start again; one asked for meanwhile starts now."""
+        if not self._held:
+            return
+        self._held = False
+        if self._again_after_hold:
+            self._again_after_hold = False
+            self._start()
+
+    _again_after_hold = False
+
     def _start(self) -> None:
         if self._closed:
+            return
+        if self._held:
+            self._again_after_hold = True
             return
         if self._running:
             self._again = True
@@ -222,6 +246,7 @@ class Forecaster(QObject):
             self._debounce.start(int(cooling * 1000) + 1)
             return
         self._running = True
+        self.started += 1
         generation = next(self._generation)
         expected = dict(self.expected())
         horizon = max(MIN_HORIZON, float(self.horizon()))

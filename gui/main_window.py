@@ -336,7 +336,7 @@ class MainWindow(
         when no delta is known (the first picture, a reset)."""
         tasks = self.document.tasks
         delta, self._structure_delta = self._structure_delta, StructureDelta()
-        self.search_names.setStringList(sorted(tasks))
+        self.search_names.follow(tasks)
         self.scene.set_tasks(tasks)
         if delta is None:
             self.timeline.set_tasks(tasks)

@@ -202,7 +202,10 @@ class RunNotices(QObject):
         self.update_tray()
 
     def _run_finished(self) -> bool:
-        return bool(self._counted) and not self._unsettled
+        # Not while the bridge still reads tasks it heard of (a flood caught up with:
+        # the first 1,000 of 20,000 all succeeded is not the run finished).
+        reading = getattr(self.window.bridge, "reading", lambda: False)()
+        return bool(self._counted) and not self._unsettled and not reading
 
     def _notify_finished(self) -> None:
         tasks = self.window.bridge.tasks.values()

@@ -54,28 +54,39 @@ def header_text(
     eta: str = "",
     owner_alive: bool = True,
     deadline: float | None = None,
+    tally: tuple[dict, int] | None = None,
+    reading: bool = False,
 ) -> str:
-    """The header's text (see the module doc); times are epoch seconds."""
+    """The header's text (see the module doc); times are epoch seconds. ``tally``:
+    (one-shot tasks per state, recurring tasks) kept by the bridge, else counted here."""
     name = f"Run {run}" if run is not None else "This run"
     recurring = done = failed = skipped = succeeded = gone = 0
-    for info in tasks.values():  # one pass: a big run has tens of thousands
-        if info.recurring:
-            recurring += 1
-            continue
-        state = info.state
-        if state.settled:
-            done += 1
-            if state is S.FAILED:
-                failed += 1
-            elif state is S.SKIPPED:
-                skipped += 1
-            elif state is S.SUCCEEDED:
-                succeeded += 1
-        elif not owner_alive and owner_gone(info):
-            gone += 1
-    one_shot = len(tasks) - recurring
+    if tally is not None and owner_alive:  # kept by the bridge: no pass per batch
+        by_state, recurring = tally
+        done = sum(n for state, n in by_state.items() if state.settled)
+        failed, skipped = by_state[S.FAILED], by_state[S.SKIPPED]
+        succeeded = by_state[S.SUCCEEDED]
+        one_shot = sum(by_state.values())
+    else:
+        for info in tasks.values():  # one pass: a big run has tens of thousands
+            if info.recurring:
+                recurring += 1
+                continue
+            state = info.state
+            if state.settled:
+                done += 1
+                if state is S.FAILED:
+                    failed += 1
+                elif state is S.SKIPPED:
+                    skipped += 1
+                elif state is S.SUCCEEDED:
+                    succeeded += 1
+            elif not owner_alive and owner_gone(info):
+                gone += 1
+        one_shot = len(tasks) - recurring
     parts = [name]
-    over = started and one_shot and done == one_shot and not recurring
+    # Tasks heard of and not read yet (a flood being caught up with): not over.
+    over = started and one_shot and done == one_shot and not recurring and not reading
     if not started:
         parts.append("not started")
     elif not owner_alive:
@@ -92,6 +103,8 @@ def header_text(
             parts.append(f"{succeeded} succeeded")
         else:
             parts.append(f"{done}/{one_shot} done")
+    if reading:
+        parts.append("reading new tasks…")
     if recurring:
         parts.append(f"{recurring} recurring")
     if failed:
@@ -143,12 +156,14 @@ class RunHeader(QLabel):
         past = w.past_run is not None  # the graph shows a past run: this line is the live one
         deadline = w.deadline_at  # when the run's [workflow] timeout passes, if it has one
         counted = tuple(counts.values())
-        key = (counted, len(tasks), started, paused, eta, owner_alive, past, deadline)
+        reading = w.bridge.reading()
+        key = (counted, len(tasks), started, paused, eta, owner_alive, past, deadline, reading)
         if key == self._key:
             return  # nothing the text says has changed
         self._key = key
         unsettled = sum(n for state, n in counts.items() if not state.settled)
-        over = bool(tasks) and unsettled == 0 and not any(i.recurring for i in tasks.values())
+        tally = w.bridge.one_shot_counts()
+        over = bool(tasks) and unsettled == 0 and not tally[1] and not reading
         if over:
             if self.finished_at is None:
                 self.finished_at = time.time()
@@ -165,6 +180,8 @@ class RunHeader(QLabel):
             eta=eta,
             owner_alive=owner_alive,
             deadline=deadline,
+            tally=tally,
+            reading=reading,
         )
         if past and text.startswith("Run "):
             text = "Live run " + text[len("Run ") :]

@@ -121,12 +121,11 @@ class TaskListModel(QIdentityProxyModel):
     def apply_change(self, tasks: Mapping, added: Iterable[str], removed: Iterable[str]) -> None:
         """One batch: rows in and out where they sort, the rest untouched (a reset
         only when the batch is big). ``tasks`` is every task after the batch."""
-        added, removed = list(added), list(removed)
-        if len(added) + len(removed) > RESET_ABOVE:
-            self.set_tasks(tasks)
-            return
         added = [t for t in added if t in tasks and t not in self.row_of]
         removed = [t for t in removed if t not in tasks and t in self.row_of]
+        if len(added) + len(removed) > RESET_ABOVE:
+            self._merge(tasks, added, removed)
+            return
         for tid in removed:
             row = self.row_of[tid]
             del self.ids[row]
@@ -137,6 +136,24 @@ class TaskListModel(QIdentityProxyModel):
             self.ids.insert(row, tid)
             self.infos[tid] = tasks[tid]
             self._rows.insertRows(row, 1)  # its text is ``data``'s: none kept there
+
+    def _merge(self, tasks: Mapping, added: list[str], removed: list[str]) -> None:
+        """A big batch: the new ids merged into the sorted ones (two sorted runs: one
+        linear merge in C, not a sort of every task in Python's order), then one reset.
+        Python work per task added or removed; Qt reads the rows in C++."""
+        ids, infos = self.ids, self.infos
+        if removed:
+            gone = set(removed)
+            ids[:] = [t for t in ids if t not in gone]
+            for tid in gone:
+                del infos[tid]
+        if added:
+            ids.extend(sorted(added))
+            ids.sort()
+            for tid in added:
+                infos[tid] = tasks[tid]
+        self.resets += 1
+        self._rows.setStringList(ids)
 
     def update_tasks(self, changed: dict) -> None:
         """New states of known tasks: one dataChanged over the rows touched."""

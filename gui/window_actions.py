@@ -3,11 +3,12 @@ where their job is)."""
 
 from __future__ import annotations
 
-from PySide6.QtCore import QStringListModel, Qt
+from PySide6.QtCore import Qt
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import QCompleter, QLineEdit, QMenu, QSizePolicy, QToolButton, QWidget
 
 from .icons import icon
+from .search_names import SearchNames
 from .timeline import LOOK_AHEAD
 from .window_parts import WindowParts
 
@@ -238,7 +239,7 @@ class WindowActions(WindowParts):
         self.search.setFixedWidth(200)
         self.search.addAction(icon("find"), QLineEdit.ActionPosition.LeadingPosition)
         self.search.returnPressed.connect(self._find)
-        self.search_names = QStringListModel(self)
+        self.search_names = SearchNames(self.search, self)  # read when Find has the focus
         completer = QCompleter(self.search_names, self.search)
         completer.setCaseSensitivity(Qt.CaseSensitivity.CaseInsensitive)
         completer.setFilterMode(Qt.MatchFlag.MatchContains)

@@ -101,6 +101,9 @@ def layers_of(tasks: Mapping[str, Iterable[str]]) -> dict[str, int]:
     ``tasks`` maps a task to its dependencies; unknown dependencies are ignored. Tasks on
     a cycle (the engine refuses those) get the layer after their last known one.
     """
+    ordered = _layers_in_order(tasks)
+    if ordered is not None:
+        return ordered
     waiting = {tid: 0 for tid in tasks}
     children: dict[str, list[str]] = {tid: [] for tid in tasks}
     for tid, deps in tasks.items():
@@ -119,6 +122,26 @@ def layers_of(tasks: Mapping[str, Iterable[str]]) -> dict[str, int]:
                 ready.append(child)
     top = max(layer.values(), default=-1) + 1
     return {tid: layer.get(tid, top) for tid in tasks}
+
+
+def _layers_in_order(tasks: Mapping[str, Iterable[str]]) -> dict[str, int] | None:
+    """``layers_of`` in one pass when every task comes after its dependencies (a file's
+    tasks are scheduled so, and the engine lists them as added); None if one does not.
+    No lists of dependents: at 100,000 tasks the general walk took a second."""
+    layer: dict[str, int] = {}
+    get = layer.get
+    for tid, deps in tasks.items():
+        top = -1
+        for dep in deps:
+            number = get(dep)
+            if number is None:
+                if dep in tasks:
+                    return None  # a dependency further on (or a cycle): the general walk
+                continue
+            if number > top:
+                top = number
+        layer[tid] = top + 1
+    return layer
 
 
 def assign_groups(

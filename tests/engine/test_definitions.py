@@ -388,3 +388,43 @@ def test_an_attempt_read_from_the_store_says_whose_it_is():
     assert attempt.to_row("a", lambda t: None if t is None else t + 100.0) == (
         "a", 1, 100.0, 101.5, "failed", "boom", None, "out", None, 1, "w",
     )  # fmt: skip
+
+
+FP_FILE = """
+[workflow]
+name = "fp"
+[tasks.a]
+command = ["echo", "a"]
+retry = {max_attempts = 3, base = "2s"}
+timeout = "1m"
+[tasks.b]
+command = "echo b | cat"
+shell = true
+deps = ["a"]
+every = "5m"
+jitter = "10s"
+pool = "p"
+expected = 12
+group = "g"
+[tasks.c]
+call = "os:getcwd"
+cron = "0 3 * * *"
+timezone = "Europe/Paris"
+skip = ["2026-12-25"]
+deps = ["a", "b"]
+trigger_rule = "all_done"
+[pools]
+p = 2
+"""
+
+
+def test_fingerprints_stay_the_digests_earlier_versions_stored():
+    """A resumed run compares the file's fingerprints with the stored ones: a change of
+    how they are computed would redefine every task (digests from 06a9e17)."""
+    from pathlib import Path
+
+    from taskloom.engine.workflow import loads
+
+    workflow = loads(FP_FILE)
+    digests = {tid: t.fingerprint(Path("/base")) for tid, t in workflow.tasks.items()}
+    assert digests == {"a": "c2ba9f077b48fd43", "b": "c7b63617b0048993", "c": "ef17dc8c9807bffe"}

@@ -531,3 +531,36 @@ def test_actions_are_commands_with_resolved_cwd_or_calls(tmp_path):
     extract_action = workflow.tasks["extract"].action
     assert extract_action.cwd == str(tmp_path) and extract_action.env == {"MODE": "full"}
     assert workflow.tasks["notify"].action == Call("os.path:join", {"a": "x", "b": "y"})
+
+
+def test_order_puts_each_task_after_its_deps_else_in_file_order():
+    """Written in dependency order (most files): the file's order, in one pass; else
+    the first task (in file order) whose dependencies are placed, each time."""
+    import random
+
+    from taskloom.engine.workflow import loads
+
+    def order_of(names_deps):
+        text = "".join(
+            f'[tasks.{tid}]\ncommand = ["true"]\ndeps = {list(deps)!r}\n'.replace("'", '"')
+            for tid, deps in names_deps
+        )
+        return loads(text).order()
+
+    def reference(names_deps):  # the first ready task in file order, each time
+        placed: list[str] = []
+        left = list(names_deps)
+        while left:
+            tid, deps = next((t, d) for t, d in left if set(d) <= set(placed))
+            placed.append(tid)
+            left.remove((tid, deps))
+        return placed
+
+    rng = random.Random(25)
+    tasks = []
+    for i in range(300):
+        deps = sorted({f"t{rng.randrange(i)}" for _ in range(rng.randint(0, 3))}) if i else []
+        tasks.append((f"t{i}", deps))
+    assert order_of(tasks) == [tid for tid, _ in tasks]  # already in order
+    rng.shuffle(tasks)
+    assert order_of(tasks) == reference(tasks)

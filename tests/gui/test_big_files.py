@@ -4,6 +4,8 @@ SQLite stores, real windows offscreen)."""
 
 from __future__ import annotations
 
+import gc
+
 from PySide6.QtCore import QTimer
 
 from benchmarks.big_workflows import write_dag
@@ -40,6 +42,7 @@ def test_a_big_file_opens_behind_a_window_that_answers_while_it_loads(qtbot, tmp
         # the progress counted every task of the file, and the window has them all
         assert loading.progress() == (3000, 3000)
         qtbot.waitUntil(lambda: len(window.bridge.tasks) == 3000, timeout=20000)
+        assert window.bridge.prepared  # its snapshot made by the worker
         qtbot.waitUntil(window.scene.is_drawn, timeout=30000)
         assert not window.started  # the window's Start, as for a small file
     finally:
@@ -85,6 +88,7 @@ def test_a_broken_big_file_lists_its_problems_in_a_window(qtbot, tmp_path, setti
         window = sessions.current.window
         assert window.problems_dock.isVisible()
         assert "nowhere" in capsys.readouterr().err
+        assert gc.isenabled()  # paused for the open, on again
     finally:
         sessions.close()
 
@@ -234,3 +238,108 @@ def test_thousands_of_timeline_lanes_are_ordered_off_the_gui_thread(qtbot, monke
     qtbot.waitUntil(lambda: not timeline.model.order_dirty, timeout=10000)
     assert timeline.model.lanes[:3] == ["t0", "t1", "t2"]
     assert threads == ["taskloom-lane-order"]
+
+
+def test_a_big_files_first_forecast_waits_until_its_graph_is_drawn(
+    qtbot, settings, manual_scheduler
+):
+    """The first forecast copies every task on a helper thread: started while the graph
+    was being worked out, it took the GIL from it (issue 25); it starts once drawn."""
+    from taskloom.gui.graph.grouped_scene import BACKGROUND_VIEW_TASKS
+    from taskloom.gui.main_window import MainWindow
+
+    for i in range(BACKGROUND_VIEW_TASKS):
+        manual_scheduler.schedule(_noop, 3600.0, name=f"t{i}")
+    window = MainWindow(manual_scheduler, settings=settings)
+    qtbot.addWidget(window)
+    forecaster = window.forecast_view.forecaster
+    drawn_at_start: list[bool] = []
+    forecaster.computing.connect(lambda _h: drawn_at_start.append(window.scene.is_drawn()))
+    assert not window.scene.is_drawn()  # its view is worked out on another thread
+    forecaster._start()  # as its debounce timer would: held, not started
+    assert forecaster.started == 0 and not drawn_at_start
+    qtbot.waitUntil(window.scene.is_drawn, timeout=30000)
+    qtbot.waitUntil(lambda: forecaster.computed >= 1, timeout=30000)
+    assert drawn_at_start and all(drawn_at_start)  # none started before the graph
+    window.close_question.enabled = False
+    window.close()
+
+
+def _noop() -> None:
+    return None
+
+
+def test_the_garbage_collector_is_paused_while_a_big_file_opens_until_its_graph_is_drawn(
+    qtbot, tmp_path, settings
+):
+    """Millions of objects that all live on: every full collection walked them again
+    (issue 25). Paused from the open until the graph is drawn, then on again."""
+    from taskloom.sessions import COLLECTOR
+
+    sessions, path = open_big(tmp_path, settings, 3000)
+    pauses = COLLECTOR.paused_total
+    paused_while_loading: list[bool] = []
+    timer = QTimer()
+    timer.setInterval(5)
+    timer.timeout.connect(
+        lambda: (
+            paused_while_loading.append(not gc.isenabled()) if sessions.current is None else None
+        )
+    )
+    timer.start()
+    try:
+        assert gc.isenabled()
+        assert sessions.open(path)
+        assert COLLECTOR.paused and not gc.isenabled()
+        qtbot.waitUntil(lambda: sessions.current is not None, timeout=60000)
+        qtbot.waitUntil(sessions.current.window.scene.is_drawn, timeout=30000)
+        qtbot.waitUntil(gc.isenabled, timeout=5000)  # on again once drawn
+        assert not COLLECTOR.paused and COLLECTOR.paused_total == pauses + 1
+        assert paused_while_loading and all(paused_while_loading)
+        # what the open made is frozen: the collector's next pass does not walk it all
+        assert COLLECTOR.frozen and gc.get_freeze_count() > 3000
+    finally:
+        timer.stop()
+        sessions.close()
+    assert gc.isenabled()
+    assert not COLLECTOR.frozen and gc.get_freeze_count() == 0  # the run closed: thawed
+
+
+def test_the_garbage_collector_is_on_again_when_a_big_open_is_abandoned(qtbot, tmp_path, settings):
+    sessions, path = open_big(tmp_path, settings, 3000)
+    try:
+        assert sessions.open(path)
+        assert not gc.isenabled()
+        sessions.loading.window.close()  # the person closes the progress window
+        assert gc.isenabled() and sessions.current is None
+    finally:
+        sessions.close()
+
+
+def test_the_bridges_snapshot_is_made_by_the_worker_unless_something_happened_since(
+    qtbot, manual_scheduler
+):
+    """A big file's worker makes the bridge's snapshot and fold of every task (on the GUI
+    thread they took ~0.6 s at 100,000 tasks); an event after it: made afresh."""
+    from taskloom.gui.bridge import EarlyEvents, EngineBridge
+
+    early = EarlyEvents()
+    early.attach(manual_scheduler)
+    for i in range(20):
+        manual_scheduler.schedule(_noop, 3600.0, name=f"t{i}")
+    qtbot.waitUntil(lambda: early.last_seq >= 20)
+    early.prepare(manual_scheduler)
+    bridge = EngineBridge(manual_scheduler, early=early)
+    assert bridge.prepared and len(bridge.tasks) == len(bridge.fold) == 20
+    assert bridge.snapshot_seq == manual_scheduler.snapshot()[0]
+    bridge.close()
+
+    early = EarlyEvents()
+    early.attach(manual_scheduler)
+    early.prepare(manual_scheduler)
+    manual_scheduler.schedule(_noop, 3600.0, name="late")  # after the snapshot
+    qtbot.waitUntil(lambda: early.last_seq > 20)
+    bridge = EngineBridge(manual_scheduler, early=early)
+    assert not bridge.prepared and "late" in bridge.tasks and len(bridge.tasks) == 21
+    assert early.take_prepared() is None  # taken once
+    bridge.close()

@@ -200,9 +200,13 @@ def test_the_runs_grid_is_not_made_afresh_when_its_read_brings_nothing_new(
     assert first.text().startswith("✓") and label.text() == "t3"
     view.show_grid(RunsGrid([1], dict(grid.cells), {1: 1.5}, {1: 0}))  # read again, the same
     assert view.item(3, 0) is first and view.verticalHeaderItem(3) is label
+    other = view.item(4, 0)
     view.show_grid(grid._replace(cells={("t3", 1): Cell("failed", 2.0, 1, 1, "boom")}))
     assert view.item(3, 0).text().startswith("✗")  # a new answer: the cells again
     assert view.verticalHeaderItem(3) is label  # the same tasks: the same row labels
+    assert view.item(4, 0) is other  # a cell whose attempt is the same is kept
+    view.show_grid(RunsGrid([1, 2], {("t3", 2): Cell("running", None, 1, 1, None)}, {}, {}))
+    assert view.item(3, 0).text() == "" and view.item(3, 1).text() == "▶ …"  # runs: all again
 
 
 def test_a_renamed_task_is_found_by_its_new_name_before_the_index_is_made_again(qtbot):
@@ -224,3 +228,19 @@ def test_a_renamed_task_is_found_by_its_new_name_before_the_index_is_made_again(
     scene.collapse_all()  # a regroup: the renamed tasks' index is made again, not kept
     qtbot.waitUntil(scene.is_drawn)
     assert scene.find_task("tidy") == (True, "b")
+
+
+def test_the_runs_grid_makes_no_row_per_task_before_any_run(qtbot, make_window, manual_scheduler):
+    from taskloom.gui.runs_view import Cell, RunsGrid, RunsView
+
+    for i in range(50):
+        manual_scheduler.schedule(noop, 3600.0, name=f"t{i}")
+    manual_scheduler.start()
+    window = make_window(manual_scheduler)
+    qtbot.waitUntil(lambda: len(window.document.tasks) == 50)
+    view = RunsView(window, None)
+    qtbot.addWidget(view)
+    view.show_grid(RunsGrid([], {}, {}, {}))  # a file just opened: nothing ran
+    assert view.rowCount() == 0 and view.columnCount() == 0
+    view.show_grid(RunsGrid([1], {("t3", 1): Cell("succeeded", 1.5, 1, 1, None)}, {1: 1}, {1: 0}))
+    assert view.rowCount() == 50 and view.verticalHeaderItem(3).text() == "t3"

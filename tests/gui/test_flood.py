@@ -158,6 +158,7 @@ def test_thousands_of_new_tasks_come_in_batches_that_grow_with_the_window(
     # A fixed budget made 20,000 new tasks 50 batches, each costing the views work
     # for every task shown: the budget grows with what the window already has.
     monkeypatch.setattr(bridge_module, "REREADS_PER_DRAIN", 100)
+    monkeypatch.setattr(bridge_module, "READ_SLICE_S", 60.0)  # counts, not the clock
     bridge = EngineBridge(manual_scheduler)
     batches: list[int] = []
     bridge.tasksChanged.connect(lambda changed: batches.append(len(changed)))
@@ -199,3 +200,192 @@ def test_the_status_bar_works_out_its_colours_once_per_palette(
     panel.counts.setPalette(palette)
     panel.update(False)
     assert len(calls) == len(S)  # each state's colour once for the new palette
+
+
+def test_a_drain_rereads_no_more_than_its_cap_however_many_tasks_are_known(
+    qtbot, manual_scheduler, monkeypatch
+):
+    # A share of 20,000 known tasks was 5,000 re-reads in one GUI-thread slice.
+    monkeypatch.setattr(bridge_module, "REREADS_PER_DRAIN", 50)
+    monkeypatch.setattr(bridge_module, "MOST_REREADS_PER_DRAIN", 120)
+    monkeypatch.setattr(bridge_module, "READ_SLICE_S", 60.0)
+    for i in range(2000):
+        manual_scheduler.add(noop, name=f"old{i}")
+    bridge = EngineBridge(manual_scheduler)  # knows 2,000: a quarter would be 500
+    batches: list[int] = []
+    bridge.tasksChanged.connect(lambda changed: batches.append(len(changed)))
+    try:
+        for i in range(600):
+            manual_scheduler.add(noop, name=f"new{i}")
+        qtbot.waitUntil(lambda: len(bridge.tasks) == 2600, timeout=20_000)
+        assert max(batches) <= 120
+        assert sum(batches) == 600
+    finally:
+        bridge.close()
+
+
+def test_state_counts_are_kept_per_task_changed_not_counted_per_batch(qtbot, manual_scheduler):
+    for i in range(300):
+        manual_scheduler.add(noop, name=f"t{i}")
+    bridge = EngineBridge(manual_scheduler)
+    try:
+        counted: list[int] = []
+        real_values = dict.values
+
+        class Tasks(dict):
+            def values(self):  # a pass over every task
+                counted.append(len(self))
+                return real_values(self)
+
+        bridge.tasks = Tasks(bridge.tasks)
+        manual_scheduler.start()
+        manual_scheduler.clock.advance(1)
+        for i in range(5):
+            manual_scheduler.remove(f"t{i}")
+        manual_scheduler.schedule(noop, manual_scheduler.clock.now() + 100, name="late")
+        qtbot.waitUntil(
+            lambda: "late" in bridge.tasks and "t0" not in bridge.tasks and bridge.pending() == 0,
+            timeout=20_000,
+        )
+        counts = bridge.state_counts()
+        assert counted == []  # asked as often as the views like, never a pass
+        expected = dict.fromkeys(S, 0)
+        for info in real_values(bridge.tasks):
+            expected[info.state] += 1
+        assert counts == expected
+        assert counts[S.SUCCEEDED] == 295 and sum(counts.values()) == 296
+    finally:
+        bridge.close()
+
+
+def test_a_batch_reaches_every_slot_as_the_same_object(qtbot, manual_scheduler):
+    # A dict signal converted the batch to a QVariantMap and back for each slot
+    # (9 ms per 5,000 tasks per slot).
+    manual_scheduler.add(noop, name="a")
+    bridge = EngineBridge(manual_scheduler)
+    got: list[dict] = []
+    for _ in range(3):
+        bridge.tasksChanged.connect(got.append)
+    try:
+        manual_scheduler.start()
+        manual_scheduler.clock.advance(1)
+        qtbot.waitUntil(lambda: len(got) >= 3, timeout=20_000)
+        assert got[0] is got[1] is got[2]
+    finally:
+        bridge.close()
+
+
+def boom():
+    raise RuntimeError("boom")
+
+
+def test_the_run_header_says_the_same_from_the_bridges_tallies_without_a_pass(
+    qtbot, make_window, manual_scheduler
+):
+    from taskloom.gui.run_header import header_text
+
+    for i in range(40):
+        manual_scheduler.add(noop, name=f"ok{i}")
+    manual_scheduler.add(boom, name="bad")
+    manual_scheduler.schedule_every(noop, 60.0, name="tick")
+    window = make_window(manual_scheduler)
+    manual_scheduler.start()
+    manual_scheduler.clock.advance(1)
+    bridge = window.bridge
+    qtbot.waitUntil(lambda: bridge.tasks["bad"].state is S.FAILED and bridge.pending() == 0)
+    manual_scheduler.remove("ok0")
+    qtbot.waitUntil(lambda: "ok0" not in bridge.tasks)
+
+    class Tasks(dict):
+        passes = 0
+
+        def values(self):
+            Tasks.passes += 1
+            return super().values()
+
+    bridge.tasks = Tasks(bridge.tasks)
+    header = window.run_header
+    header._key = None
+    header.refresh()
+    assert Tasks.passes == 0  # the counts came from the bridge, kept per task changed
+    counted = header_text(
+        manual_scheduler.run,
+        dict(bridge.tasks),
+        started=True,
+        paused=False,
+        started_at=header.started_at,
+        finished_at=header.finished_at,
+        eta=window.forecast_view.eta.text() if window.forecast_view.eta.isVisible() else "",
+        deadline=window.deadline_at,
+    )
+    assert header.full_text.replace("Live run ", "Run ") == counted
+    assert "40/40 done" in counted and "1 recurring" in counted and "1 failed" in counted
+
+
+def test_a_drain_stops_reading_when_its_slice_is_used_up(qtbot, manual_scheduler, monkeypatch):
+    # Each read waits for the engine's lock and the GIL: under a flood a count alone
+    # made 100-300 ms slices. With the slice used up at once, each drain reads the
+    # fewest it may, and the rest come in the next drains, none lost.
+    monkeypatch.setattr(bridge_module, "READ_SLICE_S", 0.0)
+    monkeypatch.setattr(bridge_module, "FEWEST_REREADS", 30)
+    bridge = EngineBridge(manual_scheduler)
+    batches: list[int] = []
+    bridge.tasksChanged.connect(lambda changed: batches.append(len(changed)))
+    try:
+        for i in range(200):
+            manual_scheduler.add(noop, name=f"t{i}")
+        qtbot.waitUntil(lambda: len(bridge.tasks) == 200, timeout=20_000)
+        assert max(batches) == 30 and sum(batches) == 200
+        assert set(bridge.tasks) == {f"t{i}" for i in range(200)}
+    finally:
+        bridge.close()
+
+
+def test_a_task_at_the_end_of_many_new_edges_is_read_once_a_drain(qtbot, manual_scheduler):
+    manual_scheduler.add(noop, name="root")
+    bridge = EngineBridge(manual_scheduler)
+    reads: list[str] = []
+    real = bridge._read
+    bridge._read = lambda tid: (reads.append(tid), real(tid))[1]
+    try:
+        for i in range(500):
+            manual_scheduler.add(noop, name=f"t{i}", deps=["root"])
+        qtbot.waitUntil(lambda: len(bridge.tasks) == 501 and bridge.pending() == 0)
+        qtbot.waitUntil(lambda: len(bridge.tasks["root"].dependents) == 500)
+        # Read with each new task, the root (and its growing list of dependents) was
+        # read 500 times.
+        assert reads.count("root") <= bridge.batches
+        assert reads.count("root") < 50
+    finally:
+        bridge.close()
+
+
+def test_the_run_is_not_called_finished_while_the_window_still_reads_its_tasks(
+    qtbot, make_window, manual_scheduler, monkeypatch
+):
+    # Mid-flood, the first 1,000 tasks read of 20,000 had all succeeded: the header
+    # said "finished in 0.1 s · 1000 succeeded" beside an event log of tasks to come.
+    monkeypatch.setattr(bridge_module, "READ_SLICE_S", 0.0)
+    monkeypatch.setattr(bridge_module, "FEWEST_REREADS", 10)
+    manual_scheduler.add(noop, name="first")
+    window = make_window(manual_scheduler)
+    window.set_started(True)
+    manual_scheduler.start()
+    manual_scheduler.clock.advance(1)
+    qtbot.waitUntil(lambda: window.bridge.tasks["first"].state is S.SUCCEEDED)
+    said: list[tuple[bool, str, bool]] = []
+    window.bridge.tasksChanged.connect(
+        lambda _changed: said.append(
+            (window.bridge.reading(), window.run_header.full_text, window.notices._finished)
+        )
+    )
+    for i in range(60):
+        manual_scheduler.add(noop, name=f"t{i}")
+    manual_scheduler.clock.advance(1)  # all run and succeed before the window reads them
+    qtbot.waitUntil(lambda: len(window.bridge.tasks) == 61 and not window.bridge.reading())
+    qtbot.waitUntil(lambda: bool(said) and not said[-1][0])
+    reading = [(text, finished) for still, text, finished in said if still]
+    assert len(reading) >= 3  # read ten at a time
+    assert all("finished" not in text and "reading new tasks" in text for text, _ in reading)
+    assert not any(finished for _, finished in reading)
+    assert "finished" in said[-1][1] and "61 succeeded" in said[-1][1] and said[-1][2]

@@ -181,3 +181,81 @@ def test_the_background_worker_starts_once_and_runs_the_newest_job():
     worker.submit(again.set)
     assert again.wait(10)
     assert worker.starts == 1  # the same thread, no new one per job
+
+
+def test_find_reads_the_task_names_again_only_when_it_gets_the_focus(
+    qtbot, make_window, manual_scheduler
+):
+    from PySide6.QtCore import QEvent, Qt
+    from PySide6.QtGui import QFocusEvent
+
+    for i in range(50):
+        manual_scheduler.add(noop, name=f"t{i}")
+    window = make_window(manual_scheduler)
+    names = window.search_names
+    qtbot.waitUntil(lambda: len(window.scene.nodes) == 50)
+    reads = names.reads
+    for j in range(30):  # batches of new tasks with Find unused: no pass over the names
+        manual_scheduler.add(noop, name=f"new{j}")
+        qtbot.waitUntil(lambda j=j: f"new{j}" in window.document.tasks)
+    assert names.reads == reads
+    focus = QFocusEvent(QEvent.Type.FocusIn, Qt.FocusReason.ShortcutFocusReason)
+    QApplication.sendEvent(window.search, focus)  # Ctrl+F
+    assert names.reads == reads + 1
+    assert names.stringList() == sorted(window.document.tasks)
+    QApplication.sendEvent(window.search, focus)  # nothing new: not read again
+    assert names.reads == reads + 1
+
+
+def test_a_big_batch_of_new_rows_is_merged_in_without_a_pass_over_every_task(qtbot):
+    class Tasks(dict):
+        passes = 0
+
+        def __iter__(self):  # sorted(tasks), dict(tasks): a pass over every task
+            Tasks.passes += 1
+            return super().__iter__()
+
+    tasks = Tasks({f"t{i:05d}": info(f"t{i:05d}") for i in range(10_000)})
+    panel = TaskList()
+    qtbot.addWidget(panel)
+    panel.set_tasks(dict(tasks))
+    new = [f"t{i:05d}x" for i in range(0, 10_000, 50)]  # 200, spread over the list
+    for tid in new:
+        tasks[tid] = info(tid)
+    del tasks["t00001"]
+    Tasks.passes = 0
+    panel.apply_change(tasks, new, ["t00001"])
+    assert Tasks.passes == 0
+    model = panel.model
+    assert model.ids == sorted(tasks) and model.rowCount() == len(tasks) == 10_199
+    assert model.row_of["t00050x"] == 51  # t00000, t00000x, t00002..t00050, then it
+    assert "t00050x" in model.index(51, 0).data() and "t00001" not in model.row_of
+
+
+def test_a_resting_worker_leaves_as_long_as_a_job_took_before_the_next():
+    import time
+
+    worker = LatestWorker("taskloom-test-rest", rest=1.0)
+    spans: list[tuple[float, float]] = []
+    busy = threading.Event()
+    done = threading.Event()
+
+    def job(last: bool = False) -> None:
+        began = time.monotonic()
+        busy.set()
+        while time.monotonic() - began < 0.05:  # 50 ms of work (the GIL held)
+            pass
+        spans.append((began, time.monotonic()))
+        if last:
+            done.set()
+
+    worker.submit(job)
+    assert busy.wait(10)
+    for _ in range(5):  # batches while it works: only the newest runs, after a rest
+        worker.submit(job)
+    worker.submit(lambda: job(last=True))
+    assert done.wait(10)
+    assert len(spans) == 2
+    (first_began, first_ended), (second_began, _) = spans
+    assert second_began - first_ended >= 0.9 * (first_ended - first_began)
+    assert worker.dropped == 5

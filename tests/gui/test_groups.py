@@ -339,3 +339,47 @@ def test_the_timeline_has_one_lane_per_collapsed_group(qtbot, make_window, manua
     model = window.timeline.model
     assert model.grouped_lanes[0] == GROUP_LANE + "extract"
     assert "load.7" in model.grouped_lanes and len(model.grouped_lanes) == 161
+
+
+def test_layers_of_tasks_in_order_and_out_of_order_are_the_longest_paths():
+    """A file's tasks come after their dependencies (one pass); any other order, unknown
+    dependencies and a cycle take the general walk: the same layers either way."""
+    import random
+
+    import networkx as nx
+
+    rng = random.Random(25)
+    tasks = {}
+    for i in range(2000):
+        deps = {f"t{rng.randrange(i)}" for _ in range(rng.randint(0, 3))} if i else set()
+        tasks[f"t{i}"] = [*sorted(deps), "gone"]  # "gone": not a task, ignored
+    graph = nx.DiGraph()
+    graph.add_nodes_from(tasks)
+    graph.add_edges_from((d, t) for t, deps in tasks.items() for d in deps if d in tasks)
+    expected = {t: n for n, layer in enumerate(nx.topological_generations(graph)) for t in layer}
+    assert layers_of(tasks) == expected
+    shuffled = list(tasks.items())
+    rng.shuffle(shuffled)
+    assert layers_of(dict(shuffled)) == expected
+    # a cycle: the tasks on it come after their last known layer
+    assert layers_of({"a": [], "b": ["a", "c"], "c": ["b"]}) == {"a": 0, "b": 1, "c": 2}
+
+
+def test_the_graphs_edges_are_made_as_networkx_would_make_them():
+    import networkx as nx
+
+    from taskloom.gui.graph.grouped_scene import digraph_of
+
+    tasks = graph([("a", "b"), ("a", "c"), ("b", "c"), ("e", "d")])
+    # a repeated and an unknown dependency
+    tasks["b"] = tasks["b"]._replace(deps=("a", "a", "gone"))
+    made, count = digraph_of(tasks)
+    expected = nx.DiGraph()
+    expected.add_nodes_from(tasks)
+    expected.add_edges_from((d, t) for t, i in tasks.items() for d in i.deps if d in tasks)
+    assert nx.utils.graphs_equal(made, expected)
+    assert count == made.number_of_edges() == 4
+    assert list(made.edges) == list(expected.edges)
+    assert sorted(made.predecessors("c")) == ["a", "b"] and list(made.successors("e")) == ["d"]
+    made.add_edge("d", "a")  # still a graph networkx keeps
+    assert made.has_edge("d", "a") and "d" in made.pred["a"]

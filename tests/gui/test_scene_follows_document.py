@@ -89,13 +89,15 @@ def test_a_task_added_through_the_api_appears_through_the_document(
 
 
 def test_thousands_of_tasks_added_at_once_come_in_few_changes_and_few_layouts(
-    qtbot, make_window, manual_scheduler
+    qtbot, make_window, manual_scheduler, monkeypatch
 ):
     # The bridge re-reads at most REREADS_PER_DRAIN new tasks per drain, or a share of
     # those it knows when more (a GUI-thread slice stays short, the batches few); each
     # drain is one document change, never one per task.
+    from taskloom.gui import bridge as bridge_module
     from taskloom.gui.bridge import REREADS_PER_DRAIN, SHARE_OF_KNOWN
 
+    monkeypatch.setattr(bridge_module, "READ_SLICE_S", 60.0)  # counts, not the clock
     manual_scheduler.add(noop, name="root")
     window = make_window(manual_scheduler)
     changes = recorded(window)

@@ -438,8 +438,10 @@ class GraphScene(GroupedScene, QGraphicsScene):
         self._move_job = None
         # Shown all at once, in place: shown slice by slice, every slice repainted the
         # thousands already shown (Expand all took a third longer).
-        for item in [*self.nodes.made.values(), *self.group_items.values()]:
-            item.setVisible(True)
+        for node in self.nodes.made.values():
+            node.setVisible(True)
+        for group in self.group_items.values():
+            group.setVisible(True)
         self._schedule_bulk()  # the cards (a big graph's), drawn a few tiles a slice
         self.setItemIndexMethod(QGraphicsScene.ItemIndexMethod.BspTreeIndex)
         if len(self.nodes) > CHUNKED_NODES:

@@ -9,7 +9,8 @@ it), and how long the window takes to catch up once the engine is done
 (benchmarks/big_workflows.py ``measure_stream``). Each measurement runs in a fresh
 process; ``--other PYTHON`` (the previous main's virtualenv: its own checkout's
 benchmarks and code) runs the same, interleaved. The event loop sleeps between
-events as the app's does (``gui_bench.process_until`` spins it).
+events as the app's does (written here, not taken from ``gui_bench``: the other
+checkout's own ``gui_bench.process_until`` may spin it).
 """
 
 from __future__ import annotations

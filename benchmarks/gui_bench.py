@@ -112,14 +112,19 @@ def edges_of(dag) -> list[tuple[str, str]]:
 
 # ---------------------------------------------------------------------- Qt helpers
 def process_until(done, timeout: float) -> bool:
-    """Run the Qt event loop until ``done()`` is true (or ``timeout`` seconds passed)."""
-    app = QApplication.instance()
-    deadline = time.perf_counter() + timeout
-    while not done():
-        if time.perf_counter() > deadline:
-            return False
-        app.processEvents(QEventLoop.ProcessEventsFlag.AllEvents, 5)
-    return True
+    """Run the Qt event loop until ``done()`` is true (or ``timeout`` seconds passed),
+    as the app runs it: asleep until something happens, ``done`` checked every 5 ms.
+    (processEvents() in a loop spun the GUI thread and took the GIL from the engine's
+    threads and the window's workers: every figure measured so was biased.)"""
+    if done():
+        return True
+    loop, deadline = QEventLoop(), time.perf_counter() + timeout
+    check = QTimer()
+    check.timeout.connect(lambda: (done() or time.perf_counter() > deadline) and loop.quit())
+    check.start(5)
+    loop.exec()
+    check.stop()
+    return bool(done())
 
 
 def run_loop_for(seconds: float) -> None:

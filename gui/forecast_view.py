@@ -295,6 +295,8 @@ class ForecastView:
         the recurring and paused marks). A start the forecast put in the past (it is
         seconds old, and work ran longer than it said) reads as now: never a past time."""
         scene = self.window.scene
+        # Cards with an item (a big graph draws the rest in bulk: no badge, no item made).
+        cards = getattr(scene.nodes, "made", scene.nodes)
         live = self.live if not self.hidden else None
         starts = live.forecast.starts if live is not None else {}
         wanted: dict[str, str] = {}
@@ -304,7 +306,7 @@ class ForecastView:
         for tid, info in self.window.bridge.tasks.items():
             if len(wanted) >= BADGE_LIMIT or live is None:
                 break
-            if info.state in WAITING and tid in starts and tid in scene.nodes:
+            if info.state in WAITING and tid in starts and tid in cards:
                 at = live.forecast.at(starts[tid])
                 if at < now:
                     at = earliest
@@ -314,13 +316,13 @@ class ForecastView:
             old = self.badges[tid]
             if not shiboken6.isValid(old):  # its card was rebuilt (a filter, a group)
                 del self.badges[tid]
-            elif tid not in wanted or tid not in scene.nodes:
+            elif tid not in wanted or tid not in cards:
                 del self.badges[tid]
                 if old.scene() is not None:
                     old.scene().removeItem(old)
         for tid, text in wanted.items():
             badge = self.badges.get(tid)
-            node = scene.nodes[tid]
+            node = cards[tid]
             if badge is None or badge.parentItem() is not node:
                 if badge is not None and badge.scene() is not None:
                     badge.scene().removeItem(badge)

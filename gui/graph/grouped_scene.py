@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from PySide6.QtCore import QTimer
     from PySide6.QtWidgets import QGraphicsScene as _SceneBase
 
-    from .items import NodeItem
+    from .bulk import BulkCards, NodeTable
     from .layout import Layout
 else:
     _SceneBase = object  # a mixin of GraphScene, itself a QGraphicsScene
@@ -141,7 +141,7 @@ class GroupedScene(_SceneBase):
 
     if TYPE_CHECKING:  # GraphScene's, which this is a part of (for the checker)
         tasks: dict[str, TaskInfo]
-        nodes: dict[str, NodeItem]
+        nodes: NodeTable
         selected: list[str]
         kept: dict[str, tuple[float, float]]
         base: QColor
@@ -153,10 +153,15 @@ class GroupedScene(_SceneBase):
         _edges_timer: QTimer
         _announce_timer: QTimer
         _move_job: list[str] | None
+        bulk: BulkCards
+        virtual: bool
 
         def set_tasks(self, tasks: dict[str, TaskInfo]) -> None: ...
         def _show_view(self) -> None: ...
         def _route(self, up: str, down: str) -> Any: ...
+        def _anchor(self, rep: str) -> QPointF | None: ...
+        def output_point(self, rep: str) -> QPointF: ...
+        def input_point(self, rep: str) -> QPointF: ...
         def _update_halo(self) -> None: ...
 
     def _init_groups(self) -> None:
@@ -322,9 +327,19 @@ class GroupedScene(_SceneBase):
             and not self._place_timer.isActive()
             and self._move_job is None
             and not self._announce_timer.isActive()
-            and all(rep in self.layout.positions for rep in view.members)
-            and all(self.item_of(rep) is not None for rep in view.members)
+            and not self.bulk.dirty
+            and self._all_drawn(view)
         )
+
+    def _all_drawn(self, view: GroupView) -> bool:
+        """Every representative placed by the layout and drawn (an item, or a bulk
+        card): set operations, not a call per task (50,000 of them)."""
+        assert self.layout is not None
+        members = view.members.keys()
+        if not members <= self.layout.positions.keys():
+            return False
+        left = members - self.nodes.made.keys() - self.group_items.keys()
+        return not left or (self.virtual and left <= self.bulk.where.keys())
 
     # -- collapse, expand, filter -----------------------------------------------------
     def group_of(self, tid: str) -> str | None:
@@ -413,7 +428,7 @@ class GroupedScene(_SceneBase):
 
     def add_bundle_label(self, up: str, down: str, count: int) -> None:
         """One bundled edge's count, into the path ``take_bundle_labels`` returns."""
-        a, b = self.item_of(up), self.item_of(down)
+        a, b = self._anchor(up), self._anchor(down)
         if a is None or b is None:
             return
         if self._labels is None:
@@ -422,7 +437,7 @@ class GroupedScene(_SceneBase):
             self._labels = (QPainterPath(), font)
         path, font = self._labels
         # Half way along the curve as drawn (long ones pass through reserved slots).
-        curve = routed_curve(a.output_point(), b.input_point(), self._route(up, down))
+        curve = routed_curve(self.output_point(up), self.input_point(down), self._route(up, down))
         path.addText(curve.pointAtPercent(0.5) + QPointF(-4, -4), font, f"{count:,}")
 
     def take_bundle_labels(self) -> QPainterPath:

@@ -77,7 +77,13 @@ class Overview(QFrame):
         wanted = bool(self.scene.nodes) and not fits and roomy
         if wanted and not self.isVisible():
             self.show()
-            self.render_now()
+            if getattr(self.scene, "virtual", False):
+                # A big graph's picture (100 ms and more) in a pass of its own: not in
+                # the slice that zoomed in (Find centring a task).
+                self._dirty = True
+                QTimer.singleShot(0, self, self._render_if_dirty)
+            else:
+                self.render_now()
         elif not wanted:
             self.hide()
         self.update()

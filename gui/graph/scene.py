@@ -8,6 +8,7 @@ stalls; the result comes back by a queued signal.
 from __future__ import annotations
 
 import math
+import time
 
 import networkx as nx
 from PySide6.QtCore import QElapsedTimer, QPointF, QRectF, Qt, QTimer, Signal
@@ -18,12 +19,15 @@ from taskloom.engine import Action, TaskInfo, TaskState
 
 from .. import relay
 from ..background import LatestWorker
+from .bulk import BulkCards, NodeTable
 from .grouped_scene import GroupedScene
+from .groups import is_group_rep
 from .items import (
     ARROW_LENGTH,
     BACK_EDGE_GAP,
     NodeItem,
     add_edge,
+    add_plain_edge,
     back_edge,
     cosmetic_pen,
     edge_curve,
@@ -48,7 +52,15 @@ SLICE_MS = 30  # longest time one slice of node creation may hold the GUI thread
 NODES_PER_SLICE = 200
 EDGES_PER_SLICE = 2000
 MOVES_PER_SLICE = 2000
+CARDS_PER_SLICE = 2000  # bulk cards drawn per slice (bulk.py)
+# Zero timers due together run in one pass of the event loop, and their slices add
+# up: a slice that finds another ended less than this ago (seconds) waits a pass.
+PASS_GAP = 0.003
 MARGIN = 60.0
+# Above this many tasks shown, cards are drawn in bulk and node items made only where
+# needed (bulk.py); at most MADE_CAP made items are kept once out of sight.
+VIRTUAL_ABOVE = 1000
+MADE_CAP = 3000
 KEEP_PLACES_UP_TO = 400  # above this, an edit lays the graph out again (placing is O(n^2))
 # Above this many edges their path is cached as a picture: recolouring nodes never
 # changes it, and stroking 10,000 curves made every idle repaint ~5x slower.
@@ -57,16 +69,21 @@ DEVICE_CACHE = QGraphicsItem.CacheMode.DeviceCoordinateCache
 ACCEPT_COLOUR = QColor("#009E73")
 REFUSE_COLOUR = QColor("#D55E00")
 SELECT_COLOUR = QColor("#1F6FEB")
+OUT_X, OUT_Y = NODE_WIDTH, NODE_HEIGHT / 2  # a card's output port, from its top-left corner
+OUT = QPointF(OUT_X, OUT_Y)
+IN = QPointF(0, NODE_HEIGHT / 2)
 
 
 class GraphScene(GroupedScene, QGraphicsScene):
     layoutApplied = Signal()
+    virtual_above = VIRTUAL_ABOVE  # tests lower it
 
     def __init__(self, parent=None):
         super().__init__(parent)
         # Keep the default BSP index: item lookups under the mouse stay O(log n).
         self.setItemIndexMethod(QGraphicsScene.ItemIndexMethod.BspTreeIndex)
-        self.nodes: dict[str, NodeItem] = {}
+        self.nodes = NodeTable(self._make_node)
+        self.virtual = False  # the view's cards are drawn in bulk (bulk.py)
         self.tasks: dict[str, TaskInfo] = {}
         self.graph = nx.DiGraph()  # upstream -> downstream, mirrors the engine's edges
         self._layout_worker = LatestWorker("taskloom-graph-layout")
@@ -117,6 +134,11 @@ class GraphScene(GroupedScene, QGraphicsScene):
         self._elapsed_timer.setInterval(1000)
         self._elapsed_timer.timeout.connect(self.refresh_elapsed)
         self._init_groups()
+        self._slice_end = 0.0  # when the last slice of this scene's work ended
+        self.bulk = BulkCards(self)
+        self._bulk_timer = QTimer(self)
+        self._bulk_timer.setSingleShot(True)
+        self._bulk_timer.timeout.connect(self._redraw_bulk)
 
         self.edges_item = QGraphicsPathItem()
         self.edges_item.setZValue(0)
@@ -177,8 +199,10 @@ class GraphScene(GroupedScene, QGraphicsScene):
         self.halo.setPen(cosmetic_pen(SELECT_COLOUR, 3.0))
         self.bundle_counts.setBrush(QBrush(ink))
         self.ink_from(palette)
-        for tid, node in self.nodes.items():
+        for tid, node in self.nodes.made.items():
             node.set_info(self.tasks[tid], self.base)
+        self.bulk.recolour_all()
+        self._schedule_bulk()
 
     # -- structure ----------------------------------------------------------------
     def set_tasks(self, tasks: dict[str, TaskInfo]) -> None:
@@ -197,12 +221,16 @@ class GraphScene(GroupedScene, QGraphicsScene):
 
     def _show_view(self) -> None:
         tasks, graph, view = self.tasks, self.graph, self.view_model
-        for tid in [t for t in self.nodes if t not in view.members]:
-            self.removeItem(self.nodes.pop(tid))
+        self.virtual = len(view.tasks_shown) > self.virtual_above
+        for node in self.nodes.set_keys(view.tasks_shown):
+            self.removeItem(node)
+        if not self.virtual:
+            self.bulk.clear()
         # Pins of removed tasks stay: undoing the removal puts the node back where it was.
         self._sync_group_items(view)
-        missing = [tid for tid in view.tasks_shown if tid not in self.nodes]
-        for tid, node in self.nodes.items():
+        made = self.nodes.made
+        missing = [] if self.virtual else [t for t in view.tasks_shown if t not in made]
+        for tid, node in made.items():
             info = tasks[tid]
             if node.info is not info:  # the rest have it (update_tasks set it)
                 node.set_info(info, self.base)
@@ -266,14 +294,9 @@ class GraphScene(GroupedScene, QGraphicsScene):
                     return
                 made += 1
                 info = self.tasks.get(tid)
-                if info is None or tid in self.nodes:
+                if info is None or self.nodes.is_made(tid):
                     continue
-                node = self.nodes[tid] = NodeItem(tid)
-                node.set_detail(self._detail)
-                node.port.setScale(getattr(self, "_port_scale", 1.0))
-                node.setVisible(False)  # until the layout places it
-                self.addItem(node)
-                node.set_info(info, self.base)  # in the scene: it reads dispatcher_paused
+                self.nodes.put(tid, self._new_node(tid, info))
             if budget_ms is not None and clock.elapsed() >= budget_ms and self._unbuilt:
                 self._build_timer.start(0)
                 return
@@ -282,6 +305,72 @@ class GraphScene(GroupedScene, QGraphicsScene):
                 self._place_waiting()
             else:
                 self._place_timer.start(0)  # placing thousands gets a slice of its own
+
+    def _new_node(self, tid: str, info: TaskInfo) -> NodeItem:
+        node = NodeItem(tid)
+        node.set_detail(self._detail)
+        node.port.setScale(getattr(self, "_port_scale", 1.0))
+        node.setVisible(False)  # until the layout places it
+        self.addItem(node)
+        node.set_info(info, self.base)  # in the scene: it reads dispatcher_paused
+        return node
+
+    def _make_node(self, tid: str) -> NodeItem:
+        """The item of a task drawn in bulk, made on first use (``self.nodes[tid]``):
+        placed at once if the layout has placed the rest; its bulk card is dropped."""
+        node = self._new_node(tid, self.tasks[tid])
+        if self.layout is not None and self._move_job is None and not self._unbuilt:
+            node.setPos(*self.position_of(tid))
+            node.setVisible(True)
+        self.bulk.touch(tid)
+        self._schedule_bulk()
+        return node
+
+    def _schedule_bulk(self) -> None:
+        if self.bulk.dirty and not self._bulk_timer.isActive():
+            self._bulk_timer.start(0)
+
+    def slice_free(self) -> bool:
+        """False when another slice of this scene's work ended a moment ago (in the same
+        pass of the event loop): the caller's timer waits for the next pass."""
+        return time.perf_counter() - self._slice_end > PASS_GAP
+
+    def slice_done(self) -> None:
+        self._slice_end = time.perf_counter()
+
+    def _redraw_bulk(self) -> None:
+        """Dirty tiles of the bulk cards, a few per slice (after the layout's listeners)."""
+        if self._announce_timer.isActive() or not self.slice_free():
+            self._bulk_timer.start(0)
+            return
+        done = self.bulk.redraw(limit=CARDS_PER_SLICE)
+        self.slice_done()
+        if not done:
+            self._bulk_timer.start(0)
+
+    def make_visible_nodes(self, rect: QRectF, limit: int = NODES_PER_SLICE) -> bool:
+        """Make the items of bulk cards in ``rect`` (the view at a legible zoom), at most
+        ``limit`` now; True when all are made. Items out of sight past MADE_CAP go back."""
+        if not self.virtual or self.layout is None or self._move_job is not None:
+            return True
+        made = self.nodes.made
+        wanted = self.bulk.inside(rect)
+        todo = [t for t in wanted if t not in made]
+        for tid in todo[:limit]:
+            self.nodes[tid]
+        if len(made) > MADE_CAP:
+            keep = set(wanted) | set(self.selected) | self._moving
+            for tid in [t for t in made if t not in keep][: len(made) - MADE_CAP]:
+                self.removeItem(made.pop(tid))
+                self.bulk.touch(tid)
+            self._schedule_bulk()
+        return len(todo) <= limit
+
+    def virtual_at(self, point: QPointF) -> str | None:
+        """The task whose bulk card is under ``point`` (None if made or not virtual)."""
+        if not self.virtual:
+            return None
+        return self.bulk.at(point.x(), point.y())
 
     def _place_waiting(self) -> None:
         if self._layout_waiting is not None and not self._unbuilt:
@@ -311,6 +400,8 @@ class GraphScene(GroupedScene, QGraphicsScene):
         # Thousands of moves (Expand all) in slices of their own, then edges, then
         # layoutApplied (a selection waiting for the layout follows it).
         self._move_job = list(self.view_model.members)
+        if self.virtual:  # every card is filed afresh by the moves, then drawn
+            self.bulk.clear()
         self._move_finishing = False
         if len(self._move_job) <= CHUNKED_NODES:
             self._move_slice(budget_ms=None)
@@ -324,10 +415,14 @@ class GraphScene(GroupedScene, QGraphicsScene):
         clock = QElapsedTimer()
         clock.start()
         done = 0
+        made, groups, bulk = self.nodes.made, self.group_items, self.bulk
+        virtual = self.virtual
         for rep in job:
-            item = self.item_of(rep)
+            item = made.get(rep) or groups.get(rep)
             if item is not None:
                 item.setPos(*self.position_of(rep))
+            if virtual and not is_group_rep(rep):
+                bulk.add(rep, *self.position_of(rep))
             done += 1
             if budget_ms is not None and (clock.elapsed() >= budget_ms or done >= MOVES_PER_SLICE):
                 break
@@ -343,10 +438,11 @@ class GraphScene(GroupedScene, QGraphicsScene):
         self._move_job = None
         # Shown all at once, in place: shown slice by slice, every slice repainted the
         # thousands already shown (Expand all took a third longer).
-        for rep in self.view_model.members:
-            item = self.item_of(rep)
-            if item is not None:
-                item.setVisible(True)
+        for node in self.nodes.made.values():
+            node.setVisible(True)
+        for group in self.group_items.values():
+            group.setVisible(True)
+        self._schedule_bulk()  # the cards (a big graph's), drawn a few tiles a slice
         self.setItemIndexMethod(QGraphicsScene.ItemIndexMethod.BspTreeIndex)
         if len(self.nodes) > CHUNKED_NODES:
             self._edge_job = None  # thousands of curves: drawn in slices, afresh
@@ -436,9 +532,12 @@ class GraphScene(GroupedScene, QGraphicsScene):
                 self.pins.pop(tid, None)
             else:
                 self.pins[tid] = (float(xy[0]), float(xy[1]))
-            node = self.nodes.get(tid)
+            node = self.nodes.made.get(tid)
             if node is not None and self.layout is not None:
                 node.setPos(*self.position_of(tid))
+            if tid in self.bulk.where and self.layout is not None:
+                self.bulk.move(tid, *self.position_of(tid))  # its card, when given back
+                self._schedule_bulk()
         self._update_scene_rect()
         self._rebuild_edges()
         self._update_halo()
@@ -457,7 +556,7 @@ class GraphScene(GroupedScene, QGraphicsScene):
             self.nodes[tid].setPos(x, y)
         edges, heads = QPainterPath(), QPainterPath()
         for up, down in self._moving_edges:
-            start, end = self.item_of(up).output_point(), self.item_of(down).input_point()
+            start, end = self.output_point(up), self.input_point(down)
             add_edge(edges, heads, start, end)
         heads.setFillRule(Qt.FillRule.WindingFill)
         self.moving_edges_item.setPath(edges)
@@ -481,6 +580,28 @@ class GraphScene(GroupedScene, QGraphicsScene):
                 rect = rect.united(QRectF(x, y, NODE_WIDTH, NODE_HEIGHT))
         self.setSceneRect(rect.adjusted(-MARGIN, -MARGIN, MARGIN, MARGIN))
 
+    def _made_item(self, rep: str):
+        """The node or group item of a representative if it exists (nothing is made)."""
+        return self.nodes.made.get(rep) or self.group_items.get(rep)
+
+    def _anchor(self, rep: str) -> QPointF | None:
+        """A representative's top-left corner as drawn (its item's, else its bulk
+        card's), without making an item; None if it is not drawn yet."""
+        item = self._made_item(rep)
+        if item is not None:
+            return item.pos()
+        if self.virtual and rep in self.nodes:
+            return QPointF(*self.position_of(rep))
+        return None
+
+    def output_point(self, rep: str) -> QPointF:
+        anchor = self._anchor(rep)
+        return QPointF() if anchor is None else anchor + OUT
+
+    def input_point(self, rep: str) -> QPointF:
+        anchor = self._anchor(rep)
+        return QPointF() if anchor is None else anchor + IN
+
     def _route(self, up: str, down: str):
         """Slots a long edge passes through; none once a person moved either end."""
         moved = (up in self.pins or down in self.pins) or (up in self.kept or down in self.kept)
@@ -497,6 +618,11 @@ class GraphScene(GroupedScene, QGraphicsScene):
     def _edges_slice(self, budget_ms: int | None = SLICE_MS) -> None:
         """Edges' curves and bundle counts, at most ``budget_ms`` per slice (big graphs:
         10,000 curves held the GUI thread 1.2 s); the paths are set once all are made."""
+        if budget_ms is not None and (
+            self._announce_timer.isActive() or self.bulk.dirty or not self.slice_free()
+        ):
+            self._edges_timer.start(0)  # a slice of its own, after those
+            return
         if self._edge_job is None:
             view = self.view_model
             self._edge_job = (iter(list(view.edges.items())), QPainterPath(), QPainterPath())
@@ -506,19 +632,35 @@ class GraphScene(GroupedScene, QGraphicsScene):
         clock = QElapsedTimer()
         clock.start()
         drawn = 0
+        made, groups = self.nodes.made, self.group_items
+        cards = self.bulk.where if self.virtual else {}  # cards with no item (bulk.py)
+        routes = self.layout.routes if self.layout is not None else {}
+        moving = self._moving
+
+        def corner(rep: str) -> tuple[float, float] | None:
+            item = made.get(rep) or groups.get(rep)
+            if item is None:
+                return cards.get(rep)
+            at = item.pos()
+            return at.x(), at.y()
+
         for (up, down), count in pending:  # bundled where a group is collapsed
-            a, b = self.item_of(up), self.item_of(down)
+            a, b = corner(up), corner(down)
             if a is None or b is None:
                 continue  # still being built
-            if up in self._moving or down in self._moving:
+            if up in moving or down in moving:
                 self._moving_edges.append((up, down))  # drawn by preview_positions
                 continue
-            route = self._route(up, down)
-            add_edge(edges, heads, a.output_point(), b.input_point(), route)
+            route = self._route(up, down) if routes else ()
+            if route:
+                add_edge(edges, heads, QPointF(*a) + OUT, QPointF(*b) + IN, route)
+            else:  # most edges of a big graph: straight into the shared paths
+                add_plain_edge(edges, heads, a[0] + OUT_X, a[1] + OUT_Y, b[0], b[1] + OUT_Y)
             if count >= 2:
                 self.add_bundle_label(up, down, count)
             drawn += 1
             if budget_ms is not None and (clock.elapsed() >= budget_ms or drawn >= EDGES_PER_SLICE):
+                self.slice_done()
                 self._edges_timer.start(0)
                 return
         self._edge_job = None
@@ -542,9 +684,9 @@ class GraphScene(GroupedScene, QGraphicsScene):
         if paused == self.dispatcher_paused:
             return
         self.dispatcher_paused = paused
-        for tid, info in self.tasks.items():
-            node = self.nodes.get(tid)
-            if node is not None and info.state is TaskState.READY:
+        for tid, node in self.nodes.made.items():
+            info = self.tasks[tid]
+            if info.state is TaskState.READY:
                 node._show_status()
 
     def update_tasks(self, changed: dict[str, TaskInfo]) -> bool:
@@ -552,8 +694,11 @@ class GraphScene(GroupedScene, QGraphicsScene):
         structural = False
         old_states = {}
         by_state = bool(self.filter.states)
+        made, bulk = self.nodes.made, self.bulk.tile_of
         for tid, info in changed.items():
-            node = self.nodes.get(tid)
+            node = made.get(tid)
+            if node is None and tid in bulk:
+                self.bulk.touch(tid)  # its card is redrawn with its tile
             old = self.tasks.get(tid)
             if old is None or old.deps != info.deps:
                 structural = True  # (a known task with no node yet is still being built)
@@ -571,6 +716,7 @@ class GraphScene(GroupedScene, QGraphicsScene):
             if node is not None:
                 node.set_info(info, self.base)
         self._recount_groups(changed, old_states)
+        self._schedule_bulk()
         self._pace_elapsed()
         return structural
 
@@ -585,7 +731,7 @@ class GraphScene(GroupedScene, QGraphicsScene):
         if source is None:
             return
         for tid in list(self._running):
-            node = self.nodes.get(tid)
+            node = self.nodes.made.get(tid)
             if node is not None:
                 node.set_elapsed(source(tid))
 
@@ -596,7 +742,7 @@ class GraphScene(GroupedScene, QGraphicsScene):
         if abs(scale - getattr(self, "_port_scale", 1.0)) < 0.01:
             return
         self._port_scale = scale
-        for node in self.nodes.values():
+        for node in self.nodes.made.values():
             node.port.setScale(scale)
 
     @property
@@ -608,7 +754,7 @@ class GraphScene(GroupedScene, QGraphicsScene):
             self._detail = detail
             self.heads_item.setVisible(detail)  # specks when zoomed out, and costly to fill
             self.moving_heads_item.setVisible(detail)
-            for node in self.nodes.values():
+            for node in self.nodes.made.values():
                 node.set_detail(detail)
 
     # -- selection ---------------------------------------------------------------
@@ -651,7 +797,7 @@ class GraphScene(GroupedScene, QGraphicsScene):
             if up not in self.nodes or down not in self.nodes:
                 continue
             # Cheap box test on the end points first: a click must not build 5,000 curves.
-            a, b = self.nodes[up].output_point(), self.nodes[down].input_point()
+            a, b = self.output_point(up), self.input_point(down)
             ys = [a.y(), b.y(), *(y for _x, y in self._route(up, down))]
             if not (
                 min(a.x(), b.x()) - tolerance <= px <= max(a.x(), b.x()) + tolerance
@@ -668,16 +814,14 @@ class GraphScene(GroupedScene, QGraphicsScene):
 
     def edge_path(self, up: str, down: str) -> QPainterPath:
         """The curve of one edge as drawn (through its route, if it skips layers)."""
-        return routed_curve(
-            self.nodes[up].output_point(), self.nodes[down].input_point(), self._route(up, down)
-        )
+        return routed_curve(self.output_point(up), self.input_point(down), self._route(up, down))
 
     def node_at(self, point: QPointF) -> str | None:
         for item in self.items(point):
             tid = item.data(0)
             if tid is not None and tid in self.nodes:
                 return tid
-        return None
+        return self.virtual_at(point)
 
     # -- drag-to-connect feedback --------------------------------------------------
     def show_rubber(
@@ -711,10 +855,10 @@ class GraphScene(GroupedScene, QGraphicsScene):
             return edge_curve(start, end)
         left, right = end.x() - ARROW_LENGTH - 2 * BACK_EDGE_GAP, start.x() + 2 * BACK_EDGE_GAP
         tops = [
-            rect.top()
-            for node in self.nodes.values()
-            for rect in (node.sceneBoundingRect(),)
-            if rect.right() >= left and rect.left() <= right
+            anchor.y()
+            for tid in self.nodes
+            for anchor in (self._anchor(tid),)
+            if anchor is not None and anchor.x() + NODE_WIDTH >= left and anchor.x() <= right
         ]
         clear_y = min([*tops, start.y(), end.y()]) - BACK_EDGE_GAP
         return back_edge(start, end, clear_y)

@@ -7,15 +7,16 @@ and calls the engine, which is the judge of every edge.
 from __future__ import annotations
 
 import shiboken6
-from PySide6.QtCore import QPoint, QPointF, QRectF, Qt, QTimer, Signal
+from PySide6.QtCore import QEvent, QPoint, QPointF, QRectF, Qt, QTimer, Signal
 from PySide6.QtGui import QMouseEvent, QPainter, QWheelEvent
 from PySide6.QtWidgets import QApplication, QGraphicsView
 
 from .group_item import ROLE_GROUP
 from .groups import group_rep
 from .items import PORT_RADIUS, ROLE_ID, ROLE_KIND
+from .layout import NODE_HEIGHT, NODE_WIDTH
 from .overview import Overview
-from .scene import GraphScene
+from .scene import CHUNKED_NODES, GraphScene
 
 DETAIL_SCALE = 0.45  # below this zoom the node text is unreadable: draw plain boxes
 # Fit never goes below this for graphs up to READABLE_UP_TO tasks: names stay readable
@@ -72,6 +73,14 @@ class GraphView(QGraphicsView):
         self.overview = Overview(self)
         self.horizontalScrollBar().valueChanged.connect(self._place_overview)
         self.verticalScrollBar().valueChanged.connect(self._place_overview)
+        # A big graph's cards are drawn in bulk: at a legible zoom, the items of the
+        # cards in sight are made, a slice at a time (scene.make_visible_nodes).
+        self._sweep_timer = QTimer(self)
+        self._sweep_timer.setSingleShot(True)
+        self._sweep_timer.timeout.connect(self._sweep)
+        self._reveal_timer = QTimer(self)
+        self._reveal_timer.setSingleShot(True)
+        self._reveal_timer.timeout.connect(self._reveal_slice)
 
     # -- zoom ---------------------------------------------------------------------
     def zoom_by(self, factor: float) -> None:
@@ -125,6 +134,37 @@ class GraphView(QGraphicsView):
         # Scroll bars can still report while the window is being torn down.
         if shiboken6.isValid(self.graph_scene) and shiboken6.isValid(self.overview):
             self.overview.place()
+            if self.graph_scene.virtual and not self._sweep_timer.isActive():
+                self._sweep_timer.start(0)
+
+    def _sweep(self) -> None:
+        """Make the node items of the bulk cards in sight at a legible zoom."""
+        scene = self.graph_scene
+        if not shiboken6.isValid(scene) or not scene.virtual:
+            return
+        if self.zoom_level() < DETAIL_SCALE:
+            return
+        if not scene.slice_free():
+            self._sweep_timer.start(0)
+            return
+        rect = self.mapToScene(self.viewport().rect()).boundingRect()
+        done = scene.make_visible_nodes(rect)
+        scene.slice_done()
+        if not done:
+            self._sweep_timer.start(0)
+
+    def viewportEvent(self, event) -> bool:
+        if event.type() == QEvent.Type.ToolTip and self.graph_scene.virtual:
+            self._made_at(event.pos())  # the card's own item gives the tooltip
+        return super().viewportEvent(event)
+
+    def _made_at(self, pos) -> str | None:
+        """The task of the bulk card at ``pos``, its item made now (or None)."""
+        scene = self.graph_scene
+        tid = scene.virtual_at(self.mapToScene(pos))
+        if tid is not None:
+            scene.nodes[tid]
+        return tid
 
     def wheelEvent(self, event: QWheelEvent) -> None:
         delta = event.angleDelta().y()
@@ -146,7 +186,12 @@ class GraphView(QGraphicsView):
         if self._fit_pending and self.graph_scene.shown_items:
             self._fit_pending = False
             self.fit()
-        self._select_revealed()
+        if len(self.graph_scene.nodes) > CHUNKED_NODES:
+            # A found task selected and centred in a slice of its own: the layout's
+            # other listeners (the timeline's lanes) take theirs.
+            self._reveal_timer.start(0)
+        else:
+            self._select_revealed()
 
     def resizeEvent(self, event) -> None:
         super().resizeEvent(event)
@@ -185,8 +230,10 @@ class GraphView(QGraphicsView):
         node = self.graph_scene.nodes.get(tid)
         if node is None:
             return
+        # Centred on a task: a resize (scroll bars appearing as a group opens) must not
+        # fit the whole graph again and lose it.
+        self._following_fit = False
         if self.zoom_level() < DETAIL_SCALE:
-            self._following_fit = False
             self.resetTransform()
             self._update_detail()
         self.centerOn(node.sceneBoundingRect().center())
@@ -204,6 +251,16 @@ class GraphView(QGraphicsView):
             self.selectionChanged.emit(list(scene.selected))
         if centre and ids:
             self.center_on(ids[0])
+
+    def _reveal_slice(self) -> None:
+        scene = self.graph_scene
+        if not shiboken6.isValid(scene):
+            return
+        if not scene.slice_free():
+            self._reveal_timer.start(0)
+            return
+        self._select_revealed()
+        scene.slice_done()
 
     def _select_revealed(self) -> None:
         scene = self.graph_scene
@@ -238,10 +295,12 @@ class GraphView(QGraphicsView):
         return True
 
     def _centre_after_layout(self, members, fallback) -> None:
-        nodes = self.graph_scene.nodes
-        placed = [nodes[t] for t in members if t in nodes and nodes[t].isVisible()]
-        if placed:
-            self.centerOn(placed[0].sceneBoundingRect().center())
+        scene = self.graph_scene
+        first = next((t for t in members if t in scene.nodes), None)
+        made = scene.nodes.made.get(first) if first is not None else None
+        anchor = scene._anchor(first) if first is not None else None
+        if anchor is not None and (scene.virtual or (made is not None and made.isVisible())):
+            self.centerOn(anchor + QPointF(NODE_WIDTH / 2, NODE_HEIGHT / 2))
         else:
             self.centerOn(*fallback)
 
@@ -268,7 +327,8 @@ class GraphView(QGraphicsView):
             parent = item.parentItem()
             if parent is not None and parent.data(ROLE_KIND) == "node":
                 return parent.data(ROLE_ID), "node"
-        return None, None
+        tid = self._made_at(pos)  # a card drawn in bulk
+        return (tid, "node") if tid is not None else (None, None)
 
     read_only = False  # a past run is shown: no connecting, moving or deleting
 
@@ -423,14 +483,18 @@ class GraphView(QGraphicsView):
         if not nodes:
             return
         current = self.selected()[0] if self.selected() else None
-        if current is None:
-            first = min(nodes, key=lambda t: (nodes[t].x(), nodes[t].y()))
+        where = {t: self.graph_scene._anchor(t) for t in nodes}  # no item made for it
+        placed = {t: p for t, p in where.items() if p is not None}
+        if not placed:
+            return
+        if current is None or current not in placed:
+            first = min(placed, key=lambda t: (placed[t].x(), placed[t].y()))
             self.select([first])
             self.center_on(first)
             return
-        here = nodes[current].pos()
+        here = placed[current]
         best, best_cost = None, float("inf")
-        for tid, node in nodes.items():
+        for tid, node in placed.items():
             along = (node.x() - here.x()) * dx + (node.y() - here.y()) * dy
             across = abs((node.x() - here.x()) * dy) + abs((node.y() - here.y()) * dx)
             if tid == current or along <= 0 or across > along * 2:

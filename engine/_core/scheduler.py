@@ -1081,6 +1081,9 @@ class Scheduler:
     def _check_open(self) -> None:
         if self._core.store_error is not None:
             self._raise_store_error()
+        store = self._store
+        if store is not None and store.failed:  # its listener tells the engine a moment later
+            raise store.failure_error()
         if self._core.closed:
             raise RuntimeError("the scheduler has been shut down")
 

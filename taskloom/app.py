@@ -233,6 +233,9 @@ def run_window(
     from taskloom.gui.app_settings import APP_NAME, DISPLAY_NAME, user_settings
 
     app = cast(QApplication, QApplication.instance() or QApplication(sys.argv[:1]))
+    from taskloom.gui.collector import COLLECTOR
+
+    COLLECTOR.install(app)  # collections on the GUI thread only (a worker's freed Qt objects)
     app.setApplicationName(APP_NAME)
     app.setOrganizationName(APP_NAME)
     app.setApplicationDisplayName(DISPLAY_NAME)

@@ -23,7 +23,6 @@ window watches that run (``watching.py``) and can take it over once it stops.
 
 from __future__ import annotations
 
-import gc
 import logging
 import os
 import subprocess
@@ -35,6 +34,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from taskloom.engine.store import StoreBusy
+from taskloom.gui.collector import COLLECTOR
 from taskloom.gui.run_choice import ask_resume_or_new
 
 from .closing import CLOSE_STOP, _CloseWatcher, ask_keep_schedule
@@ -55,61 +55,10 @@ OPEN_ERRORS = (RuntimeError, ValueError, KeyError, TypeError, OSError)
 # A workflow file at least this big (about 2,000 tasks) is read, checked and scheduled
 # off the GUI thread, behind a window that says how far it got; smaller ones open at once.
 BACKGROUND_OPEN_BYTES = 100_000
-# The longest the garbage collector stays paused for a big file's open (_Collector).
+# The longest the garbage collector stays paused for a big file's open (gui/collector.py).
 COLLECTOR_PAUSE_MAX_MS = 180_000
 # Errors of Scheduler.start(): a task depending on an unknown one, no threads to be had.
 START_ERRORS = (RuntimeError, KeyError, ValueError)
-
-
-class _Collector:
-    """Python's cyclic garbage collector, paused while a big file opens (issue 25).
-
-    Reading, checking and scheduling a 100,000-task file makes millions of objects that
-    all live on, and every full collection walked all of them again: about 40% of the
-    open's time at 50,000 tasks. Paused from the open until its graph is drawn (or the
-    open ends otherwise); pauses nest (the collector is one for the process). Then what
-    exists is frozen (``gc.freeze``): turned on with all of it young, the collector's
-    next pass walked it all on the GUI thread (1-2 s at 100,000 tasks). ``thaw`` when a
-    run closes hands it back to the collector (what became garbage is collected)."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._pauses = 0
-        self._was_enabled = True
-        self.paused_total = 0  # pauses taken (tests count them)
-        self.frozen = False  # objects were frozen at the end of a pause
-
-    def pause(self) -> None:
-        with self._lock:
-            if self._pauses == 0:
-                self._was_enabled = gc.isenabled()
-                gc.disable()
-            self._pauses += 1
-            self.paused_total += 1
-
-    def resume(self) -> None:
-        with self._lock:
-            if self._pauses == 0:
-                return
-            self._pauses -= 1
-            if self._pauses == 0 and self._was_enabled:
-                gc.freeze()
-                self.frozen = True
-                gc.enable()
-
-    def thaw(self) -> None:
-        """A run closed: what was frozen is the collector's again (not while paused)."""
-        with self._lock:
-            if self.frozen and self._pauses == 0:
-                gc.unfreeze()
-                self.frozen = False
-
-    @property
-    def paused(self) -> bool:
-        return self._pauses > 0
-
-
-COLLECTOR = _Collector()
 
 
 def store_paths(workflow, db: Path | None = None, data_dir: Path | None = None):

@@ -13,6 +13,17 @@ from PySide6.QtWidgets import QApplication
 from taskloom.engine import ManualClock, Scheduler, SyncExecutor
 
 
+@pytest.fixture(scope="session", autouse=True)
+def collector_on_the_gui_thread(qapp):
+    """As the app does (taskloom/app.py): garbage is collected on the GUI thread only.
+    Left automatic, a worker of one test collected a scene an earlier test dropped, and
+    its timers fired into freed memory (a segfault)."""
+    from taskloom.gui.collector import COLLECTOR
+
+    COLLECTOR.install(qapp)
+    yield
+
+
 @pytest.fixture(autouse=True)
 def no_leaked_windows(qapp):
     yield

@@ -88,7 +88,9 @@ def test_a_broken_big_file_lists_its_problems_in_a_window(qtbot, tmp_path, setti
         window = sessions.current.window
         assert window.problems_dock.isVisible()
         assert "nowhere" in capsys.readouterr().err
-        assert gc.isenabled()  # paused for the open, on again
+        from taskloom.gui.collector import COLLECTOR
+
+        assert not COLLECTOR.paused  # paused for the open, collecting again
     finally:
         sessions.close()
 
@@ -273,45 +275,50 @@ def test_the_garbage_collector_is_paused_while_a_big_file_opens_until_its_graph_
     qtbot, tmp_path, settings
 ):
     """Millions of objects that all live on: every full collection walked them again
-    (issue 25). Paused from the open until the graph is drawn, then on again."""
-    from taskloom.sessions import COLLECTOR
+    (issue 25). Nothing is collected from the open until the graph is drawn."""
+    from taskloom.gui.collector import COLLECTOR
 
     sessions, path = open_big(tmp_path, settings, 3000)
     pauses = COLLECTOR.paused_total
-    paused_while_loading: list[bool] = []
+    while_loading: list[tuple[bool, int]] = []
     timer = QTimer()
     timer.setInterval(5)
     timer.timeout.connect(
         lambda: (
-            paused_while_loading.append(not gc.isenabled()) if sessions.current is None else None
+            while_loading.append((COLLECTOR.paused, COLLECTOR.collections))
+            if sessions.current is None
+            else None
         )
     )
     timer.start()
     try:
-        assert gc.isenabled()
+        assert not COLLECTOR.paused
         assert sessions.open(path)
-        assert COLLECTOR.paused and not gc.isenabled()
+        assert COLLECTOR.paused
         qtbot.waitUntil(lambda: sessions.current is not None, timeout=60000)
         qtbot.waitUntil(sessions.current.window.scene.is_drawn, timeout=30000)
-        qtbot.waitUntil(gc.isenabled, timeout=5000)  # on again once drawn
-        assert not COLLECTOR.paused and COLLECTOR.paused_total == pauses + 1
-        assert paused_while_loading and all(paused_while_loading)
+        qtbot.waitUntil(lambda: not COLLECTOR.paused, timeout=5000)  # collecting again
+        assert COLLECTOR.paused_total == pauses + 1
+        assert while_loading and all(paused for paused, _ in while_loading)
+        assert len({count for _, count in while_loading}) == 1  # nothing collected meanwhile
         # what the open made is frozen: the collector's next pass does not walk it all
         assert COLLECTOR.frozen and gc.get_freeze_count() > 3000
     finally:
         timer.stop()
         sessions.close()
-    assert gc.isenabled()
+    assert not COLLECTOR.paused
     assert not COLLECTOR.frozen and gc.get_freeze_count() == 0  # the run closed: thawed
 
 
 def test_the_garbage_collector_is_on_again_when_a_big_open_is_abandoned(qtbot, tmp_path, settings):
+    from taskloom.gui.collector import COLLECTOR
+
     sessions, path = open_big(tmp_path, settings, 3000)
     try:
         assert sessions.open(path)
-        assert not gc.isenabled()
+        assert COLLECTOR.paused
         sessions.loading.window.close()  # the person closes the progress window
-        assert gc.isenabled() and sessions.current is None
+        assert not COLLECTOR.paused and sessions.current is None
     finally:
         sessions.close()
 

@@ -33,6 +33,7 @@ class TimelineModel:
         self.lane_group = None
         self.folds_new = 0  # lanes folded in one by one, not all again (tests count them)
         self.grouped_lanes: list[str] | None = None  # lanes with groups folded in
+        self.grouped_index: dict[str, int] = {}  # lane -> its place in grouped_lanes
         self.group_sizes: dict[str, int] = {}
         self.group_bars: dict[str, deque] = {}  # group -> deque[(tid, task bar)], by start
         self.entries: dict[str, list[Entry]] = {}
@@ -93,6 +94,7 @@ class TimelineModel:
         self.group_bars, self.group_sizes = {}, {}
         if lane_group is None:
             self.grouped_lanes = None
+            self.grouped_index = {}
             return
         lanes: list[str] = []
         sizes = self.group_sizes
@@ -106,6 +108,7 @@ class TimelineModel:
                 sizes[group] = 1
                 lanes.append(GROUP_LANE + group)
         self.grouped_lanes = lanes if sizes else None
+        self.grouped_index = {lane: i for i, lane in enumerate(lanes)} if sizes else {}
         gathered: dict[str, list] = {}
         for tid, bars in self.bars.items():
             group = lane_group(tid)
@@ -123,14 +126,17 @@ class TimelineModel:
             self._fold_groups()  # no group lane yet: the lanes are the tasks'
             return
         self.folds_new += 1
+        index = self.grouped_index
         for tid in new:
             group = lane_group(tid)
             if group is None:
+                index[tid] = len(lanes)
                 lanes.append(tid)
             elif group in sizes:
                 sizes[group] += 1
             else:
                 sizes[group] = 1
+                index[GROUP_LANE + group] = len(lanes)
                 lanes.append(GROUP_LANE + group)
 
     def refresh_active(self, selected: str | None = None) -> bool:
@@ -144,7 +150,17 @@ class TimelineModel:
             shown |= set(self.history.bars)
         if selected:
             shown.add(selected)
-        active = [tid for tid in lanes if tid in shown or tid.startswith(GROUP_LANE)]
+        grouped = self.grouped_lanes is not None
+        if len(shown) + len(self.group_sizes) < len(lanes) // 8:
+            # Few to show among many lanes (a big graph expanded): sorted by place, not a
+            # pass over every lane at each refresh (30-90 ms at 50,000).
+            index = self.grouped_index if grouped else self.lane_index
+            picked = {tid for tid in shown if tid in index}
+            if grouped:
+                picked.update(GROUP_LANE + group for group in self.group_sizes)
+            active = sorted(picked, key=index.__getitem__)
+        else:
+            active = [tid for tid in lanes if tid in shown or tid.startswith(GROUP_LANE)]
         changed = active != self.active_lanes
         self.active_lanes = active
         return changed

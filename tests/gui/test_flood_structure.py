@@ -13,6 +13,7 @@ from taskloom.engine import TaskInfo, TaskState
 from taskloom.gui.background import LatestWorker
 from taskloom.gui.structure import StructureChange, StructureDelta
 from taskloom.gui.task_list import TaskList
+from taskloom.gui.timeline._common import GROUP_LANE
 from taskloom.gui.timeline.model import TimelineModel
 
 S = TaskState
@@ -259,3 +260,37 @@ def test_a_resting_worker_leaves_as_long_as_a_job_took_before_the_next():
     (first_began, first_ended), (second_began, _) = spans
     assert second_began - first_ended >= 0.9 * (first_ended - first_began)
     assert worker.dropped == 5
+
+
+class _CountedLanes(list):
+    """A lane list that counts the passes over it."""
+
+    passes = 0
+
+    def __iter__(self):
+        self.passes += 1
+        return super().__iter__()
+
+
+def test_the_lanes_shown_among_50000_are_found_without_a_pass_over_every_lane():
+    """Expand all on 50,000 tasks refreshed the shown lanes by walking all of them at
+    every dirty tick (30-90 ms each); the few that have something to show are sorted by
+    their place instead, in the same order as the walk gives."""
+    model = TimelineModel()
+    model.set_tasks({f"t{i}": info(f"t{i}") for i in range(50_000)})
+    model.set_lane_groups(lambda tid: "tail" if int(tid[1:]) >= 49_000 else None)
+    for tid in ("t31", "t7", "t49500", "t20000"):  # t49500 is folded into its group
+        model.entries[tid] = []
+    expected = [
+        lane
+        for lane in (model.grouped_lanes or ())
+        if lane in {"t31", "t7", "t20000", "t5"} or lane.startswith(GROUP_LANE)
+    ]
+    lanes = model.grouped_lanes = _CountedLanes(model.grouped_lanes or ())
+    assert model.refresh_active(selected="t5")
+    assert lanes.passes == 0
+    group_lanes = [lane for lane in expected if lane not in {"t31", "t7", "t20000", "t5"}]
+    assert len(group_lanes) == 1
+    assert model.active_lanes == ["t5", "t7", "t31", "t20000", *group_lanes] == expected
+    model.set_lane_groups(None)  # no groups: the task lanes' own places
+    assert model.refresh_active() and model.active_lanes == ["t7", "t31", "t20000", "t49500"]

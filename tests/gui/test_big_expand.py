@@ -7,47 +7,20 @@ from __future__ import annotations
 import random
 
 from PySide6.QtCore import QEvent, QPoint, QPointF, QRectF, Qt
-from PySide6.QtGui import QContextMenuEvent, QHelpEvent, QMouseEvent
+from PySide6.QtGui import QContextMenuEvent, QHelpEvent
 from PySide6.QtWidgets import QApplication
 
-from taskloom.engine import TaskInfo, TaskState
+from taskloom.engine import TaskState
 from taskloom.gui.graph.bulk import BulkCards
 from taskloom.gui.graph.layout import NODE_HEIGHT, NODE_WIDTH
 from taskloom.gui.graph.scene import GraphScene
 from taskloom.gui.graph.view import DETAIL_SCALE, GraphView
+from tests.gui.test_editing import send_mouse
+from tests.gui.test_groups import graph
 
 S = TaskState
+
 LEFT, NONE = Qt.MouseButton.LeftButton, Qt.MouseButton.NoButton
-
-
-def graph(edges, nodes=()):
-    """{id: TaskInfo} with deps and dependents from (upstream, downstream) pairs."""
-    deps: dict[str, list[str]] = {n: [] for n in nodes}
-    below: dict[str, list[str]] = {n: [] for n in nodes}
-    for up, down in edges:
-        for n in (up, down):
-            deps.setdefault(n, [])
-            below.setdefault(n, [])
-        deps[down].append(up)
-        below[up].append(down)
-    return {
-        t: TaskInfo(
-            t, t, S.PENDING, tuple(deps[t]), tuple(below[t]), 0, 0, None, False, False, None
-        )
-        for t in deps
-    }
-
-
-def send_mouse(widget, kind, pos: QPoint, button, buttons) -> None:
-    event = QMouseEvent(
-        kind,
-        QPointF(pos),
-        QPointF(widget.mapToGlobal(pos)),
-        button,
-        buttons,
-        Qt.KeyboardModifier.NoModifier,
-    )
-    QApplication.sendEvent(widget, event)
 
 
 def drag(view, start: QPointF, end: QPointF, steps=6) -> None:

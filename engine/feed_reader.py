@@ -102,6 +102,10 @@ class FeedReader:
         ).fetchone()
         return found is not None
 
+    def schema_version(self) -> int:
+        """The store's schema version (``PRAGMA user_version``; 0 while it is being made)."""
+        return int(self._conn.execute("PRAGMA user_version").fetchone()[0])
+
     def written(self) -> float | None:
         """When the owner last wrote its feed (wall clock), or None if it never did
         (or the store has no feed: an older owner)."""

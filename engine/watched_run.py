@@ -63,6 +63,7 @@ QUIET_POLLS = 10
 IDLE_POLL_INTERVAL = 0.5
 OWNER_CHECK = 0.25  # seconds between looks at whether the owner still holds the store
 ATTACH_TIMEOUT = 5.0  # seconds to wait for the owner to notice us and publish its run
+NO_FEED_GRACE = 1.0  # seconds a store's schema stands still without a feed: an older owner
 STALE_BEATS = 4  # owner heartbeats missed before it counts as not answering
 REPLAY = 500  # events a new listener is handed first
 WANTED_ROUNDS = 50  # rounds an incomplete read of a task's attempts is tried again
@@ -259,6 +260,11 @@ class WatchedRun:
     def _attach(self, since: float, timeout: float) -> None:
         """Wait until the owner has written its feed since ``since`` (it knows we watch)."""
         deadline = time.monotonic() + timeout
+        # A store with no feed tables: an owner older than the feed, or one making the
+        # store right now (its schema steps commit one by one). Named at once only once
+        # the schema has stood still for NO_FEED_GRACE (a window opened the moment the
+        # file appeared was told "an older Taskloom?").
+        schema, still_since = self._reader.schema_version(), time.monotonic()
         while True:
             written = self._reader.written()
             if written is not None and written >= since:
@@ -266,7 +272,13 @@ class WatchedRun:
                 return
             if not self._owner_alive():
                 raise OwnerGone(f"{self.path}: the owner stopped")
-            if time.monotonic() >= deadline or not self._reader.has_feed():
+            old_owner = False
+            if not self._reader.has_feed():
+                now_schema = self._reader.schema_version()
+                if now_schema != schema:
+                    schema, still_since = now_schema, time.monotonic()
+                old_owner = time.monotonic() - still_since >= NO_FEED_GRACE
+            if time.monotonic() >= deadline or old_owner:
                 who = self.owner.describe()
                 raise StoreBusy(
                     f"{self.path} is in use by {who}, which does not publish its run for "

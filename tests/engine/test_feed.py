@@ -275,6 +275,41 @@ def test_an_owner_without_a_feed_is_named_at_once(tmp_path):
         lock.release()
 
 
+def test_a_store_its_owner_is_still_making_is_waited_for_not_called_old(tmp_path):
+    """A window opened the moment the file appeared was told the owner was "an older
+    Taskloom": the schema's steps commit one by one, the feed tables come at step 3.
+    While the schema moves, the watcher waits; once it stands still, it says so."""
+    from taskloom.engine._store.lock import StoreLock
+    from taskloom.engine.store import StoreBusy
+    from taskloom.engine.watched_run import NO_FEED_GRACE
+
+    path = tmp_path / "new.db"
+    sqlite3.connect(path).close()
+    lock = StoreLock.acquire(path)  # the owner, making its store
+    steps_done = threading.Event()
+
+    def make_schema_slowly() -> None:
+        for version in (1, 2):
+            time.sleep(0.6)  # a loaded machine's pace between two schema steps
+            conn = sqlite3.connect(path)
+            conn.execute(f"PRAGMA user_version = {version}")
+            conn.close()
+        steps_done.set()
+
+    maker = threading.Thread(target=make_schema_slowly)
+    try:
+        started = time.monotonic()
+        maker.start()
+        with pytest.raises(StoreBusy, match="does not publish its run"):
+            WatchedRun(path, attach_timeout=10.0)
+        waited = time.monotonic() - started
+        assert steps_done.is_set()  # not named old while the schema still moved
+        assert waited >= 1.2 + NO_FEED_GRACE - 0.1
+    finally:
+        maker.join()
+        lock.release()
+
+
 def test_a_watchers_attempts_are_read_again_until_the_store_catches_up_with_the_feed():
     """The feed commits ahead of the engine's attempt rows: attempts read while a
     row says more than the store are not kept (the next call reads them again)."""

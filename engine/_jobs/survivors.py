@@ -105,6 +105,13 @@ def terminate_survivors(
             os.killpg(pgid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
             pass
+    # A SIGKILL lands when the process is next scheduled: on a loaded machine a moment
+    # later. The caller is told they are ended once they are (at most another second).
+    deadline = time.monotonic() + 1.0
+    while groups and time.monotonic() < deadline:
+        groups = [g for g in groups if _group_alive(g)]
+        if groups:
+            time.sleep(0.01)
     if tokens is None or isinstance(tokens, str):
         tokens = [tokens]
     for token in tokens:

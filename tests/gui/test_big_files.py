@@ -10,6 +10,7 @@ from PySide6.QtCore import QTimer
 
 from benchmarks.big_workflows import write_dag
 from taskloom.app import Sessions, resume_without_asking
+from tests.gui.test_big_find import big_window as drawn_window
 
 
 def open_big(tmp_path, settings, n: int, **kw) -> tuple[Sessions, str]:
@@ -98,10 +99,7 @@ def test_a_broken_big_file_lists_its_problems_in_a_window(qtbot, tmp_path, setti
 def big_window(qtbot, monkeypatch, tmp_path, settings, n: int):
     """A window on ``n`` tasks, with what each slice of the scene's work handles recorded:
     nodes made, representatives placed, edges drawn."""
-    from taskloom.engine import Scheduler
-    from taskloom.engine.workflow import load
     from taskloom.gui.graph import scene as scene_module
-    from taskloom.gui.main_window import MainWindow
 
     slices: dict[str, list[int]] = {"nodes": [], "moves": [], "edges": []}
     drawn = [0]
@@ -136,13 +134,7 @@ def big_window(qtbot, monkeypatch, tmp_path, settings, n: int):
         ("_edges_slice", lambda s: drawn[0]),
     ):
         monkeypatch.setattr(scene_module.GraphScene, name, recorded(name, size))
-    workflow = load(write_dag(n, tmp_path))
-    scheduler = Scheduler(workers=1)
-    workflow.schedule_into(scheduler)
-    window = MainWindow(scheduler, settings=settings, workflow=workflow, started=False)
-    qtbot.addWidget(window)
-    window.show()
-    qtbot.waitUntil(window.scene.is_drawn, timeout=30000)
+    window, scheduler = drawn_window(qtbot, tmp_path, settings, n)
     return window, scheduler, slices
 
 

@@ -67,7 +67,25 @@ def _task_traceback(exc: BaseException) -> str:
     tb = exc.__traceback__
     while tb is not None and tb.tb_frame.f_code.co_filename.startswith((_ENGINE_DIR, _FUTURES_DIR)):
         tb = tb.tb_next
-    return "".join(traceback.format_exception(type(exc), exc, tb))
+    text = "".join(traceback.format_exception(type(exc), exc, tb))
+    _drop_frames(exc)
+    return text
+
+
+def _drop_frames(exc: BaseException) -> None:
+    """Once the traceback is text, the exception lets go of its frames. They hold the
+    whole stack the code ran on, every local in it, and, through the executor's future
+    (a frame's local) that holds the exception, a reference cycle: without this a failed
+    attempt's frames lived until the next full collection. In a window that is a Qt
+    object's wrapper outliving the object (a segfault when its address is reused)."""
+    pending, seen = [exc], set()
+    while pending:
+        error = pending.pop()
+        if id(error) in seen:
+            continue
+        seen.add(id(error))
+        error.__traceback__ = None
+        pending.extend(e for e in (error.__cause__, error.__context__) if e is not None)
 
 
 def _acquire_politely(lock: threading.Lock) -> None:

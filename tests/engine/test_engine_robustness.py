@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import gc
 import threading
+import weakref
 
 import pytest
 
@@ -21,6 +23,35 @@ def test_a_task_exception_is_a_failed_attempt_and_the_engine_goes_on(sched, cloc
     assert sched.task("bad").state is S.FAILED
     assert sched.task("bad").error == "ZeroDivisionError: division by zero"
     assert runs.order == ["next"]
+
+
+@pytest.mark.parametrize("threads", [False, True], ids=["inline", "threads"])
+def test_a_failed_attempt_lets_go_of_its_frames_without_a_collection(make_sched, threads):
+    """The traceback is kept as text; the frames it came from (and every local in them)
+    are freed as soon as the attempt is recorded, not at the next full collection.
+    A window's Qt wrappers left in such frames outlived their objects (a segfault)."""
+
+    class Payload:
+        pass
+
+    payloads: list[weakref.ref] = []
+
+    def explode():
+        held = Payload()  # a local of the failing frame
+        payloads.append(weakref.ref(held))
+        raise RuntimeError("disk full") from KeyError("cause")
+
+    sched = make_sched(threads=threads, workers=1)
+    gc.disable()  # as in a window's process: only explicit collections
+    try:
+        sched.schedule(explode, name="bad")
+        assert sched.wait(timeout=10)
+        assert sched.task("bad").state is S.FAILED
+        assert "disk full" in sched.attempts("bad")[-1].traceback
+        assert payloads and payloads[0]() is None
+    finally:
+        gc.enable()
+        sched.shutdown()
 
 
 def test_an_import_failure_is_a_failed_attempt(sched):

@@ -56,6 +56,10 @@ PERIODIC_MS = 5000  # running attempts age even without events
 WAITING_PERIODIC_MS = 60_000
 BUDGET = 0.5  # seconds of sampled passes per forecast
 MIN_GAP = 0.5  # seconds between forecasts: a busy run asks every batch
+# ...and at least COST_FACTOR times what the last one cost this process (the helper
+# thread's CPU making its plan, the GUI thread's showing it): a forecast takes at most
+# a tenth of a core from the engine it forecasts, whatever the run's size.
+COST_FACTOR = 9
 MODEL_TTL = 10.0  # seconds a durations model is used before it is read again
 # ...but one that knows nothing of a task that has succeeded since is read again after
 # this long: on a first run every task is a guess until one has run (then the median).
@@ -182,6 +186,7 @@ class Forecaster(QObject):
         self._again = False
         self._closed = False
         self._cool_until = 0.0  # no forecast starts before this
+        self.last_cost = 0.0  # CPU seconds the last forecast cost this process (both threads)
         self._held = False  # hold(): requests wait for release()
         self.started = 0  # forecasts started (tests count them)
         self._cached_model: tuple[dict, float, DurationModel] | None = None  # helper thread
@@ -256,6 +261,7 @@ class Forecaster(QObject):
     def _compute(self, generation: int, expected: dict, horizon: float) -> None:
         """On the helper thread: never raises, always answers."""
         answer = None
+        cpu = time.thread_time()
         try:
             plan = Plan.from_scheduler(self.scheduler, expected, self._definitions)
             done = [p.definition.id for p in plan.tasks if p.kind == DONE]
@@ -272,7 +278,7 @@ class Forecaster(QObject):
         except Exception:  # a view without a forecast, never a crash
             log.debug("no forecast", exc_info=True)
         if not self._closed:
-            relay.post(self, "_on_finished", generation, answer)
+            relay.post(self, "_on_finished", generation, answer, time.thread_time() - cpu)
 
     def _model(self, expected: dict, done: list | tuple = ()) -> DurationModel:
         """The durations, re-read at most every ``MODEL_TTL`` seconds: they change slowly,
@@ -305,14 +311,17 @@ class Forecaster(QObject):
         self._cached_model = (expected, now, model)
         return model
 
-    def _on_finished(self, generation: int, answer) -> None:
+    def _on_finished(self, generation: int, answer, cost: float = 0.0) -> None:
         self._running = False
         self._cool_until = time.monotonic() + MIN_GAP
         if self._closed:
             return
         self.last = answer
         self.computed += 1
+        shown = time.thread_time()
         self.forecastReady.emit(answer)
+        self.last_cost = cost + time.thread_time() - shown
+        self._cool_until = time.monotonic() + max(MIN_GAP, COST_FACTOR * self.last_cost)
         if self._again:
             self._again = False
             self._start()

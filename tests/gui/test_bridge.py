@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 
 import pytest
 from PySide6.QtCore import QCoreApplication, QThread
@@ -123,5 +124,75 @@ def test_pause_survives_a_later_state_event_in_the_same_batch(qtbot, manual_sche
         bridge.drain()
         assert bridge.tasks["job"].paused is True
         assert bridge.tasks["job"].state is S.CANCELLED
+    finally:
+        bridge.close()
+
+
+def _events(bridge, count, start_seq):
+    return [
+        Event(start_seq + i, "failed", f"t{i}", S.FAILED, 0.0, 1, None, "Err: x")
+        for i in range(count)
+    ]
+
+
+def test_a_busy_drain_makes_the_next_wake_wait_and_a_quiet_one_does_not(qtbot, manual_scheduler):
+    """While a run is busy the window shows it a few times a second: after a drain
+    that handed on many changes the next events wait BUSY_INTERVAL_MS; after a quiet
+    one a single change shows within the bridge's own interval."""
+    from taskloom.gui import bridge as bridge_module
+
+    for i in range(40):
+        manual_scheduler.add(noop, name=f"t{i}")
+    bridge = EngineBridge(manual_scheduler, interval_ms=33)
+    try:
+        seq = bridge.snapshot_seq + 1
+        busy = _events(bridge, bridge_module.BUSY_CHANGES, seq)
+        for event in busy:
+            bridge._on_event(event)
+        bridge.drain()
+        bridge._timer.stop()
+        bridge._wake()
+        assert bridge._timer.isActive()
+        assert bridge._timer.interval() == bridge_module.BUSY_INTERVAL_MS
+        bridge._timer.stop()
+        bridge._on_event(busy[0]._replace(seq=seq + 100, kind="succeeded", state=S.SUCCEEDED))
+        bridge.drain()  # one change: quiet again
+        bridge._timer.stop()
+        bridge._wake()
+        assert bridge._timer.interval() == 33
+    finally:
+        bridge.close()
+
+
+def test_a_backlog_is_drained_one_interval_apart_however_many_drains_it_takes(
+    qtbot, manual_scheduler, monkeypatch
+):
+    """The rest of a flood goes in drains one bridge interval apart: the interval is
+    kept apart from the timer's (QTimer.start(ms) sets it), so it does not shrink to
+    0 ms drain after drain, nor take the busy pace."""
+    from taskloom.gui import bridge as bridge_module
+
+    monkeypatch.setattr(bridge_module, "FOLD_PER_DRAIN", 5)
+    monkeypatch.setattr(bridge_module, "MOST_FOLD_PER_DRAIN", 5)
+    for i in range(40):
+        manual_scheduler.add(noop, name=f"t{i}")
+    bridge = EngineBridge(manual_scheduler, interval_ms=40)
+    try:
+        for event in _events(bridge, 40, bridge.snapshot_seq + 1):
+            bridge._on_event(event)
+
+        def views_work(_changed):  # each batch costs the views about 4 ms
+            until = time.perf_counter() + 0.004
+            while time.perf_counter() < until:
+                pass
+
+        bridge.tasksChanged.connect(views_work)
+        waits = []
+        for _ in range(6):
+            bridge._timer.stop()
+            bridge.drain()
+            assert bridge._timer.isActive()  # more to come, event or not
+            waits.append(bridge._timer.interval())
+        assert all(25 <= wait <= 36 for wait in waits), waits  # 40 ms less the drain's own
     finally:
         bridge.close()

@@ -165,3 +165,37 @@ def test_closing_waits_for_a_store_read_under_way_and_allows_no_more(qtbot):
     else:
         raise AssertionError("a closed forecaster read the store")
     scheduler.shutdown()
+
+
+def test_a_costly_forecast_waits_longer_for_the_next_one(qtbot):
+    """A forecast takes at most about a tenth of a core from the run it forecasts: the
+    next one waits COST_FACTOR times what the last cost this process (here its showing
+    took 120 ms of the GUI thread), not only MIN_GAP."""
+    import time
+
+    from taskloom.gui import forecaster as module
+    from taskloom.gui.forecaster import Forecaster
+
+    scheduler = Scheduler(workers=1, clock=ManualClock(), executor=SyncExecutor())
+    scheduler.add(named("a"), name="a")
+    forecaster = Forecaster(scheduler)
+
+    def costly_view(_answer):
+        until = time.thread_time() + 0.12
+        while time.thread_time() < until:
+            pass
+
+    forecaster.forecastReady.connect(costly_view)
+    try:
+        with qtbot.waitSignal(forecaster.forecastReady, timeout=10_000):
+            forecaster._start()
+        assert forecaster.last_cost >= 0.12
+        cooling = forecaster._cool_until - time.monotonic()
+        assert cooling > module.MIN_GAP + 0.3
+        started = forecaster.started
+        forecaster._start()  # asked again at once: it waits out the cost, it does not start
+        assert forecaster.started == started
+        assert forecaster._debounce.remainingTime() > module.MIN_GAP * 1000
+    finally:
+        forecaster.close()
+        scheduler.shutdown()

@@ -43,6 +43,7 @@ from taskloom.engine.durations_model import DurationModel
 from taskloom.engine.forecast import DONE, Forecast, Plan
 
 from . import relay
+from .pacing import paced_ms
 from .run_history import store_of
 
 log = logging.getLogger(__name__)
@@ -56,15 +57,20 @@ PERIODIC_MS = 5000  # running attempts age even without events
 WAITING_PERIODIC_MS = 60_000
 BUDGET = 0.5  # seconds of sampled passes per forecast
 MIN_GAP = 0.5  # seconds between forecasts: a busy run asks every batch
-# ...and at least COST_FACTOR times what the last one cost this process (the helper
-# thread's CPU making its plan, the GUI thread's showing it): a forecast takes at most
-# a tenth of a core from the engine it forecasts, whatever the run's size.
-COST_FACTOR = 9
+# ...and at least pacing.COST_FACTOR times what the last one cost: the helper's time
+# from the plan to the answer (most of it the forecast process sampling, up to BUDGET
+# of a core) and the GUI thread's showing it.
 MODEL_TTL = 10.0  # seconds a durations model is used before it is read again
 # ...but one that knows nothing of a task that has succeeded since is read again after
 # this long: on a first run every task is a guess until one has run (then the median).
 MODEL_NEWS = 2.0
 MAX_RUNS = 20_000  # ghost runs per forecast: a task every 3 s would make 23,000 in 19 h
+
+
+# The forecast process runs at a lower CPU priority: its sampled passes (up to BUDGET
+# of a core each forecast) took a core from a busy run on a 2-core machine.
+FORECAST_NICENESS = 10
+SERVE = f"from taskloom.engine.forecast import serve; serve(niceness={FORECAST_NICENESS})"
 
 
 class ForecastProcess:
@@ -106,7 +112,7 @@ class ForecastProcess:
         if self._proc is None or self._proc.poll() is not None:
             env = {k: v for k, v in os.environ.items() if k != "TASKLOOM_OWNER"}
             self._proc = subprocess.Popen(
-                [sys.executable, "-c", "from taskloom.engine.forecast import serve; serve()"],
+                [sys.executable, "-c", SERVE],
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.DEVNULL,
@@ -186,7 +192,7 @@ class Forecaster(QObject):
         self._again = False
         self._closed = False
         self._cool_until = 0.0  # no forecast starts before this
-        self.last_cost = 0.0  # CPU seconds the last forecast cost this process (both threads)
+        self.last_cost = 0.0  # seconds the last forecast took (helper's wall time + showing it)
         self._held = False  # hold(): requests wait for release()
         self.started = 0  # forecasts started (tests count them)
         self._cached_model: tuple[dict, float, DurationModel] | None = None  # helper thread
@@ -261,7 +267,7 @@ class Forecaster(QObject):
     def _compute(self, generation: int, expected: dict, horizon: float) -> None:
         """On the helper thread: never raises, always answers."""
         answer = None
-        cpu = time.thread_time()
+        began = time.monotonic()
         try:
             plan = Plan.from_scheduler(self.scheduler, expected, self._definitions)
             done = [p.definition.id for p in plan.tasks if p.kind == DONE]
@@ -278,7 +284,7 @@ class Forecaster(QObject):
         except Exception:  # a view without a forecast, never a crash
             log.debug("no forecast", exc_info=True)
         if not self._closed:
-            relay.post(self, "_on_finished", generation, answer, time.thread_time() - cpu)
+            relay.post(self, "_on_finished", generation, answer, time.monotonic() - began)
 
     def _model(self, expected: dict, done: list | tuple = ()) -> DurationModel:
         """The durations, re-read at most every ``MODEL_TTL`` seconds: they change slowly,
@@ -321,7 +327,7 @@ class Forecaster(QObject):
         shown = time.thread_time()
         self.forecastReady.emit(answer)
         self.last_cost = cost + time.thread_time() - shown
-        self._cool_until = time.monotonic() + max(MIN_GAP, COST_FACTOR * self.last_cost)
+        self._cool_until = time.monotonic() + paced_ms(int(MIN_GAP * 1000), self.last_cost) / 1000
         if self._again:
             self._again = False
             self._start()

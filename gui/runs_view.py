@@ -9,6 +9,7 @@ panel is shown, at most every ``REFRESH_MS``; ``grid_of`` turns the rows into
 
 from __future__ import annotations
 
+import time
 from typing import NamedTuple
 
 from PySide6.QtCore import Qt, QTimer, Signal
@@ -17,6 +18,7 @@ from PySide6.QtWidgets import QAbstractItemView, QTableWidget, QTableWidgetItem
 
 from taskloom.engine import Outcome
 
+from .pacing import paced_ms
 from .run_header import duration_text
 from .style import outcome_colour, text_colour_on
 
@@ -97,6 +99,8 @@ class RunsView(QTableWidget):
         self.grid: RunsGrid | None = None
         self._rows: list[str] = []  # the row labels shown
         self._asked = 0
+        self._asked_at = 0.0  # when the newest read was asked (monotonic)
+        self.last_cost = 0.0  # seconds from asking the last grid to its cells shown
         self.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         self.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
         self.setTabKeyNavigation(False)
@@ -122,12 +126,17 @@ class RunsView(QTableWidget):
 
     def request(self) -> None:
         if self.reader is not None and not self.reader.closed:
+            self._asked_at = time.monotonic()
             self._asked = self.reader.request_grid()
 
     def _answered(self, rid: int, grid) -> None:
         if rid != self._asked or grid is None:
             return
         self.show_grid(grid)
+        # The next read waits longer if this one was costly (a busy run's big grid):
+        # its read on the history thread and its cells made here, from asked to shown.
+        self.last_cost = time.monotonic() - self._asked_at
+        self._timer.setInterval(paced_ms(REFRESH_MS, self.last_cost))
 
     def show_grid(self, grid: RunsGrid) -> None:
         # No run yet (a file just opened): no rows either. A label per task made a

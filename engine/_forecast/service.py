@@ -13,16 +13,26 @@ from __future__ import annotations
 from .report import forecast
 
 
-def serve(source=None, sink=None) -> None:
+def serve(source=None, sink=None, niceness: int = 0) -> None:
     """Answer forecast requests on a pipe, one at a time, until it closes: what the
     window's forecast process runs (``gui/forecaster.py``), so the passes never take
     the GIL from the window or the engine's workers. A request is a pickled
     ``(plan, model, keyword arguments of forecast())``, an answer a pickled
     ``("ok", Forecast)`` or ``("error", text)``; each is prefixed with its length
-    (8 bytes, big-endian). Only its parent writes to it: pickle is no risk here."""
+    (8 bytes, big-endian). Only its parent writes to it: pickle is no risk here.
+
+    ``niceness`` lowers the process's CPU priority first (Unix): the window's
+    forecasts then take the cores only when the run it forecasts leaves them idle."""
+    import os
     import pickle
     import struct
     import sys
+
+    if niceness and hasattr(os, "nice"):
+        try:
+            os.nice(niceness)
+        except OSError:  # not allowed here: forecast at the usual priority
+            pass
 
     source = source or sys.stdin.buffer
     sink = sink or sys.stdout.buffer

@@ -244,3 +244,36 @@ def test_the_runs_grid_makes_no_row_per_task_before_any_run(qtbot, make_window, 
     assert view.rowCount() == 0 and view.columnCount() == 0
     view.show_grid(RunsGrid([1], {("t3", 1): Cell("succeeded", 1.5, 1, 1, None)}, {1: 1}, {1: 0}))
     assert view.rowCount() == 50 and view.verticalHeaderItem(3).text() == "t3"
+
+
+def test_a_costly_runs_grid_is_read_again_less_often(qtbot, make_window, manual_scheduler):
+    """The Runs grid's next read waits pacing.COST_FACTOR times what the last one took
+    from asking to its cells shown, when that is longer than REFRESH_MS."""
+    import time
+
+    from PySide6.QtCore import QObject, Signal
+
+    from taskloom.gui import runs_view
+    from taskloom.gui.pacing import COST_FACTOR
+    from taskloom.gui.runs_view import Cell, RunsGrid, RunsView
+
+    class Reader(QObject):
+        gridRead = Signal(int, object)
+        closed = False
+
+        def request_grid(self):
+            return 7
+
+    manual_scheduler.schedule(noop, 3600.0, name="t3")
+    manual_scheduler.start()
+    window = make_window(manual_scheduler)
+    view = RunsView(window, Reader())
+    qtbot.addWidget(view)
+    grid = RunsGrid([1], {("t3", 1): Cell("succeeded", 1.5, 1, 1, None)}, {1: 1.5}, {1: 0})
+    view.request()
+    view._answered(7, grid)  # answered at once: the usual pace
+    assert view._timer.interval() == runs_view.REFRESH_MS
+    view.request()
+    view._asked_at = time.monotonic() - 0.5  # this read took half a second
+    view._answered(7, grid._replace(took={1: 2.0}))
+    assert view._timer.interval() >= COST_FACTOR * 500

@@ -199,3 +199,26 @@ def test_a_costly_forecast_waits_longer_for_the_next_one(qtbot):
     finally:
         forecaster.close()
         scheduler.shutdown()
+
+
+def test_the_forecast_process_runs_at_a_lower_cpu_priority():
+    """Its sampled passes take the cores only when the run leaves them idle; the serve
+    loop renices itself (a test with the priority unchanged fails)."""
+    import os
+
+    from taskloom.engine.forecast import Plan
+    from taskloom.gui.forecaster import FORECAST_NICENESS, ForecastProcess
+
+    scheduler = Scheduler(workers=1, clock=ManualClock(), executor=SyncExecutor())
+    scheduler.add(named("a"), name="a")
+    process = ForecastProcess()
+    try:
+        plan = Plan.from_scheduler(scheduler, {}, {})
+        process.forecast(plan, DurationModel({"a": [1.0]}), horizon=600.0, budget=0.01)
+        pid = process._proc.pid
+        ours = os.getpriority(os.PRIO_PROCESS, 0)
+        assert FORECAST_NICENESS > 0 and ours < 19
+        assert os.getpriority(os.PRIO_PROCESS, pid) == min(19, ours + FORECAST_NICENESS) > ours
+    finally:
+        process.close()
+        scheduler.shutdown()

@@ -158,6 +158,12 @@ class DurationModel:
     def has_history(self, task_id: str) -> bool:
         return task_id in self._stats
 
+    @property
+    def knows_nothing(self) -> bool:
+        """No task has a past run or an ``expected`` duration: every estimate is the
+        same guess (``FALLBACK``), as on a workflow's first run before anything ended."""
+        return not self._stats and not self._expected
+
     def estimate(self, task_id: str) -> float:
         """The point estimate of one run: recency-weighted history, or expected, or a guess."""
         return self.stats(task_id).recent

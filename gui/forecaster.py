@@ -327,7 +327,11 @@ class Forecaster(QObject):
         shown = time.thread_time()
         self.forecastReady.emit(answer)
         self.last_cost = cost + time.thread_time() - shown
-        self._cool_until = time.monotonic() + paced_ms(int(MIN_GAP * 1000), self.last_cost) / 1000
+        # A forecast that knew no duration is all guesses (a first run: "ETA in 8 min" for
+        # a 3 s run): the next one, with the first real durations, is not held back.
+        guessed = answer is None or answer.model.knows_nothing
+        gap = MIN_GAP if guessed else paced_ms(int(MIN_GAP * 1000), self.last_cost) / 1000
+        self._cool_until = time.monotonic() + gap
         if self._again:
             self._again = False
             self._start()

@@ -183,3 +183,12 @@ def test_failure_rate_from_attempts_and_store(tmp_path):
         assert DurationModel.from_store(store).failure_rate("a") == 0.5
     finally:
         store.close()
+
+
+def test_a_model_knows_nothing_only_without_any_history_or_expected_duration():
+    from taskloom.engine.durations_model import DurationModel
+
+    assert DurationModel().knows_nothing
+    assert DurationModel({"a": []}, {"b": None}).knows_nothing  # nothing usable either
+    assert not DurationModel({"a": [2.0]}).knows_nothing
+    assert not DurationModel(expected={"b": 30.0}).knows_nothing

@@ -177,7 +177,9 @@ def test_a_costly_forecast_waits_longer_for_the_next_one(qtbot):
     from taskloom.gui.forecaster import Forecaster
 
     scheduler = Scheduler(workers=1, clock=ManualClock(), executor=SyncExecutor())
-    scheduler.add(named("a"), name="a")
+    scheduler.start()
+    scheduler.add(named("a"), name="a")  # ran: its duration is known
+    scheduler.schedule(named("b"), 60.0, name="b")
     forecaster = Forecaster(scheduler)
 
     def costly_view(_answer):
@@ -196,6 +198,34 @@ def test_a_costly_forecast_waits_longer_for_the_next_one(qtbot):
         forecaster._start()  # asked again at once: it waits out the cost, it does not start
         assert forecaster.started == started
         assert forecaster._debounce.remainingTime() > module.MIN_GAP * 1000
+    finally:
+        forecaster.close()
+        scheduler.shutdown()
+
+
+def test_a_forecast_that_knew_no_duration_does_not_hold_the_next_back(qtbot):
+    """A first run's first forecast is all guesses ("ETA in 8 min" for a 3 s run),
+    however costly: the next one, with real durations, waits only MIN_GAP."""
+    import time
+
+    from taskloom.gui import forecaster as module
+    from taskloom.gui.forecaster import Forecaster
+
+    scheduler = Scheduler(workers=1, clock=ManualClock(), executor=SyncExecutor())
+    scheduler.schedule(named("b"), 60.0, name="b")  # nothing ran: nothing is known
+    forecaster = Forecaster(scheduler)
+
+    def costly_view(_answer):
+        until = time.thread_time() + 0.12
+        while time.thread_time() < until:
+            pass
+
+    forecaster.forecastReady.connect(costly_view)
+    try:
+        with qtbot.waitSignal(forecaster.forecastReady, timeout=10_000) as ready:
+            forecaster._start()
+        assert ready.args[0].model.knows_nothing and forecaster.last_cost >= 0.12
+        assert forecaster._cool_until - time.monotonic() <= module.MIN_GAP
     finally:
         forecaster.close()
         scheduler.shutdown()

@@ -277,7 +277,8 @@ class Forecaster(QObject):
                 model,
                 horizon=horizon,
                 until_settled=True,
-                budget=BUDGET,
+                # Every duration the same guess: each sampled pass would draw it again.
+                budget=0.0 if model.knows_nothing else BUDGET,
                 max_runs=MAX_RUNS,
             )
             answer = Live(result, model)
@@ -294,7 +295,9 @@ class Forecaster(QObject):
         now = time.monotonic()
         if cached is not None and cached[0] == expected and now - cached[1] < MODEL_TTL:
             age, model = now - cached[1], cached[2]
-            if age < MODEL_NEWS or all(model.has_history(t) for t in done):
+            if model.knows_nothing and done:
+                pass  # the first durations are in: read them now, not MODEL_NEWS later
+            elif age < MODEL_NEWS or all(model.has_history(t) for t in done):
                 return model
         if self.store is not None:
             # Under the lock close() takes: the store may be closed right after it,

@@ -225,6 +225,7 @@ def test_a_forecast_that_knew_no_duration_does_not_hold_the_next_back(qtbot):
         with qtbot.waitSignal(forecaster.forecastReady, timeout=10_000) as ready:
             forecaster._start()
         assert ready.args[0].model.knows_nothing and forecaster.last_cost >= 0.12
+        assert ready.args[0].forecast.passes == 0  # all one guess: nothing to sample
         assert forecaster._cool_until - time.monotonic() <= module.MIN_GAP
     finally:
         forecaster.close()
@@ -251,4 +252,24 @@ def test_the_forecast_process_runs_at_a_lower_cpu_priority():
         assert os.getpriority(os.PRIO_PROCESS, pid) == min(19, ours + FORECAST_NICENESS) > ours
     finally:
         process.close()
+        scheduler.shutdown()
+
+
+def test_a_model_that_knew_nothing_is_read_again_once_a_task_is_done():
+    """The first durations reach the forecast at once, not MODEL_NEWS later."""
+    import time
+
+    from taskloom.gui.forecaster import Forecaster
+
+    scheduler = Scheduler(workers=1, clock=ManualClock(), executor=SyncExecutor())
+    scheduler.start()
+    scheduler.add(named("a"), name="a")  # ran just now
+    forecaster = Forecaster(scheduler)
+    try:
+        forecaster._cached_model = ({}, time.monotonic(), DurationModel())  # read before it ran
+        assert forecaster._model({}, []).knows_nothing  # nothing done: the cache stands
+        model = forecaster._model({}, ["a"])
+        assert not model.knows_nothing and model.has_history("a")
+    finally:
+        forecaster.close()
         scheduler.shutdown()

@@ -72,7 +72,7 @@ def test_a_second_owner_in_the_same_process_is_refused(tmp_path):
 
 def test_a_live_owner_in_another_process_is_named_and_a_killed_one_releases(tmp_path):
     db, pids = tmp_path / "run.db", tmp_path / "pids"
-    proc, _ = start_owner(db, pids)
+    proc, left_running = start_owner(db, pids)
     try:
         with pytest.raises(StoreBusy) as refused:
             SQLiteStore(db)
@@ -82,9 +82,16 @@ def test_a_live_owner_in_another_process_is_named_and_a_killed_one_releases(tmp_
     finally:
         proc.kill()
         proc.wait()
-    assert read_owner(db) is None  # the kernel dropped the lock with the process
-    store = SQLiteStore(db)
-    store.close()
+    try:
+        assert read_owner(db) is None  # the kernel dropped the lock with the process
+        store = SQLiteStore(db)
+        store.close()
+    finally:  # the command outlives its owner by design: not this test's process table
+        for pid in left_running:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
 
 
 def test_a_reader_reads_beside_a_live_owner(tmp_path):

@@ -527,6 +527,15 @@ class EngineBridge(QObject):
         """Tasks per state (kept per task changed, not counted again per batch)."""
         return dict(self._counts)
 
+    def running_split(self) -> tuple[int, int]:
+        """(running, recording) of the RUNNING tasks: a task whose code returned waits in
+        RUNNING for its success to reach the disk. Every view says it the same way,
+        rather than show more tasks running than there are workers."""
+        running = self._counts[TaskState.RUNNING]
+        busy = self.scheduler.busy
+        busy = running if busy is None else min(busy, running)
+        return busy, running - busy
+
     def one_shot_counts(self) -> tuple[dict[TaskState, int], int]:
         """(one-shot tasks per state, how many tasks recur), kept as ``state_counts``."""
         return dict(self._one_shot), self._recurring

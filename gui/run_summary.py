@@ -101,6 +101,8 @@ class RunSummary(QLabel):
             return f'<a href="{html.escape(tid)}" style="color:{link}">{html.escape(tid)}</a>'
 
         counts = self.bridge.state_counts()
+        busy, recording = self.bridge.running_split()  # as the status bar says it
+        counts[TaskState.RUNNING] = busy
         rows = []
         for state in TaskState:
             if counts[state]:
@@ -109,6 +111,11 @@ class RunSummary(QLabel):
                     f'<tr><td style="color:{colour}" align="right">{STATE_GLYPHS[state]}</td>'
                     f'<td align="right">&nbsp;{counts[state]}</td>'
                     f"<td>&nbsp;{STATE_LABELS[state]}</td></tr>"
+                )
+            if state is TaskState.RUNNING and recording:
+                rows.append(
+                    f'<tr><td></td><td align="right">&nbsp;{recording}</td>'
+                    "<td>&nbsp;recording</td></tr>"
                 )
         total = len(tasks)
         parts = [

@@ -45,10 +45,7 @@ class StatusPanel:
     def update(self, dispatcher_paused: bool) -> None:
         counts = self.bridge.state_counts()
         running = counts[TaskState.RUNNING]
-        # A RUNNING task whose code returned waits for its success to reach the disk:
-        # say so, rather than show more tasks running than there are workers.
-        busy = self.bridge.scheduler.busy
-        busy = running if busy is None else min(busy, running)
+        busy, _recording = self.bridge.running_split()
         parts = []
         colours = self._state_colours(self.counts.palette().color(QPalette.ColorRole.Window))
         gone = 0

@@ -165,6 +165,9 @@ def test_status_bar_never_shows_more_running_than_workers(qtbot, make_window, tm
         assert "0 running" in counts.text()
         assert "workers 0/2 busy" in busy.text()
         assert "recording" in counts.toolTip()
+        # The inspector's run summary says it the same way (it said "5 running").
+        summary = window.inspector.summary.summary_html()
+        assert "5</td><td>&nbsp;recording" in summary and "5</td><td>&nbsp;running" not in summary
     finally:
         held.set()
     qtbot.waitUntil(lambda: "5 succeeded" in counts.text(), timeout=5000)

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import time
+
 from PySide6.QtCore import QCoreApplication
 
 from taskloom.engine import Attempt, ManualClock, Outcome, Scheduler, SyncExecutor
@@ -167,12 +169,17 @@ def test_closing_waits_for_a_store_read_under_way_and_allows_no_more(qtbot):
     scheduler.shutdown()
 
 
+def costly_view(_answer):
+    """A view whose showing of a forecast takes 120 ms of the GUI thread's CPU."""
+    until = time.thread_time() + 0.12
+    while time.thread_time() < until:
+        pass
+
+
 def test_a_costly_forecast_waits_longer_for_the_next_one(qtbot):
     """A forecast takes at most about a tenth of a core from the run it forecasts: the
     next one waits COST_FACTOR times what the last cost this process (here its showing
     took 120 ms of the GUI thread), not only MIN_GAP."""
-    import time
-
     from taskloom.gui import forecaster as module
     from taskloom.gui.forecaster import Forecaster
 
@@ -181,12 +188,6 @@ def test_a_costly_forecast_waits_longer_for_the_next_one(qtbot):
     scheduler.add(named("a"), name="a")  # ran: its duration is known
     scheduler.schedule(named("b"), 60.0, name="b")
     forecaster = Forecaster(scheduler)
-
-    def costly_view(_answer):
-        until = time.thread_time() + 0.12
-        while time.thread_time() < until:
-            pass
-
     forecaster.forecastReady.connect(costly_view)
     try:
         with qtbot.waitSignal(forecaster.forecastReady, timeout=10_000):
@@ -206,20 +207,12 @@ def test_a_costly_forecast_waits_longer_for_the_next_one(qtbot):
 def test_a_forecast_that_knew_no_duration_does_not_hold_the_next_back(qtbot):
     """A first run's first forecast is all guesses ("ETA in 8 min" for a 3 s run),
     however costly: the next one, with real durations, waits only MIN_GAP."""
-    import time
-
     from taskloom.gui import forecaster as module
     from taskloom.gui.forecaster import Forecaster
 
     scheduler = Scheduler(workers=1, clock=ManualClock(), executor=SyncExecutor())
     scheduler.schedule(named("b"), 60.0, name="b")  # nothing ran: nothing is known
     forecaster = Forecaster(scheduler)
-
-    def costly_view(_answer):
-        until = time.thread_time() + 0.12
-        while time.thread_time() < until:
-            pass
-
     forecaster.forecastReady.connect(costly_view)
     try:
         with qtbot.waitSignal(forecaster.forecastReady, timeout=10_000) as ready:
@@ -257,8 +250,6 @@ def test_the_forecast_process_runs_at_a_lower_cpu_priority():
 
 def test_a_model_that_knew_nothing_is_read_again_once_a_task_is_done():
     """The first durations reach the forecast at once, not MODEL_NEWS later."""
-    import time
-
     from taskloom.gui.forecaster import Forecaster
 
     scheduler = Scheduler(workers=1, clock=ManualClock(), executor=SyncExecutor())

@@ -9,8 +9,8 @@ it), and how long the window takes to catch up once the engine is done
 (benchmarks/big_workflows.py ``measure_stream``). Each measurement runs in a fresh
 process; ``--other PYTHON`` (the previous main's virtualenv: its own checkout's
 benchmarks and code) runs the same, interleaved. The event loop sleeps between
-events as the app's does (written here, not taken from ``gui_bench``: the other
-checkout's own ``gui_bench.process_until`` may spin it).
+events as the app's does (``gui_bench.process_until``; a checkout older than a863565
+spun it, so compare with a863565 or later).
 """
 
 from __future__ import annotations
@@ -31,27 +31,11 @@ os.environ["QT_QPA_PLATFORM"] = "offscreen"
 sys.path.insert(0, os.getcwd())
 from PySide6.QtWidgets import QApplication
 app = QApplication([])
-import time
-from PySide6.QtCore import QEventLoop, QTimer
 from benchmarks import big_workflows, gui_bench
-
-def process_until(done, timeout):
-    # The event loop as the app runs it, asleep until something happens (a 5 ms check
-    # of ``done``): processEvents() in a loop spun the GUI thread, taking the GIL
-    # from the thread that adds tasks and from the engine's.
-    if done():
-        return True
-    loop, deadline = QEventLoop(), time.perf_counter() + timeout
-    check = QTimer()
-    check.timeout.connect(lambda: (done() or time.perf_counter() > deadline) and loop.quit())
-    check.start(5)
-    loop.exec()
-    check.stop()
-    return done()
 
 r = big_workflows.measure_stream(
     "noop via API", int(sys.argv[1]), gui_bench.open_window, gui_bench.close_window,
-    process_until, gui_bench.LagProbe,
+    gui_bench.process_until, gui_bench.LagProbe,
 )
 print(json.dumps(r))
 """

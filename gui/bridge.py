@@ -60,8 +60,9 @@ FEWEST_REREADS = 50
 # While a run is busy the window shows it a few times a second, not at every 33 ms:
 # each batch costs the window's views a frame of Python and painting, all of it taken
 # from the engine's threads (the GIL) and cores. A drain that handed on at least
-# BUSY_CHANGES task changes or events makes the next wake wait BUSY_INTERVAL_MS; a
-# quiet one goes back to the bridge's interval, so a single change still shows at once.
+# BUSY_CHANGES task changes or events makes the next wake wait BUSY_INTERVAL_MS if it
+# comes within that time (the burst goes on); a quiet drain, or the first change after
+# a burst, goes back to the bridge's interval, so a single change still shows at once.
 # 2,000 ``true`` commands: the run 4.4-4.9 s in the window against 2.9-3.0 s headless
 # at 33 ms, 3.8-4.0 s at 250 ms (lag p99 44 -> 31 ms). A backlog (a flood's re-reads)
 # keeps the short interval: it is the window catching up, not the engine's pace.
@@ -241,6 +242,7 @@ class EngineBridge(QObject):
         # QTimer.start(ms) sets the timer's interval: the intervals are kept here.
         self._interval_ms = interval_ms
         self._wake_ms = interval_ms  # the next wake's wait: BUSY_INTERVAL_MS after a busy drain
+        self._busy_until = 0.0  # ...while events come before this (monotonic): the burst goes on
         self._timer.start()  # a first drain: the early recorder's events
         # The heap only changes with events; re-read it at most 4 times a second, and
         # only after a drain applied some.
@@ -283,7 +285,9 @@ class EngineBridge(QObject):
     def _wake(self) -> None:
         """Events arrived: drain them a moment from now, with whatever else comes."""
         if self._unsubscribe is not None and not self._timer.isActive():
-            self._timer.start(self._wake_ms)
+            # Once a burst is over, the first change after it shows at the quiet pace.
+            going_on = time.monotonic() < self._busy_until
+            self._timer.start(self._wake_ms if going_on else self._interval_ms)
 
     def drain(self) -> None:
         """Apply what was received since the last call and emit one batch, at most
@@ -368,6 +372,7 @@ class EngineBridge(QObject):
         self.batches += 1
         busy = len(changed) + len(tail) >= BUSY_CHANGES
         self._wake_ms = max(BUSY_INTERVAL_MS, self._interval_ms) if busy else self._interval_ms
+        self._busy_until = time.monotonic() + self._wake_ms / 1000
         if changed:
             self.tasksChanged.emit(changed)
         if removed:

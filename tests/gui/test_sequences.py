@@ -714,3 +714,48 @@ def test_kill_9_of_the_owner_a_watching_window_takes_over_and_the_output_goes_on
         if owner.poll() is None:
             owner.kill()
             owner.wait(10)
+
+
+def test_a_busy_run_to_its_end_then_one_cancel_shows_at_the_quiet_pace(make_window, qtbot):
+    """A run busy enough to pace the window (batches 250 ms apart), then, once it is
+    over, one change from the shell: it comes in the next drain at the quiet pace, and
+    the window says what the engine says."""
+    import time
+
+    from taskloom.gui import bridge as bridge_module
+
+    scheduler = Scheduler(workers=4)
+    for i in range(400):
+        scheduler.add(lambda: None, name=f"n{i}")
+    scheduler.schedule_after(lambda: None, 3600, name="later")
+    window = make_window(scheduler)
+    bridge = window.bridge
+    paced = []
+    bridge.tasksChanged.connect(lambda _changed: paced.append(bridge._wake_ms))
+    try:
+        scheduler.start()
+        qtbot.waitUntil(lambda: bridge.state_counts()[TaskState.SUCCEEDED] == 400, timeout=30_000)
+        assert bridge_module.BUSY_INTERVAL_MS in paced  # the run was busy for the window
+
+        # The burst is over (its last drain's busy pace has passed): a cancel from the
+        # shell now shows at the quiet pace, not 250 ms later.
+        def settled():
+            idle = not bridge.reading() and not bridge.pending() and not bridge._timer.isActive()
+            return idle and time.monotonic() > bridge._busy_until
+
+        qtbot.waitUntil(settled, timeout=5000)
+        waits = []
+        wake = bridge._wake
+
+        def spied_wake():
+            wake()
+            waits.append(bridge._timer.interval())
+
+        bridge._wake = spied_wake
+        batches = bridge.batches
+        scheduler.cancel("later")
+        qtbot.waitUntil(lambda: bridge.tasks["later"].state is TaskState.CANCELLED, timeout=5000)
+        assert waits == [33] and bridge.batches == batches + 1  # one drain, at the quiet pace
+        assert window.status_panel.counts.text().count("cancelled") == 1
+    finally:
+        scheduler.shutdown()
